@@ -1,0 +1,81 @@
+# The project's manual: `make help` lists every target. Every target that needs the toolchain
+# depends on a stamp file, so a fresh clone sets itself up and a second run is quick.
+SHELL := /bin/bash
+.DEFAULT_GOAL := help
+.DELETE_ON_ERROR:
+
+PYTHON ?= python3
+VENV := .venv
+PY := $(VENV)/bin/python
+CDK := node_modules/.bin/cdk
+PY_STAMP := $(VENV)/.installed
+NODE_STAMP := node_modules/.installed
+STAGE ?= dev
+
+# Keep every cache inside the project (jsii unpacks ~185 MB on first import; the CDK CLI caches
+# notices); `make clean` removes them with the rest.
+export JSII_RUNTIME_PACKAGE_CACHE_ROOT := $(CURDIR)/.cache/jsii
+export CDK_HOME := $(CURDIR)/.cache/cdk
+export CDK_DISABLE_VERSION_CHECK := 1
+export AWS_EC2_METADATA_DISABLED := true
+# jsii supports Node 22 and 24; on an end-of-life Node it prints a banner on every import. The
+# synthesized templates are the same, so acknowledge the running major version instead of
+# printing that wall in every test.
+NODE_MAJOR := $(shell node -p 'process.versions.node.split(".")[0]' 2>/dev/null)
+export JSII_SILENCE_WARNING_END_OF_LIFE_NODE_VERSION := $(NODE_MAJOR)
+export JSII_SILENCE_WARNING_UNTESTED_NODE_VERSION := 1
+
+.PHONY: help install synth lint format test test-unit test-integration test-infra test-e2e bench \
+        demo local local-up local-down invoke seed redrive-dlq redrive-workflow chaos constraints clean
+
+help: ## List every target with what it does
+	@awk 'BEGIN {FS = ":.*## "} /^[a-zA-Z_-]+:.*## / {printf "  \033[36m%-18s\033[0m %s\n", $$1, $$2}' $(MAKEFILE_LIST)
+
+$(PY_STAMP): requirements.txt requirements-dev.txt constraints.txt
+	@$(PYTHON) -c 'import sys; sys.exit(0 if sys.version_info >= (3, 11) else "Python 3.11+ is required")'
+	$(PYTHON) -m venv $(VENV)
+	$(VENV)/bin/pip install --quiet --disable-pip-version-check -r requirements-dev.txt -c constraints.txt
+	@touch $@
+
+$(NODE_STAMP): package.json package-lock.json
+	npm ci --no-audit --no-fund --loglevel=error
+	@touch $@
+
+install: $(PY_STAMP) $(NODE_STAMP) ## Create .venv and node_modules with the pinned toolchain
+
+synth: install ## Synthesize every stack into cdk.out/ (cdk-nag runs on every synth); STAGE=dev|prod|local
+	$(CDK) synth --quiet -c stage=$(STAGE)
+	@ls cdk.out/*.template.json
+
+lint: install ## ruff (lint + format check) and mypy
+	$(VENV)/bin/ruff check .
+	$(VENV)/bin/ruff format --check .
+	$(VENV)/bin/mypy
+
+format: install ## Apply ruff's fixes and formatting
+	$(VENV)/bin/ruff check --fix .
+	$(VENV)/bin/ruff format .
+
+test: install ## The whole suite: unit, integration, infrastructure, end to end on a local cloud, chaos subset
+	$(PY) -m pytest
+
+test-unit: install ## Unit tests only (fast, no synthesis)
+	$(PY) -m pytest tests/unit
+
+test-integration: install ## The whole chain in-process on moto
+	$(PY) -m pytest tests/integration
+
+test-infra: install ## Template assertions, cdk-nag and cfn-lint
+	$(PY) -m pytest tests/infra
+
+constraints: ## Re-pin transitive dependencies after editing requirements*.txt
+	rm -rf $(VENV) && $(PYTHON) -m venv $(VENV)
+	$(VENV)/bin/pip install --quiet -r requirements-dev.txt
+	{ echo "# Exact versions of every transitive dependency, applied with pip's -c when the venv is built."; \
+	  echo "# Regenerate with 'make constraints' after changing requirements*.txt."; \
+	  $(VENV)/bin/pip freeze --exclude-editable; } > constraints.txt
+	@touch $(PY_STAMP)
+
+clean: ## Remove build output, caches, the venv and node_modules
+	rm -rf cdk.out .cache .localcloud .pytest_cache .mypy_cache .ruff_cache .hypothesis $(VENV) node_modules
+	find . -name __pycache__ -type d -prune -exec rm -rf {} +
