@@ -1,0 +1,1 @@
+"""Operator and client tools: invariant checks, catalog seed, invoke, redrive, the demo."""
