@@ -1,0 +1,187 @@
+"""Redrive tools for operators: a DLQ back to its source queue, a failed workflow execution again.
+
+Each uses the native API where the endpoint has it (`StartMessageMoveTask`, `RedriveExecution`)
+and otherwise a fallback with the same guarantees for this service (moto has neither):
+- DLQ: receive, send to the source queue, delete; a message is deleted from the DLQ only after
+  its copy was accepted, so a crash mid-move duplicates at worst, which the consumers dedupe.
+- workflow: a new execution with the same input, hence the same execution token, so every step
+  whose fence completed is skipped and only the unfinished work runs.
+The result says which method was used.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from collections.abc import Sequence
+from dataclasses import asdict, dataclass
+from enum import StrEnum
+from typing import Any
+
+from botocore.exceptions import ClientError
+
+from ops.target import Target
+
+REDRIVABLE_STATUSES = frozenset({"FAILED", "TIMED_OUT", "ABORTED"})
+_RECEIVE_BATCH = 10
+
+
+class Method(StrEnum):
+    START_MESSAGE_MOVE_TASK = "StartMessageMoveTask"
+    RECEIVE_SEND_DELETE = "receive-send-delete"
+    REDRIVE_EXECUTION = "RedriveExecution"
+    RESTART = "restart-with-same-token"
+
+
+class RedriveError(RuntimeError):
+    """The redrive cannot be done as asked (nothing to redrive to, wrong execution status)."""
+
+
+@dataclass(frozen=True)
+class DlqRedrive:
+    method: Method
+    dlq_url: str
+    destination_url: str | None
+    moved: int | None  # None: the native task moves asynchronously
+    task_handle: str | None = None
+
+
+@dataclass(frozen=True)
+class WorkflowRedrive:
+    method: Method
+    failed_execution_arn: str
+    execution_arn: str
+
+
+def _unsupported(error: Exception) -> bool:
+    """True when the endpoint does not implement the action (not a failure of the action).
+
+    In-process moto raises NotImplementedError; moto's server answers a bare HTTP 500 whose error
+    code is the status number, a shape AWS never uses (its errors always carry a named code).
+    """
+    if isinstance(error, NotImplementedError):
+        return True
+    if isinstance(error, ClientError):
+        code = error.response.get("Error", {}).get("Code", "")
+        return code in {"500", "501", "InvalidAction", "UnknownOperationException"}
+    return False
+
+
+def _queue_arn(sqs: Any, url: str) -> str:
+    attributes = sqs.get_queue_attributes(QueueUrl=url, AttributeNames=["QueueArn"])["Attributes"]
+    return str(attributes["QueueArn"])
+
+
+def _source_queue(sqs: Any, dlq_url: str) -> str:
+    sources: list[str] = sqs.list_dead_letter_source_queues(QueueUrl=dlq_url).get("queueUrls", [])
+    if len(sources) != 1:
+        raise RedriveError(f"{dlq_url} is the DLQ of {len(sources)} queues ({sources}); name the destination")
+    return sources[0]
+
+
+def redrive_dlq(sqs: Any, *, dlq_url: str, destination_url: str | None = None) -> DlqRedrive:
+    """Move every message in `dlq_url` back to `destination_url` (default: its source queue)."""
+    try:
+        request: dict[str, Any] = {"SourceArn": _queue_arn(sqs, dlq_url)}
+        if destination_url:
+            request["DestinationArn"] = _queue_arn(sqs, destination_url)
+        handle = sqs.start_message_move_task(**request)["TaskHandle"]
+        return DlqRedrive(Method.START_MESSAGE_MOVE_TASK, dlq_url, destination_url, None, handle)
+    except (ClientError, NotImplementedError) as error:
+        if not _unsupported(error):
+            raise
+    destination = destination_url or _source_queue(sqs, dlq_url)
+    moved = 0
+    while True:
+        messages = sqs.receive_message(
+            QueueUrl=dlq_url,
+            MaxNumberOfMessages=_RECEIVE_BATCH,
+            MessageAttributeNames=["All"],
+            WaitTimeSeconds=0,
+        ).get("Messages", [])
+        if not messages:
+            return DlqRedrive(Method.RECEIVE_SEND_DELETE, dlq_url, destination, moved)
+        for message in messages:
+            send: dict[str, Any] = {"QueueUrl": destination, "MessageBody": message["Body"]}
+            if message.get("MessageAttributes"):
+                send["MessageAttributes"] = message["MessageAttributes"]
+            sqs.send_message(**send)
+            sqs.delete_message(QueueUrl=dlq_url, ReceiptHandle=message["ReceiptHandle"])
+            moved += 1
+
+
+def redrive_execution(sfn: Any, *, execution_arn: str) -> WorkflowRedrive:
+    """Run a failed execution again from where its fences say it stopped."""
+    execution = sfn.describe_execution(executionArn=execution_arn)
+    if execution["status"] not in REDRIVABLE_STATUSES:
+        raise RedriveError(f"{execution_arn} is {execution['status']}; only failed executions redrive")
+    try:
+        sfn.redrive_execution(executionArn=execution_arn)
+        return WorkflowRedrive(Method.REDRIVE_EXECUTION, execution_arn, execution_arn)
+    except (ClientError, NotImplementedError) as error:
+        if not _unsupported(error):
+            raise
+    # A new name is required (names are unique per state machine for 90 days); the input, and so
+    # the execution token every fence is keyed by, stays the same.
+    state_machine_arn = execution["stateMachineArn"]
+    taken = {
+        e["name"]
+        for page in sfn.get_paginator("list_executions").paginate(stateMachineArn=state_machine_arn)
+        for e in page["executions"]
+    }
+    base = execution["name"].split("-restart-")[0]
+    attempt = next(n for n in range(1, len(taken) + 2) if f"{base}-restart-{n}" not in taken)
+    started = sfn.start_execution(
+        stateMachineArn=state_machine_arn, name=f"{base}-restart-{attempt}", input=execution["input"]
+    )
+    return WorkflowRedrive(Method.RESTART, execution_arn, started["executionArn"])
+
+
+def redrive_failed_executions(sfn: Any, *, state_machine_arn: str) -> list[WorkflowRedrive]:
+    """Redrive every execution of the state machine whose latest attempt failed."""
+    executions = [
+        e
+        for page in sfn.get_paginator("list_executions").paginate(stateMachineArn=state_machine_arn)
+        for e in page["executions"]
+    ]
+    # An execution already restarted under a newer name is not redriven twice.
+    latest: dict[str, dict[str, Any]] = {}
+    for e in sorted(executions, key=lambda e: e["startDate"]):
+        latest[e["name"].split("-restart-")[0]] = e
+    return [
+        redrive_execution(sfn, execution_arn=e["executionArn"])
+        for e in latest.values()
+        if e["status"] in REDRIVABLE_STATUSES
+    ]
+
+
+_DLQ_OUTPUTS = {"orders": "OrdersDlqUrl", "notify": "NotifyDlqUrl", "analytics": "AnalyticsDlqUrl"}
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m ops.redrive", description=__doc__.splitlines()[0])
+    commands = parser.add_subparsers(dest="command", required=True)
+    dlq = commands.add_parser("dlq", help="move a DLQ's messages back to its source queue")
+    dlq.add_argument("queue", choices=sorted(_DLQ_OUTPUTS))
+    workflow = commands.add_parser("workflow", help="redrive failed workflow executions")
+    workflow.add_argument("--execution-arn", help="one execution (default: every failed one)")
+    args = parser.parse_args(argv)
+
+    target = Target.resolve()
+    result: object
+    if args.command == "dlq":
+        result = redrive_dlq(target.client("sqs"), dlq_url=target.output(_DLQ_OUTPUTS[args.queue]))
+    elif args.execution_arn:
+        result = redrive_execution(target.client("stepfunctions"), execution_arn=args.execution_arn)
+    else:
+        result = redrive_failed_executions(
+            target.client("stepfunctions"), state_machine_arn=target.output("StateMachineArn")
+        )
+    items = result if isinstance(result, list) else [result]
+    print(json.dumps([asdict(item) for item in items], indent=2))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
