@@ -1,0 +1,144 @@
+"""SQS consumers: Powertools batch processing + per-record dedup on the fence mechanism.
+
+- ``process_batch`` runs Powertools' ``BatchProcessor``/``process_partial_response``: a record
+  whose handler raises is reported in ``batchItemFailures`` (SQS redelivers it; maxReceiveCount
+  moves it to the DLQ); a record that succeeded is acknowledged.
+- ``PoisonMessage(reason)`` (also raised by ``parse_body`` for an unparseable body or a wrong
+  shape) makes the processor send the record to the DLQ itself, with message attributes
+  ``reason`` and ``source``, and count it as handled: retrying it cannot help.
+- ``ConsumerDedup`` is a ``FenceStore`` whose namespace is the consumer's name, keyed by the
+  business event id: a redelivered record is never re-applied, and one consumer's record never
+  suppresses another's (different namespace, different key).
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from typing import Any, TypeVar
+
+from aws_lambda_powertools.utilities.batch import BatchProcessor, EventType, process_partial_response
+from aws_lambda_powertools.utilities.data_classes.sqs_event import SQSRecord
+from pydantic import BaseModel, ValidationError
+
+from reliability.fence import AtomicEffect, FenceStore, Outcome, StepId
+from reliability.telemetry import Decision, Telemetry
+
+M = TypeVar("M", bound=BaseModel)
+REASON_MAX = 256
+
+
+class PoisonMessage(Exception):
+    """This record can never succeed: dead-letter it now instead of retrying."""
+
+    def __init__(self, reason: str) -> None:
+        super().__init__(reason)
+        self.reason = reason
+
+
+@dataclass(frozen=True)
+class DeadLetters:
+    """The DLQ port: an SQS client and the queue URL; ``source`` names the consumer."""
+
+    client: Any
+    queue_url: str
+    source: str
+
+    def send(self, record: SQSRecord, reason: str) -> None:
+        self.client.send_message(
+            QueueUrl=self.queue_url,
+            MessageBody=record.body if record.body is not None else "",
+            MessageAttributes={
+                "reason": {"DataType": "String", "StringValue": reason[:REASON_MAX] or "poison"},
+                "source": {"DataType": "String", "StringValue": self.source},
+                "message_id": {"DataType": "String", "StringValue": record.message_id},
+            },
+        )
+
+
+def parse_body(record: SQSRecord, model: type[M]) -> M:
+    """Parse a JSON body into ``model``; PoisonMessage when it is not JSON or has the wrong shape."""
+    try:
+        data = json.loads(record.body or "")
+    except json.JSONDecodeError as error:
+        raise PoisonMessage(f"unparseable body: {error.msg}") from error
+    try:
+        return model.model_validate(data)
+    except ValidationError as error:
+        fields = ",".join(".".join(str(p) for p in e["loc"]) for e in error.errors()[:5])
+        raise PoisonMessage(f"wrong shape: {fields or 'body'}") from error
+
+
+def process_batch(
+    event: Mapping[str, Any],
+    *,
+    handler: Callable[[SQSRecord], Any],
+    dead_letters: DeadLetters,
+    telemetry: Telemetry,
+    context: Any = None,
+) -> dict[str, Any]:
+    """Run ``handler`` on every record; return the ``batchItemFailures`` response."""
+    processor = BatchProcessor(event_type=EventType.SQS, raise_on_entire_batch_failure=False)
+
+    def record_handler(record: SQSRecord) -> Any:
+        try:
+            return handler(record)
+        except PoisonMessage as poison:
+            dead_letters.send(record, poison.reason)
+            telemetry.decision(
+                Decision.POISON,
+                step=dead_letters.source,
+                message_id=record.message_id,
+                reason=poison.reason,
+            )
+            return None
+
+    response = process_partial_response(
+        event=dict(event), record_handler=record_handler, processor=processor, context=context
+    )
+    return dict(response)
+
+
+class ConsumerDedup:
+    """Exactly-once application of an event by one consumer, on the fence mechanism.
+
+    Build the ``FenceStore`` on the dedup (idempotency) table with ``namespace=<consumer>``.
+    """
+
+    def __init__(self, *, fences: FenceStore, consumer: str, telemetry: Telemetry) -> None:
+        self._fences = fences
+        self.consumer = consumer
+        self._telemetry = telemetry
+
+    def step(self, event_id: str) -> StepId:
+        return StepId(token=event_id, step=self.consumer)
+
+    def _report(self, step: StepId, outcome: Outcome) -> Outcome:
+        self._telemetry.decision(
+            Decision.DEDUP_HIT if outcome.skipped else Decision.DEDUP_MISS,
+            key=self._fences.key_for(step).value,
+            token=step.token,
+            step=self.consumer,
+        )
+        return outcome
+
+    def apply_atomic(self, event_id: str, build: Callable[[], AtomicEffect]) -> Outcome:
+        """The consumer's DynamoDB writes and the dedup record in one transaction."""
+        step = self.step(event_id)
+        return self._report(step, self._fences.run_atomic(step, build))
+
+    def apply_leased(
+        self,
+        event_id: str,
+        *,
+        attempt_id: str,
+        lease_seconds: float,
+        effect: Callable[[str], Mapping[str, Any] | AtomicEffect],
+    ) -> Outcome:
+        """For external effects (e-mail, webhooks): the effect gets a stable idempotency key."""
+        step = self.step(event_id)
+        outcome = self._fences.run_leased(
+            step, attempt_id=attempt_id, lease_seconds=lease_seconds, effect=effect
+        )
+        return self._report(step, outcome)
