@@ -1,0 +1,63 @@
+"""Small helpers shared by the DynamoDB adapters (low-level client, typed attribute values)."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+from boto3.dynamodb.types import TypeDeserializer, TypeSerializer
+from botocore.exceptions import ClientError
+
+_serializer = TypeSerializer()
+_deserializer = TypeDeserializer()
+
+CONDITION_FAILED = "ConditionalCheckFailedException"
+
+
+def to_item(values: Mapping[str, Any]) -> dict[str, Any]:
+    return {name: _serializer.serialize(value) for name, value in values.items() if value is not None}
+
+
+def from_item(item: Mapping[str, Any]) -> dict[str, Any]:
+    return {name: _plain(_deserializer.deserialize(value)) for name, value in item.items()}
+
+
+def _plain(value: Any) -> Any:
+    """Decimal -> int (the domain stores only integers: cents, counts), recursively."""
+    if hasattr(value, "as_integer_ratio") and not isinstance(value, bool | int | float):
+        return int(value)
+    if isinstance(value, list):
+        return [_plain(v) for v in value]
+    if isinstance(value, dict):
+        return {k: _plain(v) for k, v in value.items()}
+    return value
+
+
+def key(pk: str, sk: str) -> dict[str, Any]:
+    return {"pk": {"S": pk}, "sk": {"S": sk}}
+
+
+def error_code(error: ClientError) -> str:
+    return str(error.response.get("Error", {}).get("Code", ""))
+
+
+def query_all(client: Any, *, table: str, pk: str, sk_prefix: str | None = None) -> list[dict[str, Any]]:
+    """Every item of one partition (optionally with a sort-key prefix), strongly consistent."""
+    expression = "pk = :pk"
+    values: dict[str, Any] = {":pk": {"S": pk}}
+    if sk_prefix is not None:
+        expression += " AND begins_with(sk, :prefix)"
+        values[":prefix"] = {"S": sk_prefix}
+    kwargs: dict[str, Any] = {
+        "TableName": table,
+        "KeyConditionExpression": expression,
+        "ExpressionAttributeValues": values,
+        "ConsistentRead": True,
+    }
+    items: list[dict[str, Any]] = []
+    while True:
+        page = client.query(**kwargs)
+        items.extend(from_item(item) for item in page.get("Items", []))
+        if "LastEvaluatedKey" not in page:
+            return items
+        kwargs["ExclusiveStartKey"] = page["LastEvaluatedKey"]

@@ -1,0 +1,55 @@
+"""SQS and Step Functions adapters."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping
+from typing import Any
+
+from botocore.exceptions import ClientError
+
+from orders.adapters._dynamo import error_code
+from orders.ports import ExecutionConflict
+
+
+class SqsQueue:
+    """Implements `Queue`: one JSON message per call."""
+
+    def __init__(self, *, client: Any, queue_url: str) -> None:
+        self._client = client
+        self._url = queue_url
+
+    def send(self, body: Mapping[str, Any]) -> str:
+        response = self._client.send_message(QueueUrl=self._url, MessageBody=json.dumps(body, sort_keys=True))
+        return str(response["MessageId"])
+
+
+def execution_arn(state_machine_arn: str, name: str) -> str:
+    """arn:aws:states:r:a:stateMachine:m -> arn:aws:states:r:a:execution:m:name"""
+    prefix, _, machine = state_machine_arn.rpartition(":stateMachine:")
+    return f"{prefix}:execution:{machine}:{name}"
+
+
+class StepFunctionsWorkflow:
+    """Implements `Workflow` on a Standard state machine (execution names are unique for 90 days)."""
+
+    def __init__(self, *, client: Any, state_machine_arn: str) -> None:
+        self._client = client
+        self._arn = state_machine_arn
+
+    def start(self, *, name: str, payload: Mapping[str, Any]) -> str:
+        try:
+            response = self._client.start_execution(
+                stateMachineArn=self._arn, name=name, input=json.dumps(payload, sort_keys=True)
+            )
+            return str(response["executionArn"])
+        except ClientError as error:
+            if error_code(error) != "ExecutionAlreadyExists":
+                raise
+        # Someone started this name before: the same input is our own earlier start (success);
+        # a different input can never succeed (poison).
+        arn = execution_arn(self._arn, name)
+        existing = self._client.describe_execution(executionArn=arn)
+        if json.loads(existing.get("input") or "null") != dict(payload):
+            raise ExecutionConflict(f"execution {name} exists with a different input")
+        return arn

@@ -1,0 +1,412 @@
+"""DynamoDB adapters for the business tables (all keyed `pk` + `sk`, DEVELOPERS.md).
+
+Item layout (documented in DEVELOPERS.md, "Business items"):
+- orders:        `order#<id>` / `order` (the order), `order#<id>` / `step#<Step>` (step statuses)
+- inventory:     `sku#<sku>` / `catalog` (price, stock, seeded_stock),
+                 `order#<id>` / `reservation#<token>` and `release#<token>`
+- ledger:        `order#<id>` / `entry#<token>`
+- notifications: `order#<id>` / `notification#<uuid>` (one per send, so a duplicate is visible)
+- daily-aggregates: `day#<yyyy-mm-dd>` / `total` (the ADD counter),
+                 `day#<yyyy-mm-dd>` / `event#<event id>#<uuid>` (one per counted event)
+"""
+
+from __future__ import annotations
+
+import uuid
+from collections.abc import Iterator, Mapping, Sequence
+from contextlib import contextmanager
+from datetime import UTC, datetime
+from typing import Any
+
+from botocore.exceptions import ClientError
+
+from orders.adapters._dynamo import (
+    CONDITION_FAILED,
+    error_code,
+    from_item,
+    key,
+    query_all,
+    to_item,
+)
+from orders.contract import OrderStatus, StepStatus
+from orders.domain import CatalogItem, Line, Order
+from orders.errors import OrderConflict, OutOfStock
+from reliability.errors import RETRYABLE_CODES, StoreUnavailable
+from reliability.fence import Write
+
+ORDER_SK = "order"
+CATALOG_SK = "catalog"
+AGGREGATE_SK = "total"
+_BATCH_GET_LIMIT = 100
+
+
+def order_pk(order_id: str) -> str:
+    return f"order#{order_id}"
+
+
+def sku_pk(sku: str) -> str:
+    return f"sku#{sku}"
+
+
+def day_pk(day: str) -> str:
+    return f"day#{day}"
+
+
+@contextmanager
+def translated_errors(operation: str) -> Iterator[None]:
+    """Throttling and service faults become `StoreUnavailable` (retryable); the rest propagate."""
+    try:
+        yield
+    except ClientError as error:
+        if error_code(error) in RETRYABLE_CODES:
+            raise StoreUnavailable(f"{operation}: {error_code(error)}") from error
+        raise
+
+
+def _now() -> str:
+    return datetime.now(UTC).isoformat()
+
+
+class DynamoCatalog:
+    """The catalog and stock, on the inventory table. Implements `Catalog` and `Inventory`."""
+
+    def __init__(self, *, client: Any, table_name: str) -> None:
+        self._client = client
+        self._table = table_name
+
+    def lookup(self, skus: Sequence[str]) -> dict[str, CatalogItem]:
+        found: dict[str, CatalogItem] = {}
+        unique = list(dict.fromkeys(skus))
+        for start in range(0, len(unique), _BATCH_GET_LIMIT):
+            pending: dict[str, Any] = {
+                self._table: {
+                    "Keys": [
+                        key(sku_pk(sku), CATALOG_SK) for sku in unique[start : start + _BATCH_GET_LIMIT]
+                    ],
+                    "ConsistentRead": True,
+                }
+            }
+            while pending:
+                with translated_errors("catalog lookup"):
+                    page = self._client.batch_get_item(RequestItems=pending)
+                for raw in page.get("Responses", {}).get(self._table, []):
+                    item = from_item(raw)
+                    found[item["sku"]] = CatalogItem(
+                        sku=item["sku"], price_cents=item["price_cents"], stock=item["stock"]
+                    )
+                pending = page.get("UnprocessedKeys") or {}
+        return found
+
+    def reserve_writes(self, order: Order, *, token: str) -> list[Write]:
+        writes = [
+            Write(
+                entry={
+                    "Update": {
+                        "TableName": self._table,
+                        "Key": key(sku_pk(line.sku), CATALOG_SK),
+                        "UpdateExpression": "SET stock = stock - :q",
+                        "ConditionExpression": "attribute_exists(pk) AND stock >= :q",
+                        "ExpressionAttributeValues": {":q": {"N": str(line.quantity)}},
+                        "ReturnValuesOnConditionCheckFailure": "ALL_OLD",
+                    }
+                },
+                on_condition_failed=OutOfStock(f"sku {line.sku} has less stock than {line.quantity}"),
+            )
+            for line in order.lines
+        ]
+        writes.append(self._movement("reservation", order, token))
+        return writes
+
+    def release_writes(self, order: Order, *, token: str) -> list[Write]:
+        writes = [
+            Write(
+                entry={
+                    "Update": {
+                        "TableName": self._table,
+                        "Key": key(sku_pk(line.sku), CATALOG_SK),
+                        "UpdateExpression": "SET stock = stock + :q",
+                        "ConditionExpression": "attribute_exists(pk)",
+                        "ExpressionAttributeValues": {":q": {"N": str(line.quantity)}},
+                    }
+                }
+            )
+            for line in order.lines
+        ]
+        # Only what this token reserved can be released: the reservation must exist.
+        writes.append(
+            Write(
+                entry={
+                    "ConditionCheck": {
+                        "TableName": self._table,
+                        "Key": key(order_pk(order.order_id), f"reservation#{token}"),
+                        "ConditionExpression": "attribute_exists(pk)",
+                    }
+                }
+            )
+        )
+        writes.append(self._movement("release", order, token))
+        return writes
+
+    def _movement(self, kind: str, order: Order, token: str) -> Write:
+        return Write(
+            entry={
+                "Put": {
+                    "TableName": self._table,
+                    "Item": to_item(
+                        {
+                            "pk": order_pk(order.order_id),
+                            "sk": f"{kind}#{token}",
+                            "kind": kind,
+                            "order_id": order.order_id,
+                            "token": token,
+                            "lines": {line.sku: line.quantity for line in order.lines},
+                            "at": _now(),
+                        }
+                    ),
+                    "ConditionExpression": "attribute_not_exists(pk)",
+                }
+            }
+        )
+
+
+def _order_item(order: Order) -> dict[str, Any]:
+    return {
+        "pk": order_pk(order.order_id),
+        "sk": ORDER_SK,
+        "order_id": order.order_id,
+        "customer_id": order.customer_id,
+        "currency": order.currency,
+        "lines": [
+            {"sku": line.sku, "quantity": line.quantity, "unit_price_cents": line.unit_price_cents}
+            for line in order.lines
+        ],
+        "total_cents": order.total_cents,
+        "idempotency_key": order.idempotency_key,
+        "created_at": order.created_at,
+        "run": order.run,
+        "status": order.status.value,
+        "execution_arn": order.execution_arn,
+    }
+
+
+def _order_from(item: Mapping[str, Any], steps: Mapping[str, str]) -> Order:
+    return Order(
+        order_id=item["order_id"],
+        customer_id=item["customer_id"],
+        currency=item["currency"],
+        lines=tuple(
+            Line(sku=line["sku"], quantity=line["quantity"], unit_price_cents=line["unit_price_cents"])
+            for line in item["lines"]
+        ),
+        idempotency_key=item["idempotency_key"],
+        created_at=item["created_at"],
+        run=item.get("run", 1),
+        status=OrderStatus(item["status"]),
+        execution_arn=item.get("execution_arn"),
+        steps=dict(steps),
+    )
+
+
+class DynamoOrderStore:
+    """Orders and their step statuses on the orders table. Implements `OrderStore`."""
+
+    def __init__(self, *, client: Any, table_name: str) -> None:
+        self._client = client
+        self._table = table_name
+
+    def create(self, order: Order) -> Order:
+        try:
+            with translated_errors("create order"):
+                self._client.put_item(
+                    TableName=self._table,
+                    Item=to_item(_order_item(order)),
+                    ConditionExpression="attribute_not_exists(pk)",
+                    ReturnValuesOnConditionCheckFailure="ALL_OLD",
+                )
+        except ClientError as error:
+            if error_code(error) != CONDITION_FAILED:
+                raise
+            existing = _order_from(from_item(error.response.get("Item", {})), {})
+            if not existing.same_order_as(order):
+                raise OrderConflict(f"order {order.order_id} already holds a different order") from error
+            return existing
+        return order
+
+    def get(self, order_id: str) -> Order | None:
+        with translated_errors("get order"):
+            items = query_all(self._client, table=self._table, pk=order_pk(order_id))
+        head = next((item for item in items if item["sk"] == ORDER_SK), None)
+        if head is None:
+            return None
+        steps = {item["step"]: item["status"] for item in items if item["sk"].startswith("step#")}
+        return _order_from(head, steps)
+
+    def mark_running(self, order_id: str, *, run: int, execution_arn: str) -> None:
+        """RUNNING + execution ARN; never moves a finished order back (the saga may be quicker)."""
+        try:
+            with translated_errors("mark running"):
+                self._client.update_item(
+                    TableName=self._table,
+                    Key=key(order_pk(order_id), ORDER_SK),
+                    UpdateExpression="SET #s = :running, execution_arn = :arn, #r = :run",
+                    ConditionExpression="attribute_exists(pk) AND #s IN (:accepted, :running)",
+                    ExpressionAttributeNames={"#s": "status", "#r": "run"},
+                    ExpressionAttributeValues=to_item(
+                        {
+                            ":running": OrderStatus.RUNNING.value,
+                            ":accepted": OrderStatus.ACCEPTED.value,
+                            ":arn": execution_arn,
+                            ":run": run,
+                        }
+                    ),
+                )
+        except ClientError as error:
+            if error_code(error) != CONDITION_FAILED:
+                raise
+            with translated_errors("record execution arn"):
+                self._client.update_item(
+                    TableName=self._table,
+                    Key=key(order_pk(order_id), ORDER_SK),
+                    UpdateExpression="SET execution_arn = :arn",
+                    ConditionExpression="attribute_exists(pk)",
+                    ExpressionAttributeValues=to_item({":arn": execution_arn}),
+                )
+
+    def record_step(self, order_id: str, step: str, status: StepStatus) -> None:
+        entry = self.step_write(order_id, step, status).entry["Update"]
+        with translated_errors("record step"):
+            self._client.update_item(**entry)
+
+    def step_write(self, order_id: str, step: str, status: StepStatus) -> Write:
+        counter = "skips" if status is StepStatus.SKIPPED else "runs"
+        return Write(
+            entry={
+                "Update": {
+                    "TableName": self._table,
+                    "Key": key(order_pk(order_id), f"step#{step}"),
+                    "UpdateExpression": "SET #n = :step, #s = :status, updated_at = :at ADD #c :one",
+                    "ExpressionAttributeNames": {"#n": "step", "#s": "status", "#c": counter},
+                    "ExpressionAttributeValues": to_item(
+                        {":step": step, ":status": status.value, ":at": _now(), ":one": 1}
+                    ),
+                }
+            }
+        )
+
+    def status_write(self, order_id: str, status: OrderStatus) -> Write:
+        return Write(
+            entry={
+                "Update": {
+                    "TableName": self._table,
+                    "Key": key(order_pk(order_id), ORDER_SK),
+                    "UpdateExpression": "SET #s = :status, finished_at = :at",
+                    "ConditionExpression": "attribute_exists(pk)",
+                    "ExpressionAttributeNames": {"#s": "status"},
+                    "ExpressionAttributeValues": to_item({":status": status.value, ":at": _now()}),
+                }
+            }
+        )
+
+
+class DynamoLedger:
+    def __init__(self, *, table_name: str) -> None:
+        self._table = table_name
+
+    def entry_writes(self, order: Order, *, token: str, charge_id: str) -> list[Write]:
+        return [
+            Write(
+                entry={
+                    "Put": {
+                        "TableName": self._table,
+                        "Item": to_item(
+                            {
+                                "pk": order_pk(order.order_id),
+                                "sk": f"entry#{token}",
+                                "order_id": order.order_id,
+                                "kind": "charge",
+                                "charge_id": charge_id,
+                                "amount_cents": order.total_cents,
+                                "currency": order.currency,
+                                "at": _now(),
+                            }
+                        ),
+                        "ConditionExpression": "attribute_not_exists(pk)",
+                    }
+                }
+            )
+        ]
+
+
+class DynamoNotifications:
+    """The fake notification channel: one item per send, so a duplicate send is visible."""
+
+    def __init__(self, *, table_name: str) -> None:
+        self._table = table_name
+
+    def notification_writes(self, event: Mapping[str, Any]) -> list[Write]:
+        return [
+            Write(
+                entry={
+                    "Put": {
+                        "TableName": self._table,
+                        "Item": to_item(
+                            {
+                                "pk": order_pk(event["order_id"]),
+                                "sk": f"notification#{uuid.uuid4()}",
+                                "order_id": event["order_id"],
+                                "event_id": event["event_id"],
+                                "customer_id": event["customer_id"],
+                                "channel": "email",
+                                "template": event["type"],
+                                "sent_at": _now(),
+                            }
+                        ),
+                    }
+                }
+            )
+        ]
+
+
+def event_day(event: Mapping[str, Any]) -> str:
+    return datetime.fromisoformat(str(event["occurred_at"])).astimezone(UTC).date().isoformat()
+
+
+class DynamoAggregates:
+    """A daily counter with the classic non-idempotent ADD, plus one marker per counted event."""
+
+    def __init__(self, *, table_name: str) -> None:
+        self._table = table_name
+
+    def count_writes(self, event: Mapping[str, Any]) -> list[Write]:
+        day = event_day(event)
+        return [
+            Write(
+                entry={
+                    "Update": {
+                        "TableName": self._table,
+                        "Key": key(day_pk(day), AGGREGATE_SK),
+                        "UpdateExpression": "ADD orders :one, revenue_cents :total SET #d = :day",
+                        "ExpressionAttributeNames": {"#d": "day"},
+                        "ExpressionAttributeValues": to_item(
+                            {":one": 1, ":total": int(event["total_cents"]), ":day": day}
+                        ),
+                    }
+                }
+            ),
+            Write(
+                entry={
+                    "Put": {
+                        "TableName": self._table,
+                        "Item": to_item(
+                            {
+                                "pk": day_pk(day),
+                                "sk": f"event#{event['event_id']}#{uuid.uuid4()}",
+                                "event_id": event["event_id"],
+                                "order_id": event["order_id"],
+                                "total_cents": int(event["total_cents"]),
+                            }
+                        ),
+                    }
+                }
+            ),
+        ]

@@ -1,0 +1,76 @@
+"""Typed configuration: the environment a function gets (DEVELOPERS.md), validated once at cold start.
+
+Each function receives only the variables its table/queue grants cover, so every resource
+setting is optional here and `require()` names the missing one when a use case needs it.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+
+from pydantic import BaseModel, ConfigDict, Field
+
+DEFAULT_FENCE_TTL_SECONDS = 35 * 24 * 3600
+DEFAULT_DEDUP_TTL_SECONDS = 24 * 3600
+
+_ENV = {
+    "service": "SERVICE_NAME",
+    "stage": "STAGE",
+    "fence_ttl_seconds": "FENCE_TTL_SECONDS",
+    "dedup_ttl_seconds": "DEDUP_TTL_SECONDS",
+    "idempotency_table": "IDEMPOTENCY_TABLE",
+    "fence_table": "FENCE_TABLE",
+    "orders_table": "ORDERS_TABLE",
+    "inventory_table": "INVENTORY_TABLE",
+    "payments_table": "PAYMENTS_TABLE",
+    "ledger_table": "LEDGER_TABLE",
+    "notifications_table": "NOTIFICATIONS_TABLE",
+    "aggregates_table": "AGGREGATES_TABLE",
+    "orders_queue_url": "ORDERS_QUEUE_URL",
+    "orders_dlq_url": "ORDERS_DLQ_URL",
+    "notify_queue_url": "NOTIFY_QUEUE_URL",
+    "notify_dlq_url": "NOTIFY_DLQ_URL",
+    "analytics_queue_url": "ANALYTICS_QUEUE_URL",
+    "analytics_dlq_url": "ANALYTICS_DLQ_URL",
+    "state_machine_arn": "STATE_MACHINE_ARN",
+    "function_name": "AWS_LAMBDA_FUNCTION_NAME",
+}
+
+
+class MissingSetting(RuntimeError):
+    """A use case needs a resource this function was not configured (and granted) with."""
+
+
+class Settings(BaseModel):
+    model_config = ConfigDict(frozen=True, extra="ignore")
+
+    service: str = Field(default="retrysafe", min_length=1)
+    stage: str = Field(min_length=1, pattern=r"^[A-Za-z0-9_-]{1,64}$")
+    fence_ttl_seconds: int = Field(default=DEFAULT_FENCE_TTL_SECONDS, gt=0)
+    dedup_ttl_seconds: int = Field(default=DEFAULT_DEDUP_TTL_SECONDS, gt=0)
+    idempotency_table: str | None = None
+    fence_table: str | None = None
+    orders_table: str | None = None
+    inventory_table: str | None = None
+    payments_table: str | None = None
+    ledger_table: str | None = None
+    notifications_table: str | None = None
+    aggregates_table: str | None = None
+    orders_queue_url: str | None = None
+    orders_dlq_url: str | None = None
+    notify_queue_url: str | None = None
+    notify_dlq_url: str | None = None
+    analytics_queue_url: str | None = None
+    analytics_dlq_url: str | None = None
+    state_machine_arn: str | None = None
+    function_name: str | None = None
+
+    @classmethod
+    def from_env(cls, environ: Mapping[str, str]) -> Settings:
+        return cls.model_validate({field: environ[var] for field, var in _ENV.items() if environ.get(var)})
+
+    def require(self, field: str) -> str:
+        value = getattr(self, field)
+        if not value:
+            raise MissingSetting(f"{_ENV[field]} is not set for this function")
+        return str(value)

@@ -1,0 +1,172 @@
+"""The order model and the pure rules: pricing, ids, step names, the event a completed order emits.
+
+Nothing here knows about Lambda events, boto3 or the environment.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field
+from datetime import datetime
+from enum import StrEnum
+from typing import Any
+
+from orders.contract import CreateOrderRequest, OrderItem, OrderStatus
+from orders.errors import UnknownSku
+
+ORDER_ID_PREFIX = "o-"
+# Execution names are at most 80 characters of [A-Za-z0-9-_]; an order id of 2 + 32 characters
+# plus "-r<run>" leaves ample room.
+_ORDER_ID_HEX = 32
+EVENT_TYPE_COMPLETED = "OrderCompleted"
+
+
+class StepName(StrEnum):
+    """The saga's states, spelled as in the state machine (DEVELOPERS.md, workflow contract)."""
+
+    RESERVE_INVENTORY = "ReserveInventory"
+    CHARGE_PAYMENT = "ChargePayment"
+    RECORD_LEDGER = "RecordLedger"
+    PUBLISH_EVENTS = "PublishEvents"
+    MARK_COMPLETED = "MarkCompleted"
+    RELEASE_INVENTORY = "ReleaseInventory"
+    MARK_FAILED = "MarkFailed"
+
+
+@dataclass(frozen=True)
+class CatalogItem:
+    sku: str
+    price_cents: int
+    stock: int
+
+
+@dataclass(frozen=True)
+class Line:
+    sku: str
+    quantity: int
+    unit_price_cents: int
+
+    @property
+    def amount_cents(self) -> int:
+        return self.quantity * self.unit_price_cents
+
+
+@dataclass(frozen=True)
+class Order:
+    order_id: str
+    customer_id: str
+    currency: str
+    lines: tuple[Line, ...]
+    idempotency_key: str
+    created_at: str
+    run: int = 1
+    status: OrderStatus = OrderStatus.ACCEPTED
+    execution_arn: str | None = None
+    steps: Mapping[str, str] = field(default_factory=dict)
+
+    @property
+    def total_cents(self) -> int:
+        return sum(line.amount_cents for line in self.lines)
+
+    @property
+    def items(self) -> list[OrderItem]:
+        return [OrderItem(sku=line.sku, quantity=line.quantity) for line in self.lines]
+
+    def same_order_as(self, other: Order) -> bool:
+        """True when `other` is the same business order (ignoring run-time state)."""
+        return (self.customer_id, self.currency, self.lines) == (
+            other.customer_id,
+            other.currency,
+            other.lines,
+        )
+
+
+def order_id_for(stored_idempotency_key: str) -> str:
+    """The business order id, derived from the stored (stage- and route-scoped) idempotency key.
+
+    Deterministic, so the client's retry after a crash between the order write and the queue send
+    lands on the same order instead of creating a second one.
+    """
+    digest = hashlib.sha256(stored_idempotency_key.encode()).hexdigest()[:_ORDER_ID_HEX]
+    return ORDER_ID_PREFIX + digest
+
+
+def execution_name(order_id: str, run: int) -> str:
+    return f"{order_id}-r{run}"
+
+
+def merged_items(items: Iterable[OrderItem]) -> dict[str, int]:
+    """Quantities per sku, in first-seen order (one DynamoDB item may appear once per transaction)."""
+    merged: dict[str, int] = {}
+    for item in items:
+        merged[item.sku] = merged.get(item.sku, 0) + item.quantity
+    return merged
+
+
+def price(items: Iterable[OrderItem], catalog: Mapping[str, CatalogItem]) -> tuple[Line, ...]:
+    """Price each line from the catalog; every unknown sku is named in one `UnknownSku`."""
+    quantities = merged_items(items)
+    unknown = [sku for sku in quantities if sku not in catalog]
+    if unknown:
+        raise UnknownSku(unknown)
+    return tuple(
+        Line(sku=sku, quantity=quantity, unit_price_cents=catalog[sku].price_cents)
+        for sku, quantity in quantities.items()
+    )
+
+
+def new_order(
+    *,
+    request: CreateOrderRequest,
+    catalog: Mapping[str, CatalogItem],
+    stored_idempotency_key: str,
+    now: datetime,
+) -> Order:
+    return Order(
+        order_id=order_id_for(stored_idempotency_key),
+        customer_id=request.customer_id,
+        currency=request.currency,
+        lines=price(request.items, catalog),
+        idempotency_key=stored_idempotency_key,
+        created_at=now.isoformat(),
+    )
+
+
+@dataclass(frozen=True)
+class WorkflowInput:
+    """The state machine's input, `{"order_id", "run", "token"}`."""
+
+    order_id: str
+    run: int
+    token: str
+
+    def as_dict(self) -> dict[str, Any]:
+        return {"order_id": self.order_id, "run": self.run, "token": self.token}
+
+
+@dataclass(frozen=True)
+class OrderMessage:
+    """The orders-queue message, `{"order_id", "run", "idempotency_key"}`."""
+
+    order_id: str
+    run: int
+    idempotency_key: str
+
+    def as_dict(self) -> dict[str, Any]:
+        return {"order_id": self.order_id, "run": self.run, "idempotency_key": self.idempotency_key}
+
+
+def completed_event(*, order: Order, run: int, event_id: str, occurred_at: datetime) -> dict[str, Any]:
+    """The fan-out message for notify and analytics (DEVELOPERS.md, Messages)."""
+    return {
+        "event_id": event_id,
+        "type": EVENT_TYPE_COMPLETED,
+        "order_id": order.order_id,
+        "run": run,
+        "customer_id": order.customer_id,
+        "currency": order.currency,
+        "total_cents": order.total_cents,
+        "items": [{"sku": line.sku, "quantity": line.quantity} for line in order.lines],
+        "occurred_at": occurred_at.isoformat(),
+    }

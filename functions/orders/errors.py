@@ -1,0 +1,67 @@
+"""Domain errors.
+
+Two families:
+- `OrderError` subclasses are client-facing problems; `orders.handlers.api` maps them to HTTP in
+  one place (`status` and `code`).
+- `PaymentDeclined` and `OutOfStock` are permanent saga failures. They subclass reliability's
+  `BusinessError`, so a fence replay re-raises the same class and Step Functions' Catch matches
+  on the class name (part of the workflow contract in DEVELOPERS.md).
+"""
+
+from __future__ import annotations
+
+from reliability.errors import BusinessError
+
+
+class OrderError(Exception):
+    """A problem with a client's request; carries its HTTP status and error code."""
+
+    status = 400
+    code = "bad_request"
+
+
+class InvalidRequest(OrderError):
+    status = 422
+    code = "validation_error"
+
+
+class MalformedBody(OrderError):
+    status = 400
+    code = "malformed_body"
+
+
+class UnknownSku(OrderError):
+    status = 422
+    code = "unknown_sku"
+
+    def __init__(self, skus: list[str]) -> None:
+        self.skus = skus
+        super().__init__(f"unknown sku: {', '.join(skus)}")
+
+
+class OrderNotFound(OrderError):
+    status = 404
+    code = "not_found"
+
+    def __init__(self, order_id: str) -> None:
+        self.order_id = order_id
+        super().__init__(f"no order {order_id!r}")
+
+
+class OrderConflict(OrderError):
+    """An order id already holds a different order (a key derivation bug, never a client error)."""
+
+    status = 409
+    code = "conflict"
+
+
+class PaymentDeclined(BusinessError):
+    """The payment provider refused the charge for good: compensate, do not retry."""
+
+
+class OutOfStock(BusinessError):
+    """A sku has less stock than the order needs: fail the order, do not retry."""
+
+
+class UnknownOrder(Exception):
+    """A workflow or queue message names an order that does not exist (a poison input)."""

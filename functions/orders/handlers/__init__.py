@@ -1,0 +1,1 @@
+"""Thin Lambda entry points: Powertools decorators around one call into the domain."""

@@ -1,0 +1,40 @@
+"""One factory for every SQS-triggered function: Powertools batch processing with partial
+failures, poison records dead-lettered with a reason (reliability.batch), the usual decorators."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+from aws_lambda_powertools.utilities.data_classes.sqs_event import SQSRecord
+from aws_lambda_powertools.utilities.typing import LambdaContext
+
+from orders.observability import logger, metrics, tracer
+from orders.runtime import Runtime, current
+from reliability.batch import process_batch
+
+RecordHandler = Callable[[Runtime, SQSRecord, LambdaContext], Any]
+BatchHandler = Callable[[dict[str, Any], LambdaContext], dict[str, Any]]
+
+
+def remaining_seconds(context: LambdaContext) -> float:
+    """The fence lease of an external effect: what is left of this invocation (at least 1 s)."""
+    return max(context.get_remaining_time_in_millis() / 1000, 1.0)
+
+
+def sqs_handler(*, source: str, dlq_setting: str, record_handler: RecordHandler) -> BatchHandler:
+    @logger.inject_lambda_context
+    @metrics.log_metrics
+    @tracer.capture_lambda_handler(capture_response=False)
+    def handler(event: dict[str, Any], context: LambdaContext) -> dict[str, Any]:
+        runtime = current()
+        return process_batch(
+            event,
+            handler=lambda record: record_handler(runtime, record, context),
+            dead_letters=runtime.dead_letters(dlq_setting, source=source),
+            telemetry=runtime.telemetry,
+            context=context,
+        )
+
+    handler.__name__ = handler.__qualname__ = source
+    return handler

@@ -1,0 +1,90 @@
+"""The ports the services depend on. Adapters in `orders.adapters` implement them on AWS;
+tests may hand in moto-backed adapters or fakes.
+
+Writes that must commit together with a step fence are returned as reliability's `Write`: a
+low-level DynamoDB `TransactWriteItems` entry plus the `BusinessError` its condition means.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from typing import Any, Protocol
+
+from orders.contract import Charge, ProviderCall, StepStatus
+from orders.domain import CatalogItem, Order, OrderStatus
+from reliability.fence import Write
+
+
+class Catalog(Protocol):
+    def lookup(self, skus: Sequence[str]) -> dict[str, CatalogItem]:
+        """The catalog entries of the skus that exist (unknown skus are simply absent)."""
+        ...
+
+
+class Inventory(Protocol):
+    def reserve_writes(self, order: Order, *, token: str) -> list[Write]:
+        """Decrement stock per line (conditional on enough stock) and record the reservation."""
+        ...
+
+    def release_writes(self, order: Order, *, token: str) -> list[Write]:
+        """Give back what `token`'s reservation took (nothing if it never reserved)."""
+        ...
+
+
+class OrderStore(Protocol):
+    def create(self, order: Order) -> Order:
+        """Store a new order; an existing one under the same id is returned instead (idempotent)."""
+        ...
+
+    def get(self, order_id: str) -> Order | None: ...
+
+    def mark_running(self, order_id: str, *, run: int, execution_arn: str) -> None: ...
+
+    def record_step(self, order_id: str, step: str, status: StepStatus) -> None: ...
+
+    def step_write(self, order_id: str, step: str, status: StepStatus) -> Write: ...
+
+    def status_write(self, order_id: str, status: OrderStatus) -> Write: ...
+
+
+class PaymentProvider(Protocol):
+    def charge(
+        self, *, idempotency_key: str, order_id: str, customer_id: str, amount_cents: int, currency: str
+    ) -> Charge:
+        """Charge once per idempotency key; raises `PaymentDeclined` for a permanent refusal."""
+        ...
+
+    def charges(self, order_id: str) -> list[Charge]: ...
+
+    def calls(self, order_id: str) -> list[ProviderCall]: ...
+
+
+class Ledger(Protocol):
+    def entry_writes(self, order: Order, *, token: str, charge_id: str) -> list[Write]: ...
+
+
+class Queue(Protocol):
+    def send(self, body: Mapping[str, Any]) -> str:
+        """Send one JSON message; returns the message id."""
+        ...
+
+
+class Workflow(Protocol):
+    def start(self, *, name: str, payload: Mapping[str, Any]) -> str:
+        """Start (or find the identical) execution; returns its ARN.
+
+        Raises `ExecutionConflict` when an execution of that name has a different input.
+        """
+        ...
+
+
+class ExecutionConflict(Exception):
+    """An execution with this name exists with a different input: the message is poison."""
+
+
+class Notifications(Protocol):
+    def notification_writes(self, event: Mapping[str, Any]) -> list[Write]: ...
+
+
+class Aggregates(Protocol):
+    def count_writes(self, event: Mapping[str, Any]) -> list[Write]: ...

@@ -1,0 +1,248 @@
+"""The composition root: clients and adapters, built ONCE per cold start, lazily, from `Settings`.
+
+Handlers ask `current()` for the runtime; nothing is built at import time. Every boto3 client is
+instrumented by the crash plan (off unless RETRYSAFE_CRASH_POINTS is set). Tests build a
+`Runtime` themselves (moto-backed clients, a controllable clock, a crash plan) and `install()` it.
+"""
+
+from __future__ import annotations
+
+import os
+import threading
+import time
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from contextvars import ContextVar
+from datetime import UTC, datetime
+from functools import cached_property
+from typing import Any
+
+import boto3
+from aws_lambda_powertools.utilities.idempotency import DynamoDBPersistenceLayer
+from botocore.config import Config
+
+from orders.adapters.aws import SqsQueue, StepFunctionsWorkflow
+from orders.adapters.dynamo import (
+    DynamoAggregates,
+    DynamoCatalog,
+    DynamoLedger,
+    DynamoNotifications,
+    DynamoOrderStore,
+)
+from orders.adapters.payments import FakePaymentProvider
+from orders.config import Settings
+from orders.observability import logger, metrics
+from orders.saga import SagaContext
+from orders.service import EventConsumers, OrderService, WorkflowStarter
+from reliability import crashpoints
+from reliability.batch import ConsumerDedup, DeadLetters
+from reliability.crashpoints import CrashPlan
+from reliability.fence import FenceStore
+from reliability.http import HttpIdempotency
+from reliability.telemetry import Telemetry
+
+ClientFactory = Callable[[str], Any]
+# Standard retry mode: the SDK's own retries with backoff for throttling and 5xx.
+_CLIENT_CONFIG = Config(retries={"mode": "standard", "max_attempts": 3}, connect_timeout=3, read_timeout=10)
+
+
+def default_client_factory(service_name: str) -> Any:
+    return boto3.client(service_name, config=_CLIENT_CONFIG)
+
+
+class Runtime:
+    """Lazily built, cached adapters. Thread-safe enough for Lambda (one event at a time) and for
+    moto's Step Functions worker threads (cached_property may build twice; both are equivalent)."""
+
+    def __init__(
+        self,
+        settings: Settings,
+        *,
+        client_factory: ClientFactory = default_client_factory,
+        crash_plan: CrashPlan | None = None,
+        clock: Callable[[], float] = time.time,
+        telemetry: Telemetry | None = None,
+    ) -> None:
+        self.settings = settings
+        self._factory = client_factory
+        self.crash_plan = crash_plan if crash_plan is not None else crashpoints.active_plan()
+        self.clock = clock
+        self.telemetry = telemetry or Telemetry(logger=logger, metrics=metrics)
+        self._fences: dict[str, FenceStore] = {}
+        self._lock = threading.Lock()
+
+    def now(self) -> datetime:
+        return datetime.fromtimestamp(self.clock(), tz=UTC)
+
+    def _client(self, service_name: str) -> Any:
+        client = self._factory(service_name)
+        return self.crash_plan.instrument(client) if self.crash_plan is not None else client
+
+    @cached_property
+    def dynamodb(self) -> Any:
+        return self._client("dynamodb")
+
+    @cached_property
+    def sqs(self) -> Any:
+        return self._client("sqs")
+
+    @cached_property
+    def stepfunctions(self) -> Any:
+        return self._client("stepfunctions")
+
+    # --- fences -------------------------------------------------------------------------------
+    def fences(
+        self, namespace: str, *, table: str = "fence_table", ttl_seconds: int | None = None
+    ) -> FenceStore:
+        """One FenceStore per namespace (`saga` for steps, a consumer's name for consumer dedup)."""
+        with self._lock:
+            store = self._fences.get(namespace)
+            if store is None:
+                store = FenceStore(
+                    client=self.dynamodb,
+                    table_name=self.settings.require(table),
+                    ttl_seconds=ttl_seconds or self.settings.fence_ttl_seconds,
+                    telemetry=self.telemetry,
+                    namespace=namespace,
+                    clock=self.clock,
+                    stage=self.settings.stage,
+                    crash_plan=self.crash_plan,
+                )
+                self._fences[namespace] = store
+            return store
+
+    def dedup(self, consumer: str) -> FenceStore:
+        """Consumer dedup records live in the idempotency table with the dedup TTL."""
+        return self.fences(consumer, table="idempotency_table", ttl_seconds=self.settings.dedup_ttl_seconds)
+
+    # --- adapters -----------------------------------------------------------------------------
+    @cached_property
+    def orders(self) -> DynamoOrderStore:
+        return DynamoOrderStore(client=self.dynamodb, table_name=self.settings.require("orders_table"))
+
+    @cached_property
+    def catalog(self) -> DynamoCatalog:
+        return DynamoCatalog(client=self.dynamodb, table_name=self.settings.require("inventory_table"))
+
+    @cached_property
+    def payments(self) -> FakePaymentProvider:
+        return FakePaymentProvider(client=self.dynamodb, table_name=self.settings.require("payments_table"))
+
+    @cached_property
+    def ledger(self) -> DynamoLedger:
+        return DynamoLedger(table_name=self.settings.require("ledger_table"))
+
+    @cached_property
+    def notifications(self) -> DynamoNotifications:
+        return DynamoNotifications(table_name=self.settings.require("notifications_table"))
+
+    @cached_property
+    def aggregates(self) -> DynamoAggregates:
+        return DynamoAggregates(table_name=self.settings.require("aggregates_table"))
+
+    def queue(self, setting: str) -> SqsQueue:
+        return SqsQueue(client=self.sqs, queue_url=self.settings.require(setting))
+
+    # --- use cases ----------------------------------------------------------------------------
+    @cached_property
+    def order_service(self) -> OrderService:
+        return OrderService(
+            catalog=self.catalog,
+            orders=self.orders,
+            payments=self.payments,
+            queue=self.queue("orders_queue_url"),
+            clock=self.now,
+        )
+
+    @cached_property
+    def workflow_starter(self) -> WorkflowStarter:
+        workflow = StepFunctionsWorkflow(
+            client=self.stepfunctions, state_machine_arn=self.settings.require("state_machine_arn")
+        )
+        return WorkflowStarter(
+            stage=self.settings.stage,
+            orders=self.orders,
+            workflow=workflow,
+            dedup=self.consumer_dedup("worker"),
+        )
+
+    def consumer_dedup(self, consumer: str) -> ConsumerDedup:
+        return ConsumerDedup(fences=self.dedup(consumer), consumer=consumer, telemetry=self.telemetry)
+
+    @cached_property
+    def event_consumers(self) -> EventConsumers:
+        s = self.settings
+        return EventConsumers(
+            notifications=self.notifications if s.notifications_table else None,
+            aggregates=self.aggregates if s.aggregates_table else None,
+            notify_dedup=self.consumer_dedup("notify") if s.notifications_table else None,
+            analytics_dedup=self.consumer_dedup("analytics") if s.aggregates_table else None,
+        )
+
+    def http_idempotency(self) -> HttpIdempotency:
+        """A fresh one per invocation: Powertools' persistence layer keeps per-call state."""
+        persistence = DynamoDBPersistenceLayer(
+            table_name=self.settings.require("idempotency_table"), boto3_client=self.dynamodb
+        )
+        return HttpIdempotency(
+            persistence=persistence,
+            stage=self.settings.stage,
+            ttl_seconds=self.settings.dedup_ttl_seconds,
+            telemetry=self.telemetry,
+        )
+
+    def dead_letters(self, setting: str, *, source: str) -> DeadLetters:
+        return DeadLetters(client=self.sqs, queue_url=self.settings.require(setting), source=source)
+
+    @cached_property
+    def saga(self) -> SagaContext:
+        """Only the ports this function is configured with (DEVELOPERS.md grants one set per step)."""
+        s = self.settings
+        return SagaContext(
+            stage=s.stage,
+            orders=self.orders,
+            clock=self.now,
+            inventory=self.catalog if s.inventory_table else None,
+            payments=self.payments if s.payments_table else None,
+            ledger=self.ledger if s.ledger_table else None,
+            notify_queue=self.queue("notify_queue_url") if s.notify_queue_url else None,
+            analytics_queue=self.queue("analytics_queue_url") if s.analytics_queue_url else None,
+        )
+
+
+_current: Runtime | None = None
+_current_lock = threading.Lock()
+# A per-thread/per-task override: the in-process harness runs every function of the app in one
+# process, each with its own settings, on moto's worker threads.
+_scoped: ContextVar[Runtime | None] = ContextVar("orders_runtime", default=None)
+
+
+def current() -> Runtime:
+    """The runtime for this invocation: a scoped one if set, else the process's, built from the
+    environment on first use (the cold start)."""
+    global _current  # noqa: PLW0603 - the one composition root per process
+    scoped = _scoped.get()
+    if scoped is not None:
+        return scoped
+    with _current_lock:
+        if _current is None:
+            _current = Runtime(Settings.from_env(os.environ))
+        return _current
+
+
+def install(runtime: Runtime | None) -> Runtime | None:
+    """Replace the process's runtime (tests, the local cloud); returns the previous one."""
+    global _current
+    with _current_lock:
+        previous, _current = _current, runtime
+        return previous
+
+
+@contextmanager
+def scoped(runtime: Runtime) -> Iterator[Runtime]:
+    """Use `runtime` for handler calls made in this thread/context only."""
+    reset = _scoped.set(runtime)
+    try:
+        yield runtime
+    finally:
+        _scoped.reset(reset)

@@ -1,0 +1,172 @@
+"""Use cases behind the API and the worker, as plain Python over the ports."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable
+from dataclasses import dataclass
+from datetime import datetime
+
+from pydantic import ValidationError
+
+from orders.contract import CreateOrderRequest, OrderAccepted, OrderView, StepStatus
+from orders.domain import OrderMessage, WorkflowInput, execution_name, new_order
+from orders.errors import InvalidRequest, MalformedBody, OrderNotFound, UnknownOrder
+from orders.messages import OrderCompletedEvent, OrderMessageModel
+from orders.ports import (
+    Aggregates,
+    Catalog,
+    ExecutionConflict,
+    Notifications,
+    OrderStore,
+    PaymentProvider,
+    Queue,
+    Workflow,
+)
+from reliability.batch import ConsumerDedup, PoisonMessage
+from reliability.fence import AtomicEffect
+from reliability.keys import execution_token
+
+_MAX_PROBLEMS = 5
+
+
+def parse_create_order(body: str | None) -> CreateOrderRequest:
+    """The `POST /orders` body, or a 4xx domain error (never an exception that becomes a 5xx)."""
+    try:
+        data = json.loads(body or "")
+    except (json.JSONDecodeError, UnicodeDecodeError) as error:
+        raise MalformedBody("the body is not valid JSON") from error
+    try:
+        return CreateOrderRequest.model_validate(data)
+    except ValidationError as error:
+        problems = [
+            f"{'.'.join(str(part) for part in problem['loc']) or 'body'}: {problem['msg']}"
+            for problem in error.errors(include_input=False, include_url=False)[:_MAX_PROBLEMS]
+        ]
+        raise InvalidRequest("; ".join(problems)) from error
+
+
+@dataclass
+class OrderService:
+    """`POST /orders` and `GET /orders/{id}`."""
+
+    catalog: Catalog
+    orders: OrderStore
+    payments: PaymentProvider
+    queue: Queue
+    clock: Callable[[], datetime]
+
+    def place(self, request: CreateOrderRequest, *, stored_key: str, status_base: str = "") -> OrderAccepted:
+        """Price, store (idempotently, keyed by the stored idempotency key) and enqueue an order.
+
+        A crash between the write and the send heals on the client's retry: the order id is derived
+        from the key, so the write finds the same order and the message is sent again (a duplicate
+        message is harmless downstream: the worker dedupes per order and run).
+        """
+        catalog = self.catalog.lookup([item.sku for item in request.items])
+        order = self.orders.create(
+            new_order(request=request, catalog=catalog, stored_idempotency_key=stored_key, now=self.clock())
+        )
+        self.queue.send(OrderMessage(order.order_id, order.run, order.idempotency_key).as_dict())
+        return OrderAccepted(order_id=order.order_id, status_url=f"{status_base}/orders/{order.order_id}")
+
+    def view(self, order_id: str) -> OrderView:
+        order = self.orders.get(order_id)
+        if order is None:
+            raise OrderNotFound(order_id)
+        return OrderView(
+            order_id=order.order_id,
+            status=order.status,
+            customer_id=order.customer_id,
+            currency=order.currency,
+            total_cents=order.total_cents,
+            items=order.items,
+            steps={step: StepStatus(status) for step, status in order.steps.items()},
+            charges=self.payments.charges(order_id),
+            provider_calls=self.payments.calls(order_id),
+            execution_arn=order.execution_arn,
+        )
+
+
+@dataclass
+class WorkflowStarter:
+    """The worker's use case: one workflow execution per (order, run)."""
+
+    stage: str
+    orders: OrderStore
+    workflow: Workflow
+    dedup: ConsumerDedup
+
+    def start_once(self, raw: OrderMessageModel, *, attempt_id: str, lease_seconds: float) -> str | None:
+        """Dedupe per (order, run), then `start`; a message that can never succeed is poison.
+
+        Returns the execution ARN (None on a dedup hit without a stored ARN).
+        """
+        message = OrderMessage(order_id=raw.order_id, run=raw.run, idempotency_key=raw.idempotency_key)
+        token = execution_token(stage=self.stage, business_id=message.order_id, run=message.run)
+        try:
+            outcome = self.dedup.apply_leased(
+                token,
+                attempt_id=attempt_id,
+                lease_seconds=lease_seconds,
+                effect=lambda _key: {"execution_arn": self.start(message)},
+            )
+        except (UnknownOrder, ExecutionConflict) as error:
+            raise PoisonMessage(str(error)) from error
+        arn = outcome.result.get("execution_arn")
+        return str(arn) if arn else None
+
+    def start(self, message: OrderMessage) -> str:
+        """Start `<order_id>-r<run>` with `{"order_id", "run", "token"}`; record RUNNING + ARN.
+
+        Raises `UnknownOrder` (poison) for an order that does not exist or whose key lineage does
+        not match, and `ExecutionConflict` (poison) when the name exists with another input.
+        """
+        order = self.orders.get(message.order_id)
+        if order is None:
+            raise UnknownOrder(f"no order {message.order_id!r}")
+        if order.idempotency_key != message.idempotency_key:
+            raise UnknownOrder(f"message key lineage does not match order {message.order_id!r}")
+        token = execution_token(stage=self.stage, business_id=message.order_id, run=message.run)
+        arn = self.workflow.start(
+            name=execution_name(message.order_id, message.run),
+            payload=WorkflowInput(order_id=message.order_id, run=message.run, token=token).as_dict(),
+        )
+        self.orders.mark_running(message.order_id, run=message.run, execution_arn=arn)
+        return arn
+
+
+@dataclass
+class EventConsumers:
+    """The fan-out consumers; each applies an event exactly once through its own dedup."""
+
+    notifications: Notifications | None = None
+    aggregates: Aggregates | None = None
+    notify_dedup: ConsumerDedup | None = None
+    analytics_dedup: ConsumerDedup | None = None
+
+    def notify(self, event: OrderCompletedEvent) -> bool:
+        """One notification per order (per event id). True when sent now, False on a dedup hit."""
+        if self.notifications is None or self.notify_dedup is None:
+            raise RuntimeError("notify is not configured")
+        notifications = self.notifications
+        body = event.model_dump(mode="json")
+        outcome = self.notify_dedup.apply_atomic(
+            event.event_id,
+            lambda: AtomicEffect(
+                result={"order_id": event.order_id}, writes=notifications.notification_writes(body)
+            ),
+        )
+        return not outcome.skipped
+
+    def count(self, event: OrderCompletedEvent) -> bool:
+        """The daily aggregate: ADD made exactly-once by one fenced transaction on (event id, consumer)."""
+        if self.aggregates is None or self.analytics_dedup is None:
+            raise RuntimeError("analytics is not configured")
+        aggregates = self.aggregates
+        body = event.model_dump(mode="json")
+        outcome = self.analytics_dedup.apply_atomic(
+            event.event_id,
+            lambda: AtomicEffect(result={"order_id": event.order_id}, writes=aggregates.count_writes(body)),
+        )
+        return not outcome.skipped
