@@ -1,0 +1,154 @@
+"""Helpers shared by the reliability tests: table names, effect writes, a fake clock, EMF capture."""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from typing import Any
+
+REGION = "us-east-1"
+FENCES = "retrysafe-test-fences"
+IDEMPOTENCY = "retrysafe-test-idempotency"
+LEDGER = "retrysafe-test-ledger"
+INVENTORY = "retrysafe-test-inventory"
+
+
+def create_tables(ddb: Any) -> None:
+    for name in (FENCES, IDEMPOTENCY):
+        ddb.create_table(
+            TableName=name,
+            KeySchema=[{"AttributeName": "id", "KeyType": "HASH"}],
+            AttributeDefinitions=[{"AttributeName": "id", "AttributeType": "S"}],
+            BillingMode="PAY_PER_REQUEST",
+        )
+    for name in (LEDGER, INVENTORY):
+        ddb.create_table(
+            TableName=name,
+            KeySchema=[
+                {"AttributeName": "pk", "KeyType": "HASH"},
+                {"AttributeName": "sk", "KeyType": "RANGE"},
+            ],
+            AttributeDefinitions=[
+                {"AttributeName": "pk", "AttributeType": "S"},
+                {"AttributeName": "sk", "AttributeType": "S"},
+            ],
+            BillingMode="PAY_PER_REQUEST",
+        )
+
+
+class FakeClock:
+    def __init__(self, now: float = 1_800_000_000.0) -> None:
+        self.now = now
+
+    def __call__(self) -> float:
+        return self.now
+
+    def advance(self, seconds: float) -> None:
+        self.now += seconds
+
+
+@dataclass
+class Emitted:
+    """EMF blobs and structured log lines captured from stdout."""
+
+    metrics: list[dict[str, Any]]
+    logs: list[dict[str, Any]]
+
+    def metric_names(self) -> list[str]:
+        names: list[str] = []
+        for blob in self.metrics:
+            for directive in blob["_aws"]["CloudWatchMetrics"]:
+                names.extend(m["Name"] for m in directive["Metrics"])
+        return names
+
+    def dimensions_of(self, name: str) -> list[dict[str, str]]:
+        found = []
+        for blob in self.metrics:
+            for directive in blob["_aws"]["CloudWatchMetrics"]:
+                if any(m["Name"] == name for m in directive["Metrics"]):
+                    dims = [d for group in directive["Dimensions"] for d in group]
+                    found.append({d: blob[d] for d in dims})
+        return found
+
+    def decisions(self) -> list[dict[str, Any]]:
+        return [line for line in self.logs if "decision" in line]
+
+
+def read_emitted(text: str) -> Emitted:
+    metrics, logs = [], []
+    for raw in text.splitlines():
+        line = raw.strip()
+        if not line.startswith("{"):
+            continue
+        blob = json.loads(line)
+        (metrics if "_aws" in blob else logs).append(blob)
+    return Emitted(metrics=metrics, logs=logs)
+
+
+def ledger_put(entry_id: str, amount: int) -> dict[str, Any]:
+    """An effect write: a ledger entry that must exist exactly once."""
+    return {
+        "Put": {
+            "TableName": LEDGER,
+            "Item": {"pk": {"S": f"ENTRY#{entry_id}"}, "sk": {"S": "ENTRY"}, "amount": {"N": str(amount)}},
+        }
+    }
+
+
+def stock_decrement(sku: str, qty: int) -> dict[str, Any]:
+    """An effect write with its own condition: stock must cover qty."""
+    return {
+        "Update": {
+            "TableName": INVENTORY,
+            "Key": {"pk": {"S": f"SKU#{sku}"}, "sk": {"S": "STOCK"}},
+            "UpdateExpression": "SET stock = stock - :q",
+            "ConditionExpression": "stock >= :q",
+            "ExpressionAttributeValues": {":q": {"N": str(qty)}},
+        }
+    }
+
+
+def counter_add(name: str) -> dict[str, Any]:
+    """An effect write that is not idempotent by itself: an increment."""
+    return {
+        "Update": {
+            "TableName": LEDGER,
+            "Key": {"pk": {"S": f"COUNTER#{name}"}, "sk": {"S": "COUNTER"}},
+            "UpdateExpression": "ADD applied :one",
+            "ExpressionAttributeValues": {":one": {"N": "1"}},
+        }
+    }
+
+
+def counter_value(ddb: Any, name: str) -> int:
+    item = ddb.get_item(TableName=LEDGER, Key={"pk": {"S": f"COUNTER#{name}"}, "sk": {"S": "COUNTER"}}).get(
+        "Item"
+    )
+    return int(item["applied"]["N"]) if item else 0
+
+
+class CallCounter:
+    """Counts AWS API calls made through a client (a botocore before-call hook)."""
+
+    def __init__(self, client: Any) -> None:
+        self.calls: list[str] = []
+        client.meta.events.register("before-call", self._count, unique_id=f"call-counter-{id(self)}")
+
+    def _count(self, model: Any, **_: Any) -> None:
+        self.calls.append(model.name)
+
+    def take(self) -> list[str]:
+        calls, self.calls = self.calls, []
+        return calls
+
+
+def put_stock(ddb: Any, sku: str, stock: int) -> None:
+    ddb.put_item(
+        TableName=INVENTORY,
+        Item={"pk": {"S": f"SKU#{sku}"}, "sk": {"S": "STOCK"}, "stock": {"N": str(stock)}},
+    )
+
+
+def stock_of(ddb: Any, sku: str) -> int:
+    item = ddb.get_item(TableName=INVENTORY, Key={"pk": {"S": f"SKU#{sku}"}, "sk": {"S": "STOCK"}})["Item"]
+    return int(item["stock"]["N"])

@@ -1,0 +1,272 @@
+"""run_atomic: the effect writes and the COMPLETED record in one TransactWriteItems."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import boto3
+import pytest
+from botocore.stub import Stubber
+
+from reliability.errors import (
+    EffectConditionFailed,
+    FenceBusy,
+    ResultTooLarge,
+    StoreError,
+    StoreUnavailable,
+)
+from reliability.fence import AtomicEffect, FenceState, FenceStore, StepId, Write
+from reliability.telemetry import Telemetry
+from tests.unit.reliability.domain import DemoOutOfStock
+from tests.unit.reliability.helpers import (
+    FENCES,
+    LEDGER,
+    REGION,
+    CallCounter,
+    FakeClock,
+    counter_add,
+    counter_value,
+    ledger_put,
+    put_stock,
+    stock_decrement,
+    stock_of,
+)
+
+STEP = StepId(token="dev.order-1.r1", step="record-ledger")
+
+
+def test_first_run_commits_effect_and_record_in_one_round_trip(fences: FenceStore, ddb: Any) -> None:
+    # Given a step that has never run
+    calls = CallCounter(ddb)
+    # When it runs atomically
+    outcome = fences.run_atomic(
+        STEP, lambda: AtomicEffect({"entry": "e1"}, [ledger_put("e1", 5), counter_add("c")])
+    )
+    # Then one TransactWriteItems wrote the effect and the COMPLETED record
+    assert calls.take() == ["TransactWriteItems"]
+    assert outcome.result == {"entry": "e1"}
+    assert outcome.skipped is False
+    assert counter_value(ddb, "c") == 1
+    record = fences.read(STEP)
+    assert record is not None
+    assert record.state is FenceState.COMPLETED
+    assert record.result == {"entry": "e1"}
+    assert record.expiration == (1_800_000_000 + 3600)
+
+
+def test_replay_returns_the_stored_result_in_one_round_trip_without_reapplying(
+    fences: FenceStore, ddb: Any
+) -> None:
+    # Given a completed atomic step
+    first = fences.run_atomic(STEP, lambda: AtomicEffect({"entry": "e1", "n": [1, 2]}, [counter_add("c")]))
+    calls = CallCounter(ddb)
+    # When it runs again (a Lambda retry) with a build that would now produce something else
+    replay = fences.run_atomic(STEP, lambda: AtomicEffect({"entry": "different"}, [counter_add("c")]))
+    # Then the stored result comes back from the cancellation reason: one call, no second read
+    assert calls.take() == ["TransactWriteItems"]
+    assert replay.skipped is True
+    assert replay.result == first.result
+    assert counter_value(ddb, "c") == 1
+
+
+def test_effect_condition_failure_raises_the_attached_business_error_and_records_it(
+    fences: FenceStore, ddb: Any
+) -> None:
+    # Given stock of 1 and a reservation of 5
+    put_stock(ddb, "sku-1", 1)
+    step = StepId(token="dev.order-2.r1", step="reserve-inventory")
+
+    def build() -> AtomicEffect:
+        return AtomicEffect(
+            {"reserved": 5}, [Write(stock_decrement("sku-1", 5), on_condition_failed=DemoOutOfStock("sku-1"))]
+        )
+
+    # When the step runs
+    with pytest.raises(DemoOutOfStock, match="sku-1"):
+        fences.run_atomic(step, build)
+    # Then nothing of the effect landed and the failure is recorded
+    assert stock_of(ddb, "sku-1") == 1
+    record = fences.read(step)
+    assert record is not None
+    assert record.state is FenceState.FAILED
+    assert record.error_type == "DemoOutOfStock"
+    # And a replay raises the same class and message even though stock now suffices
+    put_stock(ddb, "sku-1", 100)
+    with pytest.raises(DemoOutOfStock) as replayed:
+        fences.run_atomic(step, build)
+    assert type(replayed.value) is DemoOutOfStock
+    assert str(replayed.value) == "sku-1"
+    assert stock_of(ddb, "sku-1") == 100
+
+
+def test_on_condition_failure_mapping_by_index(fences: FenceStore, ddb: Any) -> None:
+    # Given an effect whose second write has a mapped business error
+    put_stock(ddb, "sku-2", 0)
+    effect = AtomicEffect(
+        {"ok": True},
+        [ledger_put("e2", 1), stock_decrement("sku-2", 1)],
+        on_condition_failure={1: DemoOutOfStock("sku-2")},
+    )
+    # When it runs, Then the mapped error is raised and the first write did not land either
+    with pytest.raises(DemoOutOfStock):
+        fences.run_atomic(StepId("dev.o.r1", "reserve"), lambda: effect)
+    assert "Item" not in ddb.get_item(TableName=LEDGER, Key={"pk": {"S": "ENTRY#e2"}, "sk": {"S": "ENTRY"}})
+
+
+def test_unmapped_effect_condition_failure_is_a_reliability_error_and_records_nothing(
+    fences: FenceStore, ddb: Any
+) -> None:
+    # Given an effect write with a condition but no business error attached
+    put_stock(ddb, "sku-3", 0)
+    step = StepId("dev.o.r1", "reserve")
+    # When it runs, Then EffectConditionFailed names the write, and no record is written
+    with pytest.raises(EffectConditionFailed) as raised:
+        fences.run_atomic(step, lambda: AtomicEffect({}, [stock_decrement("sku-3", 1)]))
+    assert raised.value.index == 0
+    assert fences.read(step) is None
+
+
+def test_an_in_progress_leased_record_makes_an_atomic_run_busy(fences: FenceStore) -> None:
+    # Given a leased attempt holding the step
+    fences.claim(STEP, attempt_id="a1", lease_seconds=30)
+    # When an atomic run of the same step arrives, Then it is told to retry
+    with pytest.raises(FenceBusy):
+        fences.run_atomic(STEP, lambda: AtomicEffect({}, [counter_add("c")]))
+
+
+def test_result_too_large_writes_nothing(ddb: Any, telemetry: Telemetry, clock: FakeClock) -> None:
+    # Given a store with a small result limit
+    small = FenceStore(
+        client=ddb,
+        table_name=FENCES,
+        ttl_seconds=60,
+        telemetry=telemetry,
+        namespace="fence",
+        clock=clock,
+        max_result_bytes=100,
+    )
+    # When a step's result exceeds it
+    with pytest.raises(ResultTooLarge):
+        small.run_atomic(STEP, lambda: AtomicEffect({"blob": "x" * 200}, [counter_add("c")]))
+    # Then neither the record nor the effect was written
+    assert small.read(STEP) is None
+    assert counter_value(ddb, "c") == 0
+
+
+def test_default_limit_is_step_functions_payload(fences: FenceStore, ddb: Any) -> None:
+    # Given a 300 KB result, When it runs, Then it fails clearly before writing
+    with pytest.raises(ResultTooLarge, match="256"):
+        fences.run_atomic(STEP, lambda: AtomicEffect({"blob": "x" * 300_000}))
+    assert fences.read(STEP) is None
+
+
+def test_build_contract_is_checked(fences: FenceStore) -> None:
+    with pytest.raises(TypeError):
+        fences.run_atomic(STEP, lambda: {"not": "an effect"})  # type: ignore[arg-type,return-value]
+    with pytest.raises(ValueError, match="at most"):
+        fences.run_atomic(STEP, lambda: AtomicEffect({}, [counter_add(str(i)) for i in range(100)]))
+    with pytest.raises(TypeError):
+        fences.run_atomic(STEP, lambda: AtomicEffect({"when": object()}))
+
+
+# --- failures moto cannot produce: botocore Stubber ------------------------------------------
+
+
+def stubbed(telemetry: Telemetry) -> tuple[FenceStore, Stubber]:
+    client = boto3.client("dynamodb", region_name=REGION)
+    stub = Stubber(client)
+    store = FenceStore(
+        client=client,
+        table_name=FENCES,
+        ttl_seconds=60,
+        telemetry=telemetry,
+        namespace="fence",
+        clock=FakeClock(),
+    )
+    return store, stub
+
+
+def cancelled(*codes: str, item: dict[str, Any] | None = None) -> dict[str, Any]:
+    reasons: list[dict[str, Any]] = [{"Code": code} for code in codes]
+    if item is not None:
+        reasons[0]["Item"] = item
+    return {"CancellationReasons": reasons}
+
+
+@pytest.mark.parametrize(
+    ("codes", "expected"),
+    [
+        (("None", "TransactionConflict"), StoreUnavailable),
+        (("ThrottlingError", "None"), StoreUnavailable),
+        (("None", "ValidationError"), StoreError),
+    ],
+)
+def test_cancellations_that_are_not_conditions_map_by_code(
+    telemetry: Telemetry, codes: tuple[str, ...], expected: type[Exception]
+) -> None:
+    # Given DynamoDB cancels the transaction for a reason other than a condition
+    store, stub = stubbed(telemetry)
+    stub.add_client_error(
+        "transact_write_items",
+        service_error_code="TransactionCanceledException",
+        response_meta={},
+        modeled_fields=cancelled(*codes),
+    )
+    # When the step runs, Then the error is mapped by code
+    with stub, pytest.raises(expected):
+        store.run_atomic(STEP, lambda: AtomicEffect({}, [counter_add("c")]))
+
+
+@pytest.mark.parametrize(
+    ("code", "status", "expected"),
+    [
+        ("ProvisionedThroughputExceededException", 400, StoreUnavailable),
+        ("ThrottlingException", 400, StoreUnavailable),
+        ("InternalServerError", 500, StoreUnavailable),
+        ("ResourceNotFoundException", 400, StoreError),
+    ],
+)
+def test_client_errors_map_to_store_errors(
+    telemetry: Telemetry, code: str, status: int, expected: type[Exception]
+) -> None:
+    store, stub = stubbed(telemetry)
+    stub.add_client_error("transact_write_items", service_error_code=code, http_status_code=status)
+    with stub, pytest.raises(expected):
+        store.run_atomic(STEP, lambda: AtomicEffect({}, [counter_add("c")]))
+
+
+def test_a_concurrent_winner_answers_a_business_failure(telemetry: Telemetry) -> None:
+    # Given our transaction fails on stock, but another attempt completes the step before we record FAILED
+    store, stub = stubbed(telemetry)
+    completed = {
+        "id": {"S": store.key_for(STEP).value},
+        "state": {"S": "COMPLETED"},
+        "fencing_token": {"N": "0"},
+        "result": {"S": '{"winner":true}'},
+    }
+    stub.add_client_error(
+        "transact_write_items",
+        service_error_code="TransactionCanceledException",
+        modeled_fields=cancelled("None", "ConditionalCheckFailed"),
+    )
+    stub.add_client_error(
+        "put_item", service_error_code="ConditionalCheckFailedException", modeled_fields={"Item": completed}
+    )
+    # When the step runs, Then the winner's result is returned as a skip
+    with stub:
+        outcome = store.run_atomic(
+            STEP, lambda: AtomicEffect({}, [Write(stock_decrement("s", 1), DemoOutOfStock("s"))])
+        )
+    assert outcome.skipped is True
+    assert outcome.result == {"winner": True}
+
+
+def test_a_refusal_without_the_old_item_is_busy(telemetry: Telemetry) -> None:
+    store, stub = stubbed(telemetry)
+    stub.add_client_error(
+        "transact_write_items",
+        service_error_code="TransactionCanceledException",
+        modeled_fields=cancelled("ConditionalCheckFailed", "None"),
+    )
+    with stub, pytest.raises(FenceBusy):
+        store.run_atomic(STEP, lambda: AtomicEffect({}, [counter_add("c")]))

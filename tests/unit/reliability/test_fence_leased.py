@@ -1,0 +1,362 @@
+"""run_leased and the primitives: claim, complete, fail, release, read; fencing and takeover."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import boto3
+import pytest
+from botocore.stub import Stubber
+
+from reliability.crashpoints import CrashPlan, SimulatedCrash
+from reliability.errors import FenceBusy, ResultTooLarge, StaleFence, StoreUnavailable
+from reliability.fence import AtomicEffect, FenceState, FenceStore, StepId, Write
+from reliability.telemetry import Telemetry
+from tests.unit.reliability.domain import DemoOutOfStock, DemoPaymentDeclined
+from tests.unit.reliability.helpers import (
+    FENCES,
+    REGION,
+    CallCounter,
+    FakeClock,
+    counter_add,
+    counter_value,
+    put_stock,
+    stock_decrement,
+    stock_of,
+)
+
+STEP = StepId(token="dev.order-1.r1", step="charge-payment")
+LEASE = 30.0
+
+
+class Provider:
+    """A pretend external system that dedupes on the idempotency key it is given."""
+
+    def __init__(self) -> None:
+        self.calls: list[str] = []
+        self.charges: dict[str, int] = {}
+
+    def charge(self, key: str, amount: int = 100) -> dict[str, Any]:
+        self.calls.append(key)
+        self.charges.setdefault(key, amount)
+        return {"charge_id": f"ch-{len(self.charges)}", "amount": self.charges[key]}
+
+
+def test_first_run_claims_calls_the_effect_with_the_step_key_and_completes(
+    fences: FenceStore, ddb: Any
+) -> None:
+    # Given an external provider
+    provider = Provider()
+    calls = CallCounter(ddb)
+    # When the step runs leased
+    outcome = fences.run_leased(STEP, attempt_id="req-1", lease_seconds=LEASE, effect=provider.charge)
+    # Then claim + complete are two round trips, and the effect saw the step's stable key
+    assert calls.take() == ["UpdateItem", "UpdateItem"]
+    assert outcome.skipped is False
+    assert outcome.fencing_token == 1
+    assert provider.calls == [fences.external_key(STEP)]
+    record = fences.read(STEP)
+    assert record is not None
+    assert record.state is FenceState.COMPLETED
+    assert record.owner is None
+    assert record.result == outcome.result
+
+
+def test_replay_returns_the_identical_result_in_one_round_trip(fences: FenceStore, ddb: Any) -> None:
+    # Given a completed leased step
+    provider = Provider()
+    first = fences.run_leased(STEP, attempt_id="req-1", lease_seconds=LEASE, effect=provider.charge)
+    calls = CallCounter(ddb)
+    # When a retry runs it
+    replay = fences.run_leased(STEP, attempt_id="req-2", lease_seconds=LEASE, effect=provider.charge)
+    # Then the stored result comes from ALL_OLD of the refused claim; the effect did not run
+    assert calls.take() == ["UpdateItem"]
+    assert replay.skipped is True
+    assert replay.result == first.result
+    assert replay.fencing_token == first.fencing_token
+    assert len(provider.calls) == 1
+
+
+def test_two_attempts_racing_one_wins(fences: FenceStore) -> None:
+    # Given attempt A is inside its effect when attempt B arrives (the worst interleaving)
+    provider = Provider()
+    seen: list[BaseException] = []
+
+    def effect_a(key: str) -> dict[str, Any]:
+        try:
+            fences.run_leased(STEP, attempt_id="B", lease_seconds=LEASE, effect=provider.charge)
+        except FenceBusy as busy:
+            seen.append(busy)
+        return provider.charge(key)
+
+    # When both run
+    outcome_a = fences.run_leased(STEP, attempt_id="A", lease_seconds=LEASE, effect=effect_a)
+    # Then B was refused with the retryable FenceBusy, A won, and the effect ran once
+    assert len(seen) == 1
+    assert outcome_a.skipped is False
+    assert len(provider.calls) == 1
+    # And B's retry gets A's result
+    outcome_b = fences.run_leased(STEP, attempt_id="B", lease_seconds=LEASE, effect=provider.charge)
+    assert outcome_b.skipped is True
+    assert outcome_b.result == outcome_a.result
+
+
+def test_takeover_after_lease_expiry_and_the_zombie_is_fenced_off(
+    fences: FenceStore, clock: FakeClock, ddb: Any
+) -> None:
+    # Given attempt A claimed and then stalled (no completion)
+    a = fences.claim(STEP, attempt_id="A", lease_seconds=LEASE)
+    assert a.won
+    assert a.record.fencing_token == 1
+    # When its lease passes and attempt B runs the step
+    clock.advance(LEASE + 1)
+    provider = Provider()
+    b = fences.run_leased(
+        STEP,
+        attempt_id="B",
+        lease_seconds=LEASE,
+        effect=lambda key: AtomicEffect(provider.charge(key), [counter_add("charge")]),
+    )
+    # Then B took over with a higher fencing token and the same external key
+    assert b.fencing_token == 2
+    assert provider.calls == [fences.external_key(STEP)]
+    assert counter_value(ddb, "charge") == 1
+    # And A, resuming as a zombie, cannot complete, and its effect writes do not land
+    with pytest.raises(StaleFence):
+        fences.complete(STEP, fencing_token=1, result=AtomicEffect({"zombie": True}, [counter_add("charge")]))
+    assert counter_value(ddb, "charge") == 1
+    record = fences.read(STEP)
+    assert record is not None
+    assert record.result == b.result
+
+
+def test_a_stale_owner_completion_is_rejected_before_the_new_owner_completes(
+    fences: FenceStore, clock: FakeClock, ddb: Any
+) -> None:
+    # Given A's lease expired and B claimed (B has not completed yet)
+    fences.claim(STEP, attempt_id="A", lease_seconds=LEASE)
+    clock.advance(LEASE + 1)
+    b = fences.claim(STEP, attempt_id="B", lease_seconds=LEASE)
+    assert b.takeover
+    # When A tries to complete with its writes, Then StaleFence and nothing written
+    with pytest.raises(StaleFence):
+        fences.complete(STEP, fencing_token=1, result=AtomicEffect({"by": "A"}, [counter_add("x")]))
+    with pytest.raises(StaleFence):
+        fences.complete(STEP, fencing_token=1, result={"by": "A"})
+    with pytest.raises(StaleFence):
+        fences.fail(STEP, fencing_token=1, error=DemoOutOfStock("late"))
+    assert counter_value(ddb, "x") == 0
+    # And B completes normally
+    done = fences.complete(STEP, fencing_token=2, result=AtomicEffect({"by": "B"}, [counter_add("x")]))
+    assert done.result == {"by": "B"}
+    assert counter_value(ddb, "x") == 1
+
+
+def test_a_live_lease_makes_another_attempt_busy(fences: FenceStore, clock: FakeClock) -> None:
+    # Given A holds the lease
+    fences.claim(STEP, attempt_id="A", lease_seconds=LEASE)
+    # When B arrives before it expires, Then FenceBusy (retryable)
+    clock.advance(LEASE - 1)
+    with pytest.raises(FenceBusy):
+        fences.claim(STEP, attempt_id="B", lease_seconds=LEASE)
+
+
+def test_business_error_is_recorded_and_replayed_identically(fences: FenceStore) -> None:
+    # Given an effect that declines
+    calls: list[str] = []
+
+    def decline(key: str) -> dict[str, Any]:
+        calls.append(key)
+        raise DemoPaymentDeclined("insufficient funds")
+
+    # When it runs, Then the error propagates and is recorded FAILED
+    with pytest.raises(DemoPaymentDeclined):
+        fences.run_leased(STEP, attempt_id="A", lease_seconds=LEASE, effect=decline)
+    record = fences.read(STEP)
+    assert record is not None
+    assert record.state is FenceState.FAILED
+    # And a replay raises the same class, message and details without running the effect
+    with pytest.raises(DemoPaymentDeclined) as replayed:
+        fences.run_leased(STEP, attempt_id="B", lease_seconds=LEASE, effect=decline)
+    assert type(replayed.value) is DemoPaymentDeclined
+    assert str(replayed.value) == "payment declined: insufficient funds"
+    assert replayed.value.details == {"reason": "insufficient funds"}
+    assert len(calls) == 1
+
+
+def test_other_exceptions_release_the_claim_and_propagate_intact(fences: FenceStore) -> None:
+    # Given an effect that hits a transient failure
+    boom = ConnectionError("provider timeout")
+
+    def flaky(key: str) -> dict[str, Any]:
+        raise boom
+
+    # When it runs, Then the very same exception propagates
+    with pytest.raises(ConnectionError) as raised:
+        fences.run_leased(STEP, attempt_id="A", lease_seconds=LEASE, effect=flaky)
+    assert raised.value is boom
+    # And the lease is cleared (counter kept), so a retry claims at once without waiting
+    record = fences.read(STEP)
+    assert record is not None
+    assert record.state is FenceState.IN_PROGRESS
+    assert record.lease_expires == 0
+    assert record.owner is None
+    retry = fences.run_leased(STEP, attempt_id="B", lease_seconds=LEASE, effect=lambda key: {"ok": True})
+    assert retry.fencing_token == 2
+
+
+def test_release_by_a_stale_owner_is_refused(fences: FenceStore, clock: FakeClock) -> None:
+    fences.claim(STEP, attempt_id="A", lease_seconds=LEASE)
+    clock.advance(LEASE + 1)
+    fences.claim(STEP, attempt_id="B", lease_seconds=LEASE)
+    assert fences.release(STEP, fencing_token=1) is False
+    assert fences.release(STEP, fencing_token=2) is True
+
+
+def test_crash_between_effect_and_record_reruns_with_the_same_key(
+    ddb: Any, telemetry: Telemetry, clock: FakeClock
+) -> None:
+    # Given a crash armed between the effect and its record
+    plan = CrashPlan.parse("fence:after-effect:charge-payment=1", mode="raise")
+    store = FenceStore(
+        client=ddb,
+        table_name=FENCES,
+        ttl_seconds=60,
+        telemetry=telemetry,
+        namespace="fence",
+        clock=clock,
+        crash_plan=plan,
+    )
+    provider = Provider()
+    # When the first attempt dies there (a BaseException, not swallowed by except Exception)
+    with pytest.raises(SimulatedCrash):
+        store.run_leased(STEP, attempt_id="A", lease_seconds=LEASE, effect=provider.charge)
+    # Then the record is still held until the lease passes
+    with pytest.raises(FenceBusy):
+        store.run_leased(STEP, attempt_id="B", lease_seconds=LEASE, effect=provider.charge)
+    # And after it the retry re-runs the effect with the same key, which the provider dedupes
+    clock.advance(LEASE + 1)
+    outcome = store.run_leased(STEP, attempt_id="C", lease_seconds=LEASE, effect=provider.charge)
+    assert provider.calls == [store.external_key(STEP)] * 2
+    assert len(provider.charges) == 1
+    assert outcome.result == {"charge_id": "ch-1", "amount": 100}
+
+
+def test_result_too_large_releases_and_raises(ddb: Any, telemetry: Telemetry, clock: FakeClock) -> None:
+    store = FenceStore(
+        client=ddb,
+        table_name=FENCES,
+        ttl_seconds=60,
+        telemetry=telemetry,
+        namespace="fence",
+        clock=clock,
+        max_result_bytes=50,
+    )
+    with pytest.raises(ResultTooLarge):
+        store.run_leased(STEP, attempt_id="A", lease_seconds=LEASE, effect=lambda key: {"x": "y" * 100})
+    record = store.read(STEP)
+    assert record is not None
+    assert record.state is FenceState.IN_PROGRESS
+    assert record.result is None
+    assert record.lease_expires == 0
+
+
+def test_leased_atomic_effect_condition_failure_is_recorded_as_business_error(
+    fences: FenceStore, ddb: Any
+) -> None:
+    # Given stock of 0 and a leased step whose effect ends with a conditional stock write
+    put_stock(ddb, "sku", 0)
+
+    def effect(key: str) -> AtomicEffect:
+        return AtomicEffect({"reserved": 1}, [Write(stock_decrement("sku", 1), DemoOutOfStock("sku"))])
+
+    # When it runs, Then the mapped error is raised, recorded, and the stock is untouched
+    with pytest.raises(DemoOutOfStock):
+        fences.run_leased(STEP, attempt_id="A", lease_seconds=LEASE, effect=effect)
+    assert stock_of(ddb, "sku") == 0
+    record = fences.read(STEP)
+    assert record is not None
+    assert record.state is FenceState.FAILED
+
+
+def test_items_of_one_step_are_fenced_independently(fences: FenceStore) -> None:
+    one = StepId("dev.o.r1", "reserve", item="sku-1")
+    two = StepId("dev.o.r1", "reserve", item="sku-2")
+    assert fences.key_for(one) != fences.key_for(two)
+    assert (
+        fences.run_leased(one, attempt_id="A", lease_seconds=LEASE, effect=lambda k: {"k": k}).skipped
+        is False
+    )
+    assert (
+        fences.run_leased(two, attempt_id="A", lease_seconds=LEASE, effect=lambda k: {"k": k}).skipped
+        is False
+    )
+
+
+def test_non_mapping_result_is_a_type_error_and_releases(fences: FenceStore) -> None:
+    with pytest.raises(TypeError):
+        fences.run_leased(STEP, attempt_id="A", lease_seconds=LEASE, effect=lambda k: ["list"])  # type: ignore[arg-type,return-value]
+    record = fences.read(STEP)
+    assert record is not None
+    assert record.lease_expires == 0
+
+
+# --- store failures (botocore Stubber) ------------------------------------------------------
+
+
+def stubbed(telemetry: Telemetry) -> tuple[FenceStore, Stubber]:
+    client = boto3.client("dynamodb", region_name=REGION)
+    store = FenceStore(
+        client=client,
+        table_name=FENCES,
+        ttl_seconds=60,
+        telemetry=telemetry,
+        namespace="fence",
+        clock=FakeClock(),
+    )
+    return store, Stubber(client)
+
+
+def test_claim_throttled_is_store_unavailable(telemetry: Telemetry) -> None:
+    store, stub = stubbed(telemetry)
+    stub.add_client_error("update_item", service_error_code="ProvisionedThroughputExceededException")
+    with stub, pytest.raises(StoreUnavailable):
+        store.claim(STEP, attempt_id="A", lease_seconds=LEASE)
+
+
+def test_claim_refused_without_old_item_is_busy(telemetry: Telemetry) -> None:
+    store, stub = stubbed(telemetry)
+    stub.add_client_error("update_item", service_error_code="ConditionalCheckFailedException")
+    with stub, pytest.raises(FenceBusy):
+        store.claim(STEP, attempt_id="A", lease_seconds=LEASE)
+
+
+def test_complete_failing_on_the_store_releases_the_claim(telemetry: Telemetry) -> None:
+    # Given claim succeeds, complete is throttled, and the release succeeds
+    store, stub = stubbed(telemetry)
+    key = store.key_for(STEP).value
+    stub.add_response(
+        "update_item",
+        {
+            "Attributes": {
+                "id": {"S": key},
+                "state": {"S": "IN_PROGRESS"},
+                "fencing_token": {"N": "1"},
+                "owner": {"S": "A"},
+                "lease_expires": {"N": "1800000030"},
+            }
+        },
+    )
+    stub.add_client_error("update_item", service_error_code="ThrottlingException")
+    stub.add_response("update_item", {})
+    # When the step runs, Then the retryable StoreUnavailable propagates after the release
+    with stub, pytest.raises(StoreUnavailable):
+        store.run_leased(STEP, attempt_id="A", lease_seconds=LEASE, effect=lambda key: {"ok": 1})
+    stub.assert_no_pending_responses()
+
+
+def test_read_maps_store_errors(telemetry: Telemetry) -> None:
+    store, stub = stubbed(telemetry)
+    stub.add_client_error("get_item", service_error_code="InternalServerError", http_status_code=500)
+    with stub, pytest.raises(StoreUnavailable):
+        store.read(STEP)
