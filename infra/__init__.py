@@ -1,0 +1,1 @@
+"""The CDK application: stage configuration, one construct per capability, two thin stacks."""

@@ -1,0 +1,20 @@
+"""Compose the application: both stacks of one stage, tagged, with cdk-nag attached."""
+
+from __future__ import annotations
+
+from aws_cdk import App, Tags
+
+from infra.config import StageConfig
+from infra.nag import add_nag_checks
+from infra.stacks.app import AppStack
+from infra.stacks.data import DataStack
+
+
+def build(app: App, config: StageConfig) -> tuple[DataStack, AppStack]:
+    data = DataStack(app, config.data_stack_name, config=config)
+    compute = AppStack(app, config.app_stack_name, config=config, data=data)
+    for stack in (data, compute):
+        Tags.of(stack).add("service", config.service)
+        Tags.of(stack).add("stage", config.stage)
+    add_nag_checks(app)
+    return data, compute

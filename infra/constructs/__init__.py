@@ -1,0 +1,1 @@
+"""One construct per capability; stacks compose them and do the grants."""

@@ -1,0 +1,120 @@
+"""A Lambda function of this service: its role, log group, tracing and alarms."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+
+from aws_cdk import Duration, RemovalPolicy
+from aws_cdk import aws_cloudwatch as cloudwatch
+from aws_cdk import aws_iam as iam
+from aws_cdk import aws_lambda as lambda_
+from aws_cdk import aws_logs as logs
+from constructs import Construct
+
+from infra.nag import acknowledge
+from infra.sizing import FunctionSizing
+
+# The newest Python runtime that both this aws-cdk-lib and the AWS-managed Powertools layer
+# support (the layer is published for python3.10-3.14 under the SSM path below).
+RUNTIME = lambda_.Runtime.PYTHON_3_14
+ARCHITECTURE = lambda_.Architecture.ARM_64
+# Public SSM parameter kept by the Powertools team in every commercial region; resolved by
+# CloudFormation at deploy time, so the template stays region- and account-agnostic.
+POWERTOOLS_LAYER_PARAMETER = "/aws/service/powertools/python/arm64/python3.14/latest"
+LOG_RETENTION = logs.RetentionDays.ONE_MONTH
+# Lambda's own log level names (the application log level filter of JSON logging).
+_LAMBDA_LOG_LEVEL = {
+    "DEBUG": lambda_.ApplicationLogLevel.DEBUG,
+    "INFO": lambda_.ApplicationLogLevel.INFO,
+    "WARNING": lambda_.ApplicationLogLevel.WARN,
+    "ERROR": lambda_.ApplicationLogLevel.ERROR,
+}
+
+
+class ServiceFunction(Construct):
+    """`function` with a role that has no managed policy, a retained-or-not log group, JSON logs,
+    active tracing, and two alarms (any error, any throttle)."""
+
+    def __init__(
+        self,
+        scope: Construct,
+        construct_id: str,
+        *,
+        function_name: str,
+        sizing: FunctionSizing,
+        code: lambda_.Code,
+        layers: list[lambda_.ILayerVersion],
+        environment: Mapping[str, str],
+        log_level: str,
+        retain_logs: bool,
+    ) -> None:
+        super().__init__(scope, construct_id)
+        self.log_group = logs.LogGroup(
+            self,
+            "Logs",
+            log_group_name=f"/aws/lambda/{function_name}",
+            retention=LOG_RETENTION,
+            removal_policy=RemovalPolicy.RETAIN if retain_logs else RemovalPolicy.DESTROY,
+        )
+        # A role of our own instead of the default one, which carries the managed
+        # AWSLambdaBasicExecutionRole (logs:* on every log group in the account).
+        self.role = iam.Role(
+            self,
+            "Role",
+            assumed_by=iam.ServicePrincipal("lambda.amazonaws.com"),
+            description=f"Execution role of {function_name}",
+        )
+        self.log_group.grant_write(self.role)
+        self.function = lambda_.Function(
+            self,
+            "Function",
+            function_name=function_name,
+            description=sizing.description,
+            runtime=RUNTIME,
+            architecture=ARCHITECTURE,
+            handler=sizing.handler,
+            code=code,
+            layers=layers,
+            memory_size=sizing.memory_mb,
+            timeout=sizing.timeout,
+            role=self.role,
+            environment=dict(environment),
+            tracing=lambda_.Tracing.ACTIVE,
+            logging_format=lambda_.LoggingFormat.JSON,
+            application_log_level_v2=_LAMBDA_LOG_LEVEL[log_level],
+            system_log_level_v2=lambda_.SystemLogLevel.WARN,
+            log_group=self.log_group,
+        )
+        # Active tracing adds its statement as a separate inline policy of the function.
+        tracing_policy = self.function.node.try_find_child("inlinePolicyAddedToExecutionRole-0")
+        if tracing_policy is not None:
+            acknowledge(
+                tracing_policy,
+                "IAM5[Resource::*]",
+                "xray:PutTraceSegments and xray:PutTelemetryRecords (active tracing) support no "
+                "resource-level permissions; every data grant of this role names its table or queue ARN.",
+            )
+        self.errors_alarm = self._alarm(
+            "Errors", function_name, "errors", self.function.metric_errors(period=Duration.minutes(1))
+        )
+        self.throttles_alarm = self._alarm(
+            "Throttles",
+            function_name,
+            "throttles",
+            self.function.metric_throttles(period=Duration.minutes(1)),
+        )
+
+    def _alarm(
+        self, construct_id: str, function_name: str, what: str, metric: cloudwatch.IMetric
+    ) -> cloudwatch.Alarm:
+        return cloudwatch.Alarm(
+            self,
+            construct_id,
+            alarm_name=f"{function_name}-{what}",
+            alarm_description=f"{function_name} reported {what}.",
+            metric=metric,
+            threshold=1,
+            evaluation_periods=1,
+            comparison_operator=cloudwatch.ComparisonOperator.GREATER_THAN_OR_EQUAL_TO_THRESHOLD,
+            treat_missing_data=cloudwatch.TreatMissingData.NOT_BREACHING,
+        )

@@ -1,0 +1,169 @@
+"""A fenced saga as a Standard Step Functions state machine, built from a list of step specs.
+
+Every step is a Lambda task that receives the whole state (`order_id`, `run`, `token`, earlier
+`results`) and whose return value lands at `$.results.<StepName>`. The step uses `(stage,
+order_id, run, step)` as its fence key, so a retried or redriven task re-runs safely; this
+construct gives every task the same transport Retry and routes business errors by Catch to a
+compensation step, with the error at `$.error`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+
+from aws_cdk import CfnElement, Duration, RemovalPolicy, Stack
+from aws_cdk import aws_cloudwatch as cloudwatch
+from aws_cdk import aws_lambda as lambda_
+from aws_cdk import aws_logs as logs
+from aws_cdk import aws_stepfunctions as sfn
+from aws_cdk import aws_stepfunctions_tasks as tasks
+from constructs import Construct
+
+from infra.nag import acknowledge
+
+# Transient failures only: the Lambda service, the runtime dying, a busy fence, an unavailable
+# store. Business errors (OutOfStock, PaymentDeclined) are never retried; they are caught.
+RETRYABLE_ERRORS = (
+    "Lambda.ServiceException",
+    "Lambda.AWSLambdaException",
+    "Lambda.SdkClientException",
+    "Lambda.TooManyRequestsException",
+    "Lambda.Unknown",
+    "Runtime.ExitError",
+    "Sandbox.Timedout",
+    "FenceBusy",
+    "StoreUnavailable",
+)
+RETRY_INTERVAL = Duration.seconds(1)
+RETRY_BACKOFF_RATE = 2.0
+RETRY_MAX_ATTEMPTS = 6
+RETRY_MAX_DELAY = Duration.seconds(30)
+SUCCEED_STATE = "Done"
+
+
+@dataclass(frozen=True, kw_only=True)
+class StepSpec:
+    """One task: its state name, its function, where it goes next, and which errors it catches.
+
+    `next` is another step's name, or None for the final Succeed state. `catch` maps a state
+    name to the error names that route there.
+    """
+
+    name: str
+    function: lambda_.IFunction
+    next: str | None
+    catch: Mapping[str, Sequence[str]] = field(default_factory=dict)
+
+
+class FencedWorkflow(Construct):
+    """`state_machine` (Standard, JSONPath, logging ALL without execution data, X-Ray) and
+    `failed_alarm` (any execution that ended FAILED, TIMED_OUT or ABORTED)."""
+
+    def __init__(
+        self,
+        scope: Construct,
+        construct_id: str,
+        *,
+        state_machine_name: str,
+        steps: Sequence[StepSpec],
+        retain_logs: bool,
+    ) -> None:
+        super().__init__(scope, construct_id)
+        names = [step.name for step in steps]
+        if len(set(names)) != len(names) or SUCCEED_STATE in names or not steps:
+            raise ValueError(f"step names must be unique, non-empty and not {SUCCEED_STATE!r}: {names}")
+        done = sfn.Succeed(self, SUCCEED_STATE)
+        states = {step.name: self._task(step) for step in steps}
+        for step in steps:
+            targets = [step.next, *step.catch] if step.next else list(step.catch)
+            if missing := [t for t in targets if t not in states]:
+                raise ValueError(f"{step.name} routes to unknown steps {missing}")
+            task = states[step.name]
+            for target, errors in step.catch.items():
+                task.add_catch(states[target], errors=list(errors), result_path="$.error")
+            task.next(states[step.next] if step.next else done)
+
+        self.log_group = logs.LogGroup(
+            self,
+            "Logs",
+            log_group_name=f"/aws/vendedlogs/states/{state_machine_name}",
+            retention=logs.RetentionDays.ONE_MONTH,
+            removal_policy=RemovalPolicy.RETAIN if retain_logs else RemovalPolicy.DESTROY,
+        )
+        self.state_machine = sfn.StateMachine(
+            self,
+            "StateMachine",
+            state_machine_name=state_machine_name,
+            state_machine_type=sfn.StateMachineType.STANDARD,
+            query_language=sfn.QueryLanguage.JSON_PATH,
+            definition_body=sfn.DefinitionBody.from_chainable(states[steps[0].name]),
+            logs=sfn.LogOptions(
+                destination=self.log_group, level=sfn.LogLevel.ALL, include_execution_data=False
+            ),
+            tracing_enabled=True,
+        )
+        self._acknowledge_role_policy(steps)
+        self.failed_alarm = cloudwatch.Alarm(
+            self,
+            "ExecutionsFailed",
+            alarm_name=f"{state_machine_name}-executions-failed",
+            alarm_description=(
+                f"An execution of {state_machine_name} failed on an unhandled error; "
+                "fix the cause, then redrive it (declined orders end in Succeed, not here)."
+            ),
+            metric=cloudwatch.MathExpression(
+                expression="failed + timedout + aborted",
+                using_metrics={
+                    "failed": self.state_machine.metric_failed(period=Duration.minutes(1)),
+                    "timedout": self.state_machine.metric_timed_out(period=Duration.minutes(1)),
+                    "aborted": self.state_machine.metric_aborted(period=Duration.minutes(1)),
+                },
+                period=Duration.minutes(1),
+            ),
+            threshold=1,
+            evaluation_periods=1,
+            comparison_operator=cloudwatch.ComparisonOperator.GREATER_THAN_OR_EQUAL_TO_THRESHOLD,
+            treat_missing_data=cloudwatch.TreatMissingData.NOT_BREACHING,
+        )
+
+    def _task(self, step: StepSpec) -> tasks.LambdaInvoke:
+        task = tasks.LambdaInvoke(
+            self,
+            step.name,
+            lambda_function=step.function,
+            payload_response_only=True,  # the whole state in, the function's return value out
+            retry_on_service_exceptions=False,  # replaced by the single Retry below
+            result_path=f"$.results.{step.name}",
+        )
+        task.add_retry(
+            errors=list(RETRYABLE_ERRORS),
+            interval=RETRY_INTERVAL,
+            backoff_rate=RETRY_BACKOFF_RATE,
+            max_attempts=RETRY_MAX_ATTEMPTS,
+            max_delay=RETRY_MAX_DELAY,
+            jitter_strategy=sfn.JitterType.FULL,
+        )
+        return task
+
+    def _acknowledge_role_policy(self, steps: Sequence[StepSpec]) -> None:
+        policy = self.state_machine.role.node.try_find_child("DefaultPolicy")
+        if policy is None:
+            return
+        acknowledge(
+            policy,
+            "IAM5[Resource::*]",
+            "Step Functions log delivery (logs:CreateLogDelivery, ...) and X-Ray tracing "
+            "(xray:PutTraceSegments, ...) support no resource-level permissions.",
+        )
+        stack = Stack.of(self)
+        for step in steps:
+            function = step.function.node.default_child
+            if not isinstance(function, CfnElement):
+                continue
+            acknowledge(
+                policy,
+                f"IAM5[Resource::<{stack.get_logical_id(function)}.Arn>:*]",
+                f"lambda:InvokeFunction on the versions and aliases (`:*`) of the {step.name} "
+                "function only, which the Lambda task integration grants with the function itself.",
+            )

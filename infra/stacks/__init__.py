@@ -1,0 +1,1 @@
+"""The two stacks: stateful data, and compute that can be redeployed freely."""

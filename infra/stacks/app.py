@@ -1,0 +1,213 @@
+"""`{service}-{stage}-app`: functions, the order workflow, the API and the alarms.
+
+The grants live here, and only here: each function gets exactly the tables and queues of its
+row in DEVELOPERS.md, and the environment variable that names each of them.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from aws_cdk import ArnFormat, CfnOutput, Stack
+from aws_cdk import aws_iam as iam
+from aws_cdk import aws_lambda as lambda_
+from aws_cdk import aws_lambda_event_sources as event_sources
+from aws_cdk import aws_ssm as ssm
+from constructs import Construct
+
+from infra.config import StageConfig
+from infra.constructs.api import OrdersApi
+from infra.constructs.function import POWERTOOLS_LAYER_PARAMETER, ServiceFunction
+from infra.constructs.workflow import FencedWorkflow, StepSpec
+from infra.nag import acknowledge
+from infra.sizing import FUNCTIONS, QUEUE_CONSUMERS, pascal
+from infra.stacks.data import DataStack
+
+FUNCTIONS_DIR = Path(__file__).resolve().parents[2] / "functions"
+ASSET_EXCLUDE = [
+    "**/__pycache__",
+    "**/*.pyc",
+    "**/.pytest_cache",
+    "**/.mypy_cache",
+    "**/tests",
+    "**/*.md",
+]
+SQS_BATCH_SIZE = 10
+
+TABLE_ENV = {
+    "idempotency": "IDEMPOTENCY_TABLE",
+    "fences": "FENCE_TABLE",
+    "orders": "ORDERS_TABLE",
+    "inventory": "INVENTORY_TABLE",
+    "payments": "PAYMENTS_TABLE",
+    "ledger": "LEDGER_TABLE",
+    "notifications": "NOTIFICATIONS_TABLE",
+    "aggregates": "AGGREGATES_TABLE",
+}
+
+
+def queue_env(queue: str) -> str:
+    """`orders` -> ORDERS_QUEUE_URL, `orders-dlq` -> ORDERS_DLQ_URL."""
+    base, _, dlq = queue.partition("-")
+    return f"{base.upper()}_{'DLQ' if dlq else 'QUEUE'}_URL"
+
+
+@dataclass(frozen=True, kw_only=True)
+class Access:
+    """The data a function may touch: tables read/write, tables read-only, queues it sends to."""
+
+    read_write: tuple[str, ...] = ()
+    read: tuple[str, ...] = ()
+    send: tuple[str, ...] = ()
+    consume: str | None = None  # the queue that triggers it
+    extra: dict[str, str] = field(default_factory=dict)
+
+
+def _step(*tables: str, send: tuple[str, ...] = ()) -> Access:
+    return Access(read_write=("fences", *tables, "orders"), send=send)
+
+
+ACCESS: dict[str, Access] = {
+    "api": Access(
+        read_write=("idempotency", "orders"), read=("inventory", "payments", "fences"), send=("orders",)
+    ),
+    "worker": Access(read_write=("idempotency", "orders"), send=("orders-dlq",), consume="orders"),
+    "reserve-inventory": _step("inventory"),
+    "charge-payment": _step("payments"),
+    "record-ledger": _step("ledger"),
+    "publish-events": _step(send=("notify", "analytics")),
+    "mark-completed": _step(),
+    "release-inventory": _step("inventory"),
+    "mark-failed": _step(),
+    "notify": Access(read_write=("idempotency", "notifications"), send=("notify-dlq",), consume="notify"),
+    "analytics": Access(
+        read_write=("idempotency", "aggregates"), send=("analytics-dlq",), consume="analytics"
+    ),
+}
+assert ACCESS.keys() == FUNCTIONS.keys()
+assert {a.consume for a in ACCESS.values() if a.consume} == set(QUEUE_CONSUMERS)
+
+
+class AppStack(Stack):
+    def __init__(self, scope: Construct, construct_id: str, *, config: StageConfig, data: DataStack) -> None:
+        super().__init__(
+            scope,
+            construct_id,
+            description=f"{config.service} {config.stage}: functions, order workflow, API, alarms",
+        )
+        code = lambda_.Code.from_asset(str(FUNCTIONS_DIR), exclude=ASSET_EXCLUDE)
+        powertools = lambda_.LayerVersion.from_layer_version_arn(
+            self,
+            "PowertoolsLayer",
+            ssm.StringParameter.value_for_string_parameter(self, POWERTOOLS_LAYER_PARAMETER),
+        )
+        common_env = {
+            "SERVICE_NAME": config.service,
+            "STAGE": config.stage,
+            "POWERTOOLS_SERVICE_NAME": config.service,
+            "POWERTOOLS_METRICS_NAMESPACE": config.service,
+            "POWERTOOLS_LOG_LEVEL": config.log_level,
+            "FENCE_TTL_SECONDS": str(config.fence_ttl_seconds),
+            "DEDUP_TTL_SECONDS": str(config.dedup_ttl_seconds),
+        }
+
+        self.functions: dict[str, lambda_.Function] = {}
+        for name, sizing in FUNCTIONS.items():
+            access = ACCESS[name]
+            env = dict(common_env)
+            for table in (*access.read_write, *access.read):
+                env[TABLE_ENV[table]] = data.tables[table].table_name
+            for queue in access.send:
+                env[queue_env(queue)] = data.queues[queue].queue_url
+            function = ServiceFunction(
+                self,
+                f"{pascal(name)}",
+                function_name=config.name(name),
+                sizing=sizing,
+                code=code,
+                layers=[powertools],
+                environment=env,
+                log_level=config.log_level,
+                retain_logs=config.retain_data,
+            ).function
+            for table in access.read_write:
+                data.tables[table].grant_read_write_data(function)
+            for table in access.read:
+                data.tables[table].grant_read_data(function)
+            for queue in access.send:
+                data.queues[queue].grant_send_messages(function)
+            if access.consume:
+                function.add_event_source(
+                    event_sources.SqsEventSource(
+                        data.queues[access.consume],
+                        batch_size=SQS_BATCH_SIZE,
+                        report_batch_item_failures=True,
+                    )
+                )
+            self.functions[name] = function
+            CfnOutput(self, f"{pascal(name)}FunctionName", value=function.function_name)
+
+        fn = self.functions
+        workflow = FencedWorkflow(
+            self,
+            "OrderWorkflow",
+            state_machine_name=config.name("order-workflow"),
+            retain_logs=config.retain_data,
+            steps=[
+                StepSpec(
+                    name="ReserveInventory",
+                    function=fn["reserve-inventory"],
+                    next="ChargePayment",
+                    catch={"MarkFailed": ["OutOfStock"]},
+                ),
+                StepSpec(
+                    name="ChargePayment",
+                    function=fn["charge-payment"],
+                    next="RecordLedger",
+                    catch={"ReleaseInventory": ["PaymentDeclined"]},
+                ),
+                StepSpec(name="RecordLedger", function=fn["record-ledger"], next="PublishEvents"),
+                StepSpec(name="PublishEvents", function=fn["publish-events"], next="MarkCompleted"),
+                StepSpec(name="MarkCompleted", function=fn["mark-completed"], next=None),
+                StepSpec(name="ReleaseInventory", function=fn["release-inventory"], next="MarkFailed"),
+                StepSpec(name="MarkFailed", function=fn["mark-failed"], next=None),
+            ],
+        )
+        state_machine = workflow.state_machine
+        worker = fn["worker"]
+        worker.add_environment("STATE_MACHINE_ARN", state_machine.state_machine_arn)
+        state_machine.grant_start_execution(worker)
+        # DescribeExecution takes an execution ARN; executions are named by the worker, so the
+        # grant is every execution of this one state machine (the name is known at synth).
+        executions = self.format_arn(
+            service="states",
+            resource="execution",
+            resource_name=f"{config.name('order-workflow')}:*",
+            arn_format=ArnFormat.COLON_RESOURCE_NAME,
+        )
+        iam.Grant.add_to_principal(
+            grantee=worker, actions=["states:DescribeExecution"], resource_arns=[executions]
+        )
+        worker_policy = worker.role.node.try_find_child("DefaultPolicy") if worker.role else None
+        if worker_policy is not None:
+            acknowledge(
+                worker_policy,
+                "IAM5[Resource::arn:<AWS::Partition>:states:<AWS::Region>:<AWS::AccountId>:execution:"
+                f"{config.name('order-workflow')}:*]",
+                "states:DescribeExecution on the executions of the order workflow only; their names "
+                "are chosen at run time, so the execution id must be a wildcard.",
+            )
+        CfnOutput(self, "StateMachineArn", value=state_machine.state_machine_arn)
+
+        api = OrdersApi(
+            self,
+            "OrdersApi",
+            api_name=config.name("api"),
+            stage_name=config.stage,
+            handler=fn["api"],
+            auth=config.api_auth,
+            throttle=config.api_throttle,
+            retain_logs=config.retain_data,
+        )
+        CfnOutput(self, "ApiUrl", value=api.api.url)

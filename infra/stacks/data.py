@@ -1,0 +1,87 @@
+"""`{service}-{stage}-data`: every table and queue. Retained and deletion-protected when the
+stage says `retain_data`, so the compute stack can be destroyed and redeployed freely."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from aws_cdk import CfnOutput, Stack
+from aws_cdk import aws_dynamodb as dynamodb
+from aws_cdk import aws_sqs as sqs
+from constructs import Construct
+
+from infra.config import StageConfig
+from infra.constructs.queue import QueueWithDlq
+from infra.constructs.table import ServiceTable
+from infra.sizing import FUNCTIONS, QUEUE_CONSUMERS, pascal
+
+TTL_ATTRIBUTE = "expiration"
+
+
+@dataclass(frozen=True, kw_only=True)
+class TableSpec:
+    suffix: str  # physical name suffix
+    output: str  # stack output key
+    partition_key: str
+    sort_key: str | None = None
+    ttl_attribute: str | None = None
+
+
+# Keyed by the short name the app stack grants on.
+TABLES: dict[str, TableSpec] = {
+    "idempotency": TableSpec(
+        suffix="idempotency", output="IdempotencyTableName", partition_key="id", ttl_attribute=TTL_ATTRIBUTE
+    ),
+    "fences": TableSpec(
+        suffix="fences", output="FenceTableName", partition_key="id", ttl_attribute=TTL_ATTRIBUTE
+    ),
+    "orders": TableSpec(suffix="orders", output="OrdersTableName", partition_key="pk", sort_key="sk"),
+    "inventory": TableSpec(
+        suffix="inventory", output="InventoryTableName", partition_key="pk", sort_key="sk"
+    ),
+    "payments": TableSpec(suffix="payments", output="PaymentsTableName", partition_key="pk", sort_key="sk"),
+    "ledger": TableSpec(suffix="ledger", output="LedgerTableName", partition_key="pk", sort_key="sk"),
+    "notifications": TableSpec(
+        suffix="notifications", output="NotificationsTableName", partition_key="pk", sort_key="sk"
+    ),
+    "aggregates": TableSpec(
+        suffix="daily-aggregates", output="AggregatesTableName", partition_key="pk", sort_key="sk"
+    ),
+}
+
+
+class DataStack(Stack):
+    def __init__(self, scope: Construct, construct_id: str, *, config: StageConfig) -> None:
+        super().__init__(
+            scope,
+            construct_id,
+            description=f"{config.service} {config.stage}: tables and queues (stateful)",
+        )
+        self.tables: dict[str, dynamodb.ITable] = {}
+        for key, spec in TABLES.items():
+            table = ServiceTable(
+                self,
+                f"{pascal(key)}Table",
+                table_name=config.name(spec.suffix),
+                partition_key=spec.partition_key,
+                sort_key=spec.sort_key,
+                ttl_attribute=spec.ttl_attribute,
+                retain=config.retain_data,
+            ).table
+            self.tables[key] = table
+            CfnOutput(self, spec.output, value=table.table_name)
+
+        # Keyed by queue name: "orders", "orders-dlq", "notify", ...
+        self.queues: dict[str, sqs.IQueue] = {}
+        for name, consumer in QUEUE_CONSUMERS.items():
+            pair = QueueWithDlq(
+                self,
+                f"{pascal(name)}Queue",
+                queue_name=config.name(name),
+                consumer_timeout=FUNCTIONS[consumer].timeout,
+                retain=config.retain_data,
+            )
+            self.queues[name] = pair.queue
+            self.queues[f"{name}-dlq"] = pair.dlq
+            CfnOutput(self, f"{pascal(name)}QueueUrl", value=pair.queue.queue_url)
+            CfnOutput(self, f"{pascal(name)}DlqUrl", value=pair.dlq.queue_url)
