@@ -75,7 +75,8 @@ class Emitted:
 
 
 def read_emitted(text: str) -> Emitted:
-    metrics, logs = [], []
+    metrics: list[dict[str, Any]] = []
+    logs: list[dict[str, Any]] = []
     for raw in text.splitlines():
         line = raw.strip()
         if not line.startswith("{"):
@@ -152,3 +153,17 @@ def put_stock(ddb: Any, sku: str, stock: int) -> None:
 def stock_of(ddb: Any, sku: str) -> int:
     item = ddb.get_item(TableName=INVENTORY, Key={"pk": {"S": f"SKU#{sku}"}, "sk": {"S": "STOCK"}})["Item"]
     return int(item["stock"]["N"])
+
+
+def make_telemetry(service: str = "retrysafe-test") -> Any:
+    """Telemetry whose Logger writes to the current (captured) stdout: a fresh logger name each time."""
+    import uuid
+
+    from aws_lambda_powertools import Logger, Metrics
+
+    from reliability.telemetry import Telemetry
+
+    return Telemetry(
+        logger=Logger(service=f"{service}-{uuid.uuid4().hex}"),
+        metrics=Metrics(namespace="retrysafe", service=service),
+    )

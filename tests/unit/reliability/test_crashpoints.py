@@ -1,0 +1,124 @@
+"""Crash plans: parsing, scoping, hit counting across processes, botocore hooks, both modes."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import boto3
+import pytest
+
+from reliability.crashpoints import EXIT_CODE, CrashPlan, SimulatedCrash, crash_point, instrument
+from tests.unit.reliability.helpers import FENCES, REGION
+
+
+def test_off_unless_the_variable_is_set() -> None:
+    assert CrashPlan.from_env({}) is None
+    assert CrashPlan.from_env({"RETRYSAFE_CRASH_POINTS": "  "}) is None
+    # And with no plan, a crash point and instrument do nothing
+    crash_point("fence:after-effect:anything")
+    client = object()
+    assert instrument(client) is client
+
+
+def test_parse_entries_hits_and_scope() -> None:
+    spec = "after:DynamoDB.TransactWriteItems@charge-payment=2, fence:after-effect:x, before:SQS.SendMessage@notify"
+    plan = CrashPlan.from_env(
+        {
+            "RETRYSAFE_CRASH_POINTS": spec,
+            "RETRYSAFE_CRASH_MODE": "raise",
+            "AWS_LAMBDA_FUNCTION_NAME": "retrysafe-local-charge-payment",
+        }
+    )
+    assert plan is not None
+    assert plan.points == {"after:DynamoDB.TransactWriteItems": 2, "fence:after-effect:x": 1}
+    assert plan.mode == "raise"
+
+
+def test_a_plan_scoped_to_other_functions_is_off() -> None:
+    env = {
+        "RETRYSAFE_CRASH_POINTS": "fence:after-effect:x@notify",
+        "AWS_LAMBDA_FUNCTION_NAME": "svc-dev-analytics",
+    }
+    assert CrashPlan.from_env(env) is None
+
+
+@pytest.mark.parametrize(
+    "env",
+    [
+        {"RETRYSAFE_CRASH_POINTS": "a=b=c"},
+        {"RETRYSAFE_CRASH_POINTS": "x", "RETRYSAFE_CRASH_MODE": "explode"},
+    ],
+)
+def test_bad_specs_fail_loudly(env: dict[str, str]) -> None:
+    with pytest.raises(ValueError):
+        CrashPlan.from_env(env)
+
+
+def test_a_point_crashes_exactly_n_times_in_memory() -> None:
+    plan = CrashPlan.parse("p=2", mode="raise")
+    for _ in range(2):
+        with pytest.raises(SimulatedCrash):
+            crash_point("p", plan)
+    crash_point("p", plan)  # the third hit passes
+    crash_point("unarmed", plan)
+
+
+def test_simulated_crash_escapes_except_exception() -> None:
+    plan = CrashPlan.parse("p", mode="raise")
+    with pytest.raises(SimulatedCrash):
+        try:
+            plan.hit("p")
+        except Exception:
+            pytest.fail("SimulatedCrash must not be an Exception")
+
+
+def test_hits_are_counted_across_processes_with_a_state_dir(tmp_path: Path) -> None:
+    # Given a plan armed for 2 hits and a shared state dir
+    code = (
+        "import sys; sys.path.insert(0, 'functions')\n"
+        "from reliability.crashpoints import crash_point\n"
+        "crash_point('fence:after-effect:charge-payment')\n"
+        "print('survived')\n"
+    )
+    env = {
+        "RETRYSAFE_CRASH_POINTS": "fence:after-effect:charge-payment=2",
+        "RETRYSAFE_CRASH_MODE": "exit",
+        "RETRYSAFE_CRASH_STATE_DIR": str(tmp_path),
+        "PATH": "/usr/bin:/bin",
+    }
+    # When four separate processes reach the point
+    results = [
+        subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, check=False)
+        for _ in range(4)
+    ]
+    # Then the first two die for real (os._exit) and the others pass
+    assert [r.returncode for r in results] == [EXIT_CODE, EXIT_CODE, 0, 0]
+    assert [r.stdout.strip() for r in results] == ["", "", "survived", "survived"]
+    assert len(list(tmp_path.iterdir())) == 2
+
+
+def test_botocore_hooks_crash_before_or_after_a_call(ddb: Any) -> None:
+    # Given a client instrumented to crash after its first TransactWriteItems and before a GetItem
+    client = boto3.client("dynamodb", region_name=REGION)
+    plan = CrashPlan.parse("after:DynamoDB.PutItem=1,before:DynamoDB.GetItem=1", mode="raise")
+    plan.instrument(client)
+    item = {"id": {"S": "k"}}
+    # When the put runs, Then it lands and the process "dies" after it
+    with pytest.raises(SimulatedCrash, match="after:DynamoDB.PutItem"):
+        client.put_item(TableName=FENCES, Item=item)
+    assert ddb.get_item(TableName=FENCES, Key=item)["Item"] == item
+    # And the instrumented GetItem dies before it is sent; the second one goes through
+    with pytest.raises(SimulatedCrash, match="before:DynamoDB.GetItem"):
+        client.get_item(TableName=FENCES, Key=item)
+    assert client.get_item(TableName=FENCES, Key=item)["Item"] == item
+
+
+def test_instrument_without_aws_points_registers_nothing() -> None:
+    class NoEvents:
+        pass
+
+    client = NoEvents()
+    assert CrashPlan.parse("fence:after-effect:x").instrument(client) is client

@@ -1,0 +1,91 @@
+"""derive_key and execution_token."""
+
+from __future__ import annotations
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from reliability.keys import MAX_KEY_BYTES, MAX_TOKEN_CHARS, canonical_json, derive_key, execution_token
+
+
+def test_short_identity_is_readable_and_scoped() -> None:
+    key = derive_key("http", stage="dev", identity="abc", run=2)
+    assert key.value == "http#dev#r2#v:abc"
+    assert key.label == "abc"
+    assert str(key) == key.value
+
+
+def test_mappings_are_canonical() -> None:
+    # Given the same mapping in two key orders, Then the same key
+    one = derive_key("fence", stage="dev", identity={"token": "t", "step": "s"})
+    two = derive_key("fence", stage="dev", identity={"step": "s", "token": "t"})
+    assert one == two
+    assert canonical_json({"b": 1, "a": [1, {"d": 2, "c": 3}]}) == '{"a":[1,{"c":3,"d":2}],"b":1}'
+
+
+def test_every_dimension_separates_keys() -> None:
+    base = derive_key("notify", stage="dev", identity="evt-1", run=1)
+    assert base != derive_key("analytics", stage="dev", identity="evt-1", run=1)
+    assert base != derive_key("notify", stage="prod", identity="evt-1", run=1)
+    assert base != derive_key("notify", stage="dev", identity="evt-1", run=2)
+    assert base != derive_key("notify", stage="dev", identity="evt-2", run=1)
+
+
+def test_long_identity_is_hashed_to_a_bounded_key_with_a_readable_label() -> None:
+    # Given an identity far over the bound
+    identity = "order-" + "x" * 5000
+    key = derive_key("http", stage="dev", identity=identity)
+    # Then the key is bounded, marked hashed, and the label keeps the readable start
+    assert len(key.value.encode()) <= MAX_KEY_BYTES
+    assert "#h:" in key.value
+    assert key.label.startswith("order-xxx")
+    assert derive_key("http", stage="dev", identity=identity + "y") != key
+
+
+def test_a_readable_key_never_equals_a_hashed_one() -> None:
+    long_key = derive_key("http", stage="dev", identity="z" * 1000)
+    digest = long_key.value.split("#h:")[1]
+    forged = derive_key("http", stage="dev", identity="h:" + digest)
+    assert forged.value != long_key.value
+
+
+@pytest.mark.parametrize(
+    ("namespace", "stage", "identity", "run"),
+    [
+        ("", "dev", "x", 1),
+        ("a#b", "dev", "x", 1),
+        ("ns", "d ev", "x", 1),
+        ("ns", "dev", "", 1),
+        ("ns", "dev", "x", 0),
+    ],
+)
+def test_invalid_inputs_are_rejected(namespace: str, stage: str, identity: str, run: int) -> None:
+    with pytest.raises(ValueError):
+        derive_key(namespace, stage=stage, identity=identity, run=run)
+
+
+@settings(max_examples=200, derandomize=True)
+@given(st.text(min_size=1, max_size=2000), st.integers(min_value=1, max_value=10_000))
+def test_keys_are_always_bounded(identity: str, run: int) -> None:
+    key = derive_key("consumer-name", stage="prod", identity=identity, run=run)
+    assert len(key.value.encode()) <= MAX_KEY_BYTES
+
+
+def test_execution_token_is_readable_when_it_can_be() -> None:
+    assert execution_token(stage="dev", business_id="order-123", run=3) == "dev.order-123.r3"
+
+
+@pytest.mark.parametrize("business_id", ["order/with:bad chars", "o" * 200])
+def test_execution_token_hashes_unsafe_or_long_ids(business_id: str) -> None:
+    token = execution_token(stage="dev", business_id=business_id, run=1)
+    assert len(token) <= MAX_TOKEN_CHARS
+    assert token.startswith("dev.h-")
+    assert token.endswith(".r1")
+    assert token != execution_token(stage="dev", business_id=business_id + "x", run=1)
+
+
+@pytest.mark.parametrize(("stage", "business_id", "run"), [("d.v", "o", 1), ("dev", "", 1), ("dev", "o", 0)])
+def test_execution_token_rejects_bad_input(stage: str, business_id: str, run: int) -> None:
+    with pytest.raises(ValueError):
+        execution_token(stage=stage, business_id=business_id, run=run)

@@ -1,0 +1,111 @@
+"""Every decision: one structured INFO log line and one EMF metric with service and step dimensions."""
+
+from __future__ import annotations
+
+import uuid
+from typing import Any
+
+import pytest
+from aws_lambda_powertools import Logger, Metrics
+
+from reliability.errors import FenceBusy, StaleFence
+from reliability.fence import AtomicEffect, FenceStore, StepId
+from reliability.telemetry import Decision, Telemetry
+from tests.unit.reliability.domain import DemoPaymentDeclined
+from tests.unit.reliability.helpers import FENCES, FakeClock, read_emitted
+
+
+def make_telemetry() -> Telemetry:
+    # Built inside the test, with a fresh logger name, so the Logger writes to this test's stdout
+    # (Powertools keeps the first stream of a logger name for the process).
+    return Telemetry(
+        logger=Logger(service=f"orders-svc-{uuid.uuid4().hex}"),
+        metrics=Metrics(namespace="retrysafe", service="orders-svc"),
+    )
+
+
+def test_a_decision_logs_structured_fields_and_emits_a_dimensioned_metric(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    # Given telemetry
+    telemetry = make_telemetry()
+    # When a decision is recorded
+    telemetry.decision(Decision.FENCE_SKIPPED, key="k", token="t", step="charge-payment", attempt="req-1")
+    # Then one INFO log line carries key, token, step, attempt, outcome
+    emitted = read_emitted(capsys.readouterr().out)
+    [line] = emitted.decisions()
+    assert line["level"] == "INFO"
+    assert {k: line[k] for k in ("decision", "key", "token", "step", "attempt")} == {
+        "decision": "FenceSkipped",
+        "key": "k",
+        "token": "t",
+        "step": "charge-payment",
+        "attempt": "req-1",
+    }
+    # And one EMF metric with service and step as dimensions, in the service's namespace
+    assert emitted.metric_names() == ["FenceSkipped"]
+    assert emitted.dimensions_of("FenceSkipped") == [{"service": "orders-svc", "step": "charge-payment"}]
+    assert emitted.metrics[0]["_aws"]["CloudWatchMetrics"][0]["Namespace"] == "retrysafe"
+
+
+def test_a_retry_is_an_info_event_not_an_error(capsys: pytest.CaptureFixture[str]) -> None:
+    telemetry = make_telemetry()
+    telemetry.retry(reason="ThrottlingException", step="reserve-inventory")
+    emitted = read_emitted(capsys.readouterr().out)
+    assert [line["level"] for line in emitted.logs] == ["INFO"]
+    assert emitted.logs[0]["reason"] == "ThrottlingException"
+    assert emitted.metric_names() == ["Retry"]
+
+
+def test_every_fence_decision_is_emitted(ddb: Any, capsys: pytest.CaptureFixture[str]) -> None:
+    # Given a fence store and a sequence that walks every fence decision
+    clock = FakeClock()
+    store = FenceStore(
+        client=ddb,
+        table_name=FENCES,
+        ttl_seconds=60,
+        telemetry=make_telemetry(),
+        namespace="fence",
+        clock=clock,
+    )
+    step = StepId("dev.o.r1", "charge-payment")
+    capsys.readouterr()
+    store.claim(step, attempt_id="A", lease_seconds=5)  # claimed
+    with pytest.raises(FenceBusy):
+        store.claim(step, attempt_id="B", lease_seconds=5)  # busy
+    clock.advance(6)
+    store.claim(step, attempt_id="B", lease_seconds=5)  # takeover
+    with pytest.raises(StaleFence):
+        store.complete(step, fencing_token=1, result={})  # stale
+    store.release(step, fencing_token=2)  # released
+
+    def fail(key: str) -> dict[str, Any]:
+        raise DemoPaymentDeclined("no")
+
+    with pytest.raises(DemoPaymentDeclined):
+        store.run_leased(step, attempt_id="C", lease_seconds=5, effect=fail)  # takeover + failed
+    other = StepId("dev.o.r1", "record-ledger")
+    store.run_atomic(other, lambda: AtomicEffect({"ok": 1}))  # completed
+    store.run_atomic(other, lambda: AtomicEffect({"ok": 1}))  # skipped
+
+    def boom(key: str) -> dict[str, Any]:
+        raise RuntimeError("transient")
+
+    with pytest.raises(RuntimeError):
+        store.run_leased(StepId("dev.o.r1", "publish"), attempt_id="D", lease_seconds=5, effect=boom)  # retry
+    # Then each decision produced its metric with the step as a dimension
+    emitted = read_emitted(capsys.readouterr().out)
+    names = set(emitted.metric_names())
+    assert {
+        "FenceClaimed",
+        "FenceBusy",
+        "FenceTakeover",
+        "FenceStale",
+        "FenceReleased",
+        "FenceFailed",
+        "FenceCompleted",
+        "FenceSkipped",
+        "Retry",
+    } <= names
+    assert {"service": "orders-svc", "step": "charge-payment"} in emitted.dimensions_of("FenceBusy")
+    assert all(line["level"] == "INFO" for line in emitted.logs)
