@@ -3,8 +3,13 @@
 from __future__ import annotations
 
 import json
+import uuid
 from dataclasses import dataclass
 from typing import Any
+
+from aws_lambda_powertools import Logger, Metrics
+
+from reliability.telemetry import Telemetry
 
 REGION = "us-east-1"
 FENCES = "retrysafe-test-fences"
@@ -155,14 +160,8 @@ def stock_of(ddb: Any, sku: str) -> int:
     return int(item["stock"]["N"])
 
 
-def make_telemetry(service: str = "retrysafe-test") -> Any:
+def make_telemetry(service: str = "retrysafe-test") -> Telemetry:
     """Telemetry whose Logger writes to the current (captured) stdout: a fresh logger name each time."""
-    import uuid
-
-    from aws_lambda_powertools import Logger, Metrics
-
-    from reliability.telemetry import Telemetry
-
     return Telemetry(
         logger=Logger(service=f"{service}-{uuid.uuid4().hex}"),
         metrics=Metrics(namespace="retrysafe", service=service),

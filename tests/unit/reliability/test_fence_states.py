@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 from collections.abc import Callable
 from typing import Any
 
@@ -138,10 +139,8 @@ def test_store_matches_table(
         assert state_of(fences) is expected
         return
     # Then a refused event leaves the record as it was (or raises the documented refusal)
-    try:
+    with contextlib.suppress(FenceBusy, StaleFence, DemoOutOfStock, DemoPaymentDeclined, ValueError):
         apply(event, fences, clock, token, ddb)
-    except (FenceBusy, StaleFence, DemoOutOfStock, DemoPaymentDeclined, ValueError):
-        pass
     after = fences.read(STEP)
     if start is FenceState.ABSENT:
         assert after is None

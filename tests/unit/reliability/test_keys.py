@@ -61,7 +61,7 @@ def test_a_readable_key_never_equals_a_hashed_one() -> None:
     ],
 )
 def test_invalid_inputs_are_rejected(namespace: str, stage: str, identity: str, run: int) -> None:
-    with pytest.raises(ValueError):
+    with pytest.raises(ValueError, match=r"must|starts"):
         derive_key(namespace, stage=stage, identity=identity, run=run)
 
 
@@ -87,5 +87,5 @@ def test_execution_token_hashes_unsafe_or_long_ids(business_id: str) -> None:
 
 @pytest.mark.parametrize(("stage", "business_id", "run"), [("d.v", "o", 1), ("dev", "", 1), ("dev", "o", 0)])
 def test_execution_token_rejects_bad_input(stage: str, business_id: str, run: int) -> None:
-    with pytest.raises(ValueError):
+    with pytest.raises(ValueError, match=r"must|starts"):
         execution_token(stage=stage, business_id=business_id, run=run)
