@@ -18,6 +18,7 @@ from functools import cached_property
 from typing import Any
 
 import boto3
+from aws_lambda_powertools import Metrics
 from aws_lambda_powertools.utilities.idempotency import DynamoDBPersistenceLayer
 from botocore.config import Config
 
@@ -67,7 +68,11 @@ class Runtime:
         self._factory = client_factory
         self.crash_plan = crash_plan if crash_plan is not None else crashpoints.active_plan()
         self.clock = clock
-        self.telemetry = telemetry or Telemetry(logger=logger, metrics=metrics)
+        # POWERTOOLS_METRICS_NAMESPACE is set on every function; without it (a test process), the
+        # service name is the namespace, so decisions are still emitted as valid EMF.
+        self.telemetry = telemetry or Telemetry(
+            logger=logger, metrics=metrics if metrics.namespace else Metrics(namespace=settings.service)
+        )
         self._fences: dict[str, FenceStore] = {}
         self._lock = threading.Lock()
 

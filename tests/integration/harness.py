@@ -1,0 +1,562 @@
+"""The whole chain in-process on moto, deployed from the synthesized cloud assembly.
+
+`InProcessCloud(assembly_dir).deploy()` (inside an active `mock_aws` with Step Functions execution
+on) creates what the templates say: the data stack's tables and queues (with their redrive
+policies), the app stack's functions (moto Lambda functions with each function's environment,
+resolved) and the state machine whose definition is the template's, with the function ARNs
+resolved. Function code is the REAL handler code, run in this process: `install()` patches
+moto's single code-running point, `LambdaFunction._invoke_lambda`, to import the function's
+handler (`module.function` under `functions/`) and call it with a Lambda-like context and a
+per-function `orders.runtime.Runtime` built from that function's own environment. A handler
+exception comes back with `errorType` = its class name, as on AWS, so Retry/Catch match.
+
+SQS has no poller here: `pump()` receives, invokes the consumer, deletes only what succeeded
+(`batchItemFailures` stay, visible again at once), like the Lambda event source mapping.
+
+The fault-injection work builds on this: pass a `CrashPlan`, move `clock` forward past a lease,
+redeliver a message, run `ops.invariants.check(cloud.stores())`.
+"""
+
+from __future__ import annotations
+
+import importlib
+import io
+import json
+import threading
+import time
+import uuid
+import zipfile
+from collections.abc import Iterator, Mapping
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+from unittest import mock
+
+import boto3
+from moto.awslambda.models import LambdaFunction
+
+from ops.invariants import Stores, peek_dead_letters
+from orders import runtime as orders_runtime
+from orders.config import Settings
+from reliability.crashpoints import CrashPlan
+from tests.support.templates import exports_of, function_specs, state_machine_definition
+
+REGION = "us-east-1"
+ACCOUNT = "123456789012"
+EVENTS_DIR = Path(__file__).resolve().parents[2] / "events"
+_TERMINAL = {"SUCCEEDED", "FAILED", "TIMED_OUT", "ABORTED"}
+_PSEUDO = {
+    "AWS::Region": REGION,
+    "AWS::AccountId": ACCOUNT,
+    "AWS::Partition": "aws",
+    "AWS::URLSuffix": "amazonaws.com",
+    "AWS::StackName": "stack",
+    "AWS::NoValue": None,
+}
+
+
+class Clock:
+    """Wall-clock time plus an offset the test moves forward (fence leases, TTLs, dates)."""
+
+    def __init__(self) -> None:
+        self.offset = 0.0
+
+    def __call__(self) -> float:
+        return time.time() + self.offset
+
+    def advance(self, seconds: float) -> None:
+        self.offset += seconds
+
+
+@dataclass
+class FakeLambdaContext:
+    """What Powertools and our handlers read from the Lambda context."""
+
+    function_name: str
+    timeout_seconds: int
+    memory_limit_in_mb: int = 256
+    aws_request_id: str = field(default_factory=lambda: str(uuid.uuid4()))
+    function_version: str = "$LATEST"
+    log_group_name: str = "/aws/lambda/local"
+    log_stream_name: str = "local"
+    _deadline: float = 0.0
+
+    def __post_init__(self) -> None:
+        self._deadline = time.monotonic() + self.timeout_seconds
+
+    @property
+    def invoked_function_arn(self) -> str:
+        return f"arn:aws:lambda:{REGION}:{ACCOUNT}:function:{self.function_name}"
+
+    def get_remaining_time_in_millis(self) -> int:
+        return max(int((self._deadline - time.monotonic()) * 1000), 0)
+
+
+@dataclass
+class FunctionSpec:
+    name: str
+    handler: str
+    timeout: int
+    environment: dict[str, str]
+
+
+@dataclass
+class Invocation:
+    function: str
+    event: Any
+    result: Any
+    error_type: str | None
+
+
+class _Resolver:
+    """Resolves the CloudFormation intrinsics CDK emits, against what was deployed."""
+
+    def __init__(self) -> None:
+        self.refs: dict[str, Any] = {}
+        self.attrs: dict[tuple[str, str], Any] = {}
+        self.exports: dict[str, Any] = {}
+
+    def __call__(self, value: Any) -> Any:
+        if isinstance(value, list):
+            return [self(v) for v in value]
+        if not isinstance(value, dict):
+            return value
+        if len(value) == 1:
+            (name, arg), *_ = value.items()
+            if name == "Ref":
+                # Resources the in-process cloud does not deploy (the REST API, alarms) resolve
+                # to a readable placeholder.
+                return _PSEUDO[arg] if arg in _PSEUDO else self.refs.get(arg, f"<{arg}>")
+            if name == "Fn::GetAtt":
+                logical, attribute = arg if isinstance(arg, list) else arg.split(".", 1)
+                return self.attrs[(logical, attribute)]
+            if name == "Fn::ImportValue":
+                return self.exports[self(arg)]
+            if name == "Fn::Join":
+                separator, parts = arg
+                return separator.join(str(self(p)) for p in parts)
+            if name == "Fn::Select":
+                index, items = arg
+                return self(items)[int(index)]
+        return {k: self(v) for k, v in value.items()}
+
+
+def _template(assembly: Path, suffix: str) -> dict[str, Any]:
+    matches = sorted(assembly.glob(f"*-{suffix}.template.json"))
+    if len(matches) != 1:
+        raise FileNotFoundError(f"expected one *-{suffix}.template.json in {assembly}, found {matches}")
+    return json.loads(matches[0].read_text())
+
+
+def _resources(template: Mapping[str, Any], kind: str) -> dict[str, dict[str, Any]]:
+    return {k: v for k, v in template["Resources"].items() if v["Type"] == kind}
+
+
+def _dummy_zip() -> bytes:
+    buffer = io.BytesIO()
+    with zipfile.ZipFile(buffer, "w") as archive:
+        archive.writestr("handler.py", "def handler(event, context):\n    return event\n")
+    return buffer.getvalue()
+
+
+class InProcessCloud:
+    def __init__(
+        self,
+        assembly: Path,
+        *,
+        crash_plan: CrashPlan | None = None,
+        clock: Clock | None = None,
+    ) -> None:
+        self.data_template = _template(assembly, "data")
+        self.app_template = _template(assembly, "app")
+        self.crash_plan = crash_plan
+        self.clock = clock or Clock()
+        self.resolve = _Resolver()
+        self.queue_urls: dict[str, str] = {}  # by queue name
+        self.outputs: dict[str, str] = {}
+        self.functions: dict[str, FunctionSpec] = {}  # by physical name
+        self.invocations: list[Invocation] = []
+        self._runtimes: dict[str, orders_runtime.Runtime] = {}
+        self._lock = threading.Lock()
+
+    # --- clients --------------------------------------------------------------------------------
+    def client(self, service: str) -> Any:
+        return boto3.client(service, region_name=REGION)
+
+    @property
+    def sfn(self) -> Any:
+        return self.client("stepfunctions")
+
+    @property
+    def sqs(self) -> Any:
+        return self.client("sqs")
+
+    @property
+    def dynamodb(self) -> Any:
+        return self.client("dynamodb")
+
+    def stores(self) -> Stores:
+        return Stores.from_outputs(self.outputs, self.client)
+
+    # --- deploy ---------------------------------------------------------------------------------
+    def deploy(self) -> InProcessCloud:
+        self._deploy_data()
+        self._deploy_app()
+        return self
+
+    def _deploy_data(self) -> None:
+        ddb, sqs, r = self.dynamodb, self.sqs, self.resolve
+        for logical, resource in _resources(self.data_template, "AWS::DynamoDB::Table").items():
+            p = resource["Properties"]
+            ddb.create_table(
+                TableName=p["TableName"],
+                KeySchema=p["KeySchema"],
+                AttributeDefinitions=p["AttributeDefinitions"],
+                BillingMode="PAY_PER_REQUEST",
+            )
+            r.refs[logical] = p["TableName"]
+            r.attrs[(logical, "Arn")] = f"arn:aws:dynamodb:{REGION}:{ACCOUNT}:table/{p['TableName']}"
+        queues = _resources(self.data_template, "AWS::SQS::Queue")
+        # Dead-letter queues first: the others' redrive policies point at them.
+        for logical, resource in sorted(
+            queues.items(), key=lambda kv: "RedrivePolicy" in kv[1]["Properties"]
+        ):
+            p = resource["Properties"]
+            attributes = {k: str(p[k]) for k in ("VisibilityTimeout", "MessageRetentionPeriod") if k in p}
+            if "RedrivePolicy" in p:
+                attributes["RedrivePolicy"] = json.dumps(r(p["RedrivePolicy"]))
+            url = sqs.create_queue(QueueName=p["QueueName"], Attributes=attributes)["QueueUrl"]
+            r.refs[logical] = url
+            self.queue_urls[p["QueueName"]] = url
+            r.attrs[(logical, "Arn")] = f"arn:aws:sqs:{REGION}:{ACCOUNT}:{p['QueueName']}"
+            r.attrs[(logical, "QueueName")] = p["QueueName"]
+        self._outputs(self.data_template)
+
+    def _outputs(self, template: Mapping[str, Any]) -> None:
+        for key, output in template.get("Outputs", {}).items():
+            value = self.resolve(output["Value"])
+            if "Export" in output:
+                self.resolve.exports[self.resolve(output["Export"]["Name"])] = value
+            else:
+                self.outputs[key] = value
+
+    def _deploy_app(self) -> None:
+        """Functions with their template environment (tests/support/templates.function_specs) and
+        the state machine with the template's definition (state_machine_definition)."""
+        r = self.resolve
+        machines = _resources(self.app_template, "AWS::StepFunctions::StateMachine")
+        machine_arns: dict[str, str] = {}
+        for logical, resource in machines.items():
+            name = resource["Properties"]["StateMachineName"]
+            machine_arns[name] = f"arn:aws:states:{REGION}:{ACCOUNT}:stateMachine:{name}"
+            r.refs[logical] = machine_arns[name]
+        for logical, resource in _resources(self.app_template, "AWS::Lambda::Function").items():
+            name = resource["Properties"]["FunctionName"]
+            r.refs[logical] = name
+            r.attrs[(logical, "Arn")] = f"arn:aws:lambda:{REGION}:{ACCOUNT}:function:{name}"
+        exports = exports_of(self.data_template, queue_url=self.queue_urls.__getitem__)
+        specs = function_specs(
+            self.app_template, exports=exports, names=machine_arns, queue_url=self.queue_urls.__getitem__
+        )
+        role = self.client("iam").create_role(RoleName="in-process", AssumeRolePolicyDocument="{}")["Role"][
+            "Arn"
+        ]
+        lam = self.client("lambda")
+        code = _dummy_zip()
+        for spec in specs:
+            environment = {k: str(v) for k, v in spec["Environment"].items()}
+            unresolved = [k for k, v in spec["Environment"].items() if not isinstance(v, str | int)]
+            if unresolved:
+                raise ValueError(f"{spec['FunctionName']}: unresolved environment {unresolved}")
+            self.functions[spec["FunctionName"]] = FunctionSpec(
+                name=spec["FunctionName"],
+                handler=spec["Handler"],
+                timeout=int(spec.get("Timeout") or 3),
+                environment=environment,
+            )
+            lam.create_function(
+                FunctionName=spec["FunctionName"],
+                Runtime="python3.12",
+                Role=role,
+                Handler=spec["Handler"],
+                Code={"ZipFile": code},
+                Timeout=int(spec.get("Timeout") or 3),
+                Environment={"Variables": environment},
+            )
+        function_arns = {
+            name: f"arn:aws:lambda:{REGION}:{ACCOUNT}:function:{name}" for name in self.functions
+        }
+        for resource in machines.values():
+            p = resource["Properties"]
+            self.sfn.create_state_machine(
+                name=p["StateMachineName"],
+                definition=json.dumps(state_machine_definition(self.app_template, function_arns)),
+                roleArn=role,
+                type=p.get("StateMachineType", "STANDARD"),
+            )
+        self._outputs(self.app_template)
+
+    # --- running function code ------------------------------------------------------------------
+    @contextmanager
+    def installed(self) -> Iterator[InProcessCloud]:
+        """Route moto's Lambda invocations to the real handlers in this process."""
+        cloud = self
+
+        def invoke(function: LambdaFunction, event: Any = None) -> tuple[str, bool, str]:
+            return cloud._invoke(function.function_name, event)
+
+        with mock.patch.object(LambdaFunction, "_invoke_lambda", invoke):
+            yield self
+
+    def runtime_for(self, function_name: str) -> orders_runtime.Runtime:
+        with self._lock:
+            runtime = self._runtimes.get(function_name)
+            if runtime is None:
+                spec = self.functions[function_name]
+                runtime = orders_runtime.Runtime(
+                    Settings.from_env({**spec.environment, "AWS_LAMBDA_FUNCTION_NAME": function_name}),
+                    client_factory=self.client,
+                    crash_plan=self.crash_plan,
+                    clock=self.clock,
+                )
+                self._runtimes[function_name] = runtime
+            return runtime
+
+    def call(self, function_name: str, event: Any) -> Any:
+        """Run a function's handler directly (no Lambda API); exceptions propagate."""
+        spec = self.functions[function_name]
+        module_name, _, attribute = spec.handler.rpartition(".")
+        handler = getattr(importlib.import_module(module_name), attribute)
+        context = FakeLambdaContext(function_name=function_name, timeout_seconds=spec.timeout)
+        with orders_runtime.scoped(self.runtime_for(function_name)):
+            return handler(event, context)
+
+    def _invoke(self, function_name: str, event: Any) -> tuple[str, bool, str]:
+        if isinstance(event, str):
+            event = json.loads(event or "{}")
+        try:
+            result = self.call(function_name, event)
+        except BaseException as error:
+            if isinstance(error, KeyboardInterrupt | SystemExit):
+                raise
+            self.invocations.append(Invocation(function_name, event, None, type(error).__name__))
+            payload = {"errorType": type(error).__name__, "errorMessage": str(error)}
+            return json.dumps(payload), True, ""
+        self.invocations.append(Invocation(function_name, event, result, None))
+        return json.dumps(result), False, ""
+
+    # --- the outputs contract, by name ----------------------------------------------------------
+    def function(self, output_prefix: str) -> str:
+        """`Api` -> the api function's physical name (from the `<Name>FunctionName` output)."""
+        return self.outputs[f"{output_prefix}FunctionName"]
+
+    def invoke(self, output_prefix: str, event: Any) -> Any:
+        """Invoke through the Lambda API (moto -> the patched runtime); returns the parsed payload."""
+        response = self.client("lambda").invoke(
+            FunctionName=self.function(output_prefix), Payload=json.dumps(event).encode()
+        )
+        payload = json.loads(response["Payload"].read() or b"null")
+        if response.get("FunctionError"):
+            raise LambdaError(payload.get("errorType", "Unknown"), payload.get("errorMessage", ""))
+        return payload
+
+    # --- API ------------------------------------------------------------------------------------
+    def api(
+        self, method: str, path: str, *, body: Any = None, headers: Mapping[str, str] | None = None
+    ) -> ApiResponse:
+        """One REST proxy request through the api function."""
+        event = rest_event(method, path, body=body, headers=headers)
+        raw = self.invoke("Api", event)
+        text = raw.get("body") or ""
+        try:
+            parsed = json.loads(text) if text else None
+        except json.JSONDecodeError:
+            parsed = text
+        # REST (v1) proxy responses carry multiValueHeaders (Powertools) or headers.
+        headers = {k: v[-1] for k, v in (raw.get("multiValueHeaders") or {}).items() if v}
+        headers.update(raw.get("headers") or {})
+        return ApiResponse(status=int(raw["statusCode"]), body=parsed, headers=headers)
+
+    # --- SQS, driven by hand --------------------------------------------------------------------
+    def send(self, queue_output: str, body: Any) -> str:
+        text = body if isinstance(body, str) else json.dumps(body)
+        return str(self.sqs.send_message(QueueUrl=self.outputs[queue_output], MessageBody=text)["MessageId"])
+
+    def pump(self, queue_output: str, function_prefix: str, *, batch_size: int = 10) -> PumpResult:
+        """Receive once, invoke the consumer with the batch, delete only the records that succeeded;
+        failed ones are made visible again at once (the visibility timeout, fast-forwarded)."""
+        url = self.outputs[queue_output]
+        messages = self.sqs.receive_message(
+            QueueUrl=url,
+            MaxNumberOfMessages=batch_size,
+            MessageAttributeNames=["All"],
+            AttributeNames=["All"],
+            WaitTimeSeconds=0,
+        ).get("Messages", [])
+        if not messages:
+            return PumpResult(received=0, failed=[])
+        event = {"Records": [sqs_record(m, queue_arn=self._queue_arn(queue_output)) for m in messages]}
+        response = self.invoke(function_prefix, event)
+        failed = {item["itemIdentifier"] for item in (response or {}).get("batchItemFailures", [])}
+        for message in messages:
+            if message["MessageId"] in failed:
+                self.sqs.change_message_visibility(
+                    QueueUrl=url, ReceiptHandle=message["ReceiptHandle"], VisibilityTimeout=0
+                )
+            else:
+                self.sqs.delete_message(QueueUrl=url, ReceiptHandle=message["ReceiptHandle"])
+        return PumpResult(received=len(messages), failed=sorted(failed))
+
+    def drain(self, queue_output: str, function_prefix: str, *, max_rounds: int = 20) -> int:
+        handled = 0
+        for _ in range(max_rounds):
+            result = self.pump(queue_output, function_prefix)
+            if result.received == 0:
+                return handled
+            handled += result.received
+        return handled
+
+    def _queue_arn(self, queue_output: str) -> str:
+        name = self.outputs[queue_output].rsplit("/", 1)[-1]
+        return f"arn:aws:sqs:{REGION}:{ACCOUNT}:{name}"
+
+    def messages(self, queue_output: str) -> list[dict[str, Any]]:
+        """Peek at a queue (e.g. a DLQ) without consuming it."""
+        return [vars(d) for d in peek_dead_letters(self.sqs, self.outputs[queue_output], queue_output)]
+
+    # --- Step Functions -------------------------------------------------------------------------
+    def executions(self) -> list[dict[str, Any]]:
+        arn = self.outputs["StateMachineArn"]
+        return [
+            e
+            for page in self.sfn.get_paginator("list_executions").paginate(stateMachineArn=arn)
+            for e in page["executions"]
+        ]
+
+    def wait(self, execution_arn: str, *, timeout: float = 60) -> dict[str, Any]:
+        deadline = time.monotonic() + timeout
+        while True:
+            execution = self.sfn.describe_execution(executionArn=execution_arn)
+            if execution["status"] in _TERMINAL:
+                return dict(execution)
+            if time.monotonic() > deadline:
+                raise TimeoutError(f"{execution_arn} still {execution['status']} after {timeout}s")
+            time.sleep(0.05)
+
+    def wait_all(self, *, timeout: float = 60) -> list[dict[str, Any]]:
+        return [self.wait(e["executionArn"], timeout=timeout) for e in self.executions()]
+
+    def settle(self, *, rounds: int = 5) -> None:
+        """Drive everything to rest: orders queue -> executions -> consumer queues."""
+        for _ in range(rounds):
+            moved = self.drain("OrdersQueueUrl", "Worker")
+            self.wait_all()
+            moved += self.drain("NotifyQueueUrl", "Notify")
+            moved += self.drain("AnalyticsQueueUrl", "Analytics")
+            if moved == 0:
+                return
+
+
+class LambdaError(Exception):
+    def __init__(self, error_type: str, message: str) -> None:
+        super().__init__(f"{error_type}: {message}")
+        self.error_type = error_type
+
+
+@dataclass(frozen=True)
+class ApiResponse:
+    status: int
+    body: Any
+    headers: dict[str, str]
+
+    def header(self, name: str) -> str | None:
+        return next((v for k, v in self.headers.items() if k.lower() == name.lower()), None)
+
+
+@dataclass(frozen=True)
+class PumpResult:
+    received: int
+    failed: list[str]
+
+
+def rest_event(
+    method: str, path: str, *, body: Any = None, headers: Mapping[str, str] | None = None
+) -> dict[str, Any]:
+    """An API Gateway REST proxy event (the shape of events/api/*.json)."""
+    template = json.loads((EVENTS_DIR / "api" / "get_order.json").read_text())
+    resource = "/orders/{order_id}" if path.count("/") >= 2 else "/orders"
+    path_parameters = {"order_id": path.rsplit("/", 1)[-1]} if resource != "/orders" else None
+    text = body if isinstance(body, str) or body is None else json.dumps(body)
+    all_headers = {"Content-Type": "application/json", **(headers or {})}
+    template.update(
+        {
+            "resource": resource,
+            "path": path,
+            "httpMethod": method,
+            "headers": all_headers,
+            "multiValueHeaders": {k: [v] for k, v in all_headers.items()},
+            "pathParameters": path_parameters,
+            "body": text,
+            "isBase64Encoded": False,
+        }
+    )
+    template["requestContext"] = {
+        **template["requestContext"],
+        "resourcePath": resource,
+        "httpMethod": method,
+        "path": f"/{template['requestContext']['stage']}{path}",
+        "requestId": str(uuid.uuid4()),
+    }
+    return template
+
+
+def sqs_record(message: Mapping[str, Any], *, queue_arn: str) -> dict[str, Any]:
+    """An SQS -> Lambda record from a ReceiveMessage message."""
+    attributes = message.get("Attributes") or {}
+    return {
+        "messageId": message["MessageId"],
+        "receiptHandle": message["ReceiptHandle"],
+        "body": message["Body"],
+        "attributes": {
+            "ApproximateReceiveCount": attributes.get("ApproximateReceiveCount", "1"),
+            "SentTimestamp": attributes.get("SentTimestamp", str(int(time.time() * 1000))),
+            "SenderId": attributes.get("SenderId", ACCOUNT),
+            "ApproximateFirstReceiveTimestamp": attributes.get(
+                "ApproximateFirstReceiveTimestamp", str(int(time.time() * 1000))
+            ),
+        },
+        "messageAttributes": {
+            k: {
+                "stringValue": v.get("StringValue"),
+                "binaryValue": v.get("BinaryValue"),
+                "stringListValues": [],
+                "binaryListValues": [],
+                "dataType": v["DataType"],
+            }
+            for k, v in (message.get("MessageAttributes") or {}).items()
+        },
+        "md5OfBody": message.get("MD5OfBody", ""),
+        "eventSource": "aws:sqs",
+        "eventSourceARN": queue_arn,
+        "awsRegion": REGION,
+    }
+
+
+@contextmanager
+def running_cloud(
+    assembly: Path, *, crash_plan: CrashPlan | None = None, clock: Clock | None = None, seed: bool = True
+) -> Iterator[InProcessCloud]:
+    """moto with Step Functions execution on, the assembly deployed, handlers installed, the catalog
+    seeded: the whole chain, in this process."""
+    from moto import mock_aws  # noqa: PLC0415 - keep moto's import cost inside the tests that use it
+
+    from ops.seed import seed_inventory  # noqa: PLC0415
+
+    with mock_aws(config={"stepfunctions": {"execute_state_machine": True}}):
+        cloud = InProcessCloud(assembly, crash_plan=crash_plan, clock=clock)
+        with cloud.installed():
+            cloud.deploy()
+            if seed:
+                seed_inventory(cloud.dynamodb, cloud.outputs["InventoryTableName"])
+            yield cloud
