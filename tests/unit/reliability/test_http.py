@@ -1,0 +1,229 @@
+"""HTTP idempotency: the IETF Idempotency-Key contract on Powertools' idempotency utility."""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass
+from typing import Any
+
+import boto3
+import pytest
+from aws_lambda_powertools.utilities.idempotency import DynamoDBPersistenceLayer
+from botocore.stub import Stubber
+
+from reliability.crashpoints import SimulatedCrash
+from reliability.errors import StoreUnavailable
+from reliability.http import HttpIdempotency, HttpResponse
+from tests.unit.reliability.helpers import IDEMPOTENCY, REGION, CallCounter, make_telemetry, read_emitted
+
+ROUTE = "POST /orders"
+
+
+@dataclass
+class Context:
+    remaining_ms: int = 30_000
+
+    def get_remaining_time_in_millis(self) -> int:
+        return self.remaining_ms
+
+
+class Api:
+    """A handler's view: one HttpIdempotency and an execute that counts its runs."""
+
+    def __init__(self, client: Any, stage: str = "dev") -> None:
+        self.http = HttpIdempotency(
+            persistence=DynamoDBPersistenceLayer(table_name=IDEMPOTENCY, boto3_client=client),
+            stage=stage,
+            ttl_seconds=3600,
+            telemetry=make_telemetry(),
+            retry_after_seconds=2,
+        )
+        self.runs = 0
+
+    def create(self) -> HttpResponse:
+        self.runs += 1
+        return HttpResponse(201, {"order_id": f"o-{self.runs}"}, {"Location": f"/orders/o-{self.runs}"})
+
+    def call(
+        self,
+        payload: Any = '{"sku": "a", "qty": 1}',
+        key: str | None = "key-1",
+        header: str = "Idempotency-Key",
+        route: str = ROUTE,
+        execute: Any = None,
+        context: Any = None,
+    ) -> HttpResponse:
+        headers = {} if key is None else {header: key}
+        return self.http.handle(
+            route=route,
+            headers=headers,
+            payload=payload,
+            lambda_context=context or Context(),
+            execute=execute or self.create,
+        )
+
+
+@pytest.fixture
+def api(ddb: Any) -> Api:
+    return Api(ddb)
+
+
+def records(ddb: Any) -> list[dict[str, Any]]:
+    return list(ddb.scan(TableName=IDEMPOTENCY)["Items"])
+
+
+@pytest.mark.parametrize("key", [None, "", "   ", "k" * 256])
+def test_missing_empty_or_overlong_key_is_400_and_nothing_runs(api: Api, key: str | None, ddb: Any) -> None:
+    # When a request comes without a usable key
+    response = api.call(key=key)
+    # Then 400 with a JSON error, and nothing ran or was stored
+    assert response.status == 400
+    assert response.body["error"]["code"].startswith("IdempotencyKey")
+    assert api.runs == 0
+    assert records(ddb) == []
+
+
+def test_a_255_character_key_is_accepted(api: Api) -> None:
+    assert api.call(key="k" * 255).status == 201
+
+
+def test_lowercase_header_is_matched(api: Api) -> None:
+    # Given a client (or proxy) that lowercases header names
+    first = api.call(header="idempotency-key")
+    # When it retries with the canonical spelling, Then it is the same key
+    second = api.call(header="IDEMPOTENCY-KEY")
+    assert first.status == 201
+    assert second.headers.get("Idempotent-Replayed") == "true"
+    assert api.runs == 1
+
+
+def test_same_key_same_payload_replays_the_stored_response(
+    api: Api, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # Given a first request
+    first = api.call(payload='{"sku": "a", "qty": 1}')
+    # When the client retries with the same JSON, differently spaced and ordered
+    second = api.call(payload='{ "qty":1,\n "sku":"a" }')
+    third = api.call(payload={"qty": 1, "sku": "a"})
+    # Then the stored response comes back with the replay header; execute ran once
+    assert api.runs == 1
+    for replay in (second, third):
+        assert replay.status == first.status
+        assert replay.body == first.body
+        assert replay.headers == {**first.headers, "Idempotent-Replayed": "true"}
+    assert "Idempotent-Replayed" not in first.headers
+    assert read_emitted(capsys.readouterr().out).metric_names().count("Replayed") == 2
+
+
+def test_same_key_different_payload_is_422(api: Api, capsys: pytest.CaptureFixture[str]) -> None:
+    api.call(payload='{"sku": "a", "qty": 1}')
+    response = api.call(payload='{"sku": "a", "qty": 2}')
+    assert response.status == 422
+    assert response.body["error"]["code"] == "IdempotencyKeyReused"
+    assert api.runs == 1
+    assert "PayloadMismatch" in read_emitted(capsys.readouterr().out).metric_names()
+
+
+def test_mismatch_on_the_fast_path_is_422_in_one_call(api: Api, ddb: Any) -> None:
+    # Given a COMPLETED record
+    api.call(payload='{"amount": 100}')
+    calls = CallCounter(ddb)
+    # When a different payload hits it, Then the conditional put's ALL_OLD item is validated:
+    # 422 (not a replay) with no second read
+    response = api.call(payload='{"amount": 999}')
+    assert response.status == 422
+    assert calls.take() == ["PutItem"]
+
+
+def test_json_string_bodies_are_validated_without_powertools_json(api: Api) -> None:
+    # Given an API Gateway body (a JSON string): Powertools issue #8473 broke
+    # payload_validation_jmespath="powertools_json(body)"; we parse the body ourselves.
+    assert api.call(payload='{"order": {"amount": 1}}').status == 201
+    assert api.call(payload=b'{"order":{"amount":1}}').headers.get("Idempotent-Replayed") == "true"
+    assert api.call(payload='{"order": {"amount": 2}}').status == 422
+    assert api.call(payload="not json", key="raw").status == 201
+    assert api.call(payload="not json!", key="raw").status == 422
+
+
+def test_same_key_while_in_progress_is_409_with_retry_after(
+    api: Api, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # Given the first request is still running when the retry arrives
+    inner: list[HttpResponse] = []
+
+    def slow() -> HttpResponse:
+        inner.append(api.call())
+        return api.create()
+
+    first = api.call(execute=slow)
+    # Then the retry got 409 with Retry-After, and the first completed
+    assert inner[0].status == 409
+    assert inner[0].headers["Retry-After"] == "2"
+    assert first.status == 201
+    assert "InProgressConflict" in read_emitted(capsys.readouterr().out).metric_names()
+
+
+def test_an_exception_stores_nothing_and_propagates_intact(api: Api, ddb: Any) -> None:
+    # Given execute fails
+    error = RuntimeError("downstream down")
+
+    def failing() -> HttpResponse:
+        raise error
+
+    # When the request runs, Then the same exception reaches the handler's error mapping
+    with pytest.raises(RuntimeError) as raised:
+        api.call(execute=failing)
+    assert raised.value is error
+    # And nothing is stored, so the client's retry executes
+    assert records(ddb) == []
+    assert api.call().status == 201
+
+
+def test_4xx_responses_are_not_stored(api: Api, ddb: Any) -> None:
+    def invalid() -> HttpResponse:
+        return HttpResponse(400, {"error": {"code": "ValidationError", "message": "qty must be positive"}})
+
+    assert api.call(execute=invalid).status == 400
+    assert records(ddb) == []
+    assert api.call().status == 201
+    assert api.runs == 1
+
+
+def test_keys_are_scoped_to_route_and_stage(ddb: Any) -> None:
+    # Given one key used on two routes and in two stages
+    dev, prod = Api(ddb, "dev"), Api(ddb, "prod")
+    dev.call(route="POST /orders")
+    dev.call(route="POST /refunds")
+    prod.call(route="POST /orders")
+    # Then each executed: nothing collided
+    assert (dev.runs, prod.runs) == (2, 1)
+    assert len(records(ddb)) == 3
+    assert dev.http.request_key(route=ROUTE, headers={"idempotency-key": "key-1"}) != prod.http.request_key(
+        route=ROUTE, headers={"idempotency-key": "key-1"}
+    )
+    assert dev.http.request_key(route=ROUTE, headers={}) is None
+
+
+def test_a_dead_invocation_blocks_its_key_no_longer_than_its_remaining_time(api: Api) -> None:
+    # Given an invocation with 200 ms left that dies mid-request (a BaseException: no cleanup)
+    def dies() -> HttpResponse:
+        raise SimulatedCrash("mid-request")
+
+    with pytest.raises(SimulatedCrash):
+        api.call(execute=dies, context=Context(remaining_ms=200))
+    # When the client retries at once, Then 409
+    assert api.call().status == 409
+    # And after the invocation's time has run out, the retry executes
+    time.sleep(0.25)
+    assert api.call().status == 201
+    assert api.runs == 1
+
+
+def test_store_failures_are_store_unavailable() -> None:
+    client = boto3.client("dynamodb", region_name=REGION)
+    stub = Stubber(client)
+    stub.add_client_error("put_item", service_error_code="ProvisionedThroughputExceededException")
+    api = Api(client)
+    with stub, pytest.raises(StoreUnavailable):
+        api.call()
+    assert api.runs == 0
