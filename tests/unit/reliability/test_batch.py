@@ -1,0 +1,239 @@
+"""SQS consumers: partial batch failures, poison messages to the DLQ, per-consumer dedup on fences."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+import boto3
+import pytest
+from aws_lambda_powertools.utilities.data_classes.sqs_event import SQSRecord
+from botocore.stub import Stubber
+from pydantic import BaseModel
+
+from reliability.batch import ConsumerDedup, DeadLetters, PoisonMessage, parse_body, process_batch
+from reliability.fence import AtomicEffect, FenceStore
+from reliability.telemetry import Telemetry
+from tests.unit.reliability.helpers import (
+    IDEMPOTENCY,
+    REGION,
+    FakeClock,
+    counter_add,
+    counter_value,
+    make_telemetry,
+    read_emitted,
+)
+
+
+class Event(BaseModel):
+    event_id: str
+    order_id: str
+    total_cents: int
+
+
+def sqs_event(*bodies: str) -> dict[str, Any]:
+    return {
+        "Records": [
+            {
+                "messageId": f"m-{i}",
+                "receiptHandle": f"rh-{i}",
+                "body": body,
+                "attributes": {"ApproximateReceiveCount": "1"},
+                "messageAttributes": {},
+                "md5OfBody": "",
+                "eventSource": "aws:sqs",
+                "eventSourceARN": "arn:aws:sqs:us-east-1:123456789012:notify",
+                "awsRegion": REGION,
+            }
+            for i, body in enumerate(bodies)
+        ]
+    }
+
+
+def body(event_id: str, total: int = 100) -> str:
+    return json.dumps({"event_id": event_id, "order_id": "o-1", "total_cents": total})
+
+
+@pytest.fixture
+def sqs(aws: None) -> Any:
+    return boto3.client("sqs", region_name=REGION)
+
+
+@pytest.fixture
+def dlq(sqs: Any) -> str:
+    return str(sqs.create_queue(QueueName="notify-dlq")["QueueUrl"])
+
+
+def dead_lettered(sqs: Any, url: str) -> list[dict[str, Any]]:
+    response = sqs.receive_message(QueueUrl=url, MaxNumberOfMessages=10, MessageAttributeNames=["All"])
+    return list(response.get("Messages", []))
+
+
+def consumer(ddb: Any, name: str, telemetry: Telemetry) -> ConsumerDedup:
+    fences = FenceStore(
+        client=ddb,
+        table_name=IDEMPOTENCY,
+        ttl_seconds=3600,
+        telemetry=telemetry,
+        namespace=name,
+        clock=FakeClock(),
+    )
+    return ConsumerDedup(fences=fences, consumer=name, telemetry=telemetry)
+
+
+def counting_handler(dedup: ConsumerDedup) -> Any:
+    def handle(record: SQSRecord) -> None:
+        event = parse_body(record, Event)
+        dedup.apply_atomic(
+            event.event_id, lambda: AtomicEffect({"applied": event.event_id}, [counter_add(dedup.consumer)])
+        )
+
+    return handle
+
+
+def test_success_and_transient_failure_are_reported_per_record(ddb: Any, sqs: Any, dlq: str) -> None:
+    # Given a batch whose second record fails transiently
+    telemetry = make_telemetry()
+
+    def handle(record: SQSRecord) -> None:
+        if record.message_id == "m-1":
+            raise ConnectionError("downstream timeout")
+
+    # When it is processed
+    response = process_batch(
+        sqs_event(body("e0"), body("e1"), body("e2")),
+        handler=handle,
+        dead_letters=DeadLetters(sqs, dlq, "notify"),
+        telemetry=telemetry,
+    )
+    # Then only that record is reported for redelivery; nothing went to the DLQ
+    assert response == {"batchItemFailures": [{"itemIdentifier": "m-1"}]}
+    assert dead_lettered(sqs, dlq) == []
+
+
+def test_a_whole_failed_batch_is_reported_not_raised(ddb: Any, sqs: Any, dlq: str) -> None:
+    def handle(record: SQSRecord) -> None:
+        raise ConnectionError("down")
+
+    response = process_batch(
+        sqs_event(body("e0"), body("e1")),
+        handler=handle,
+        dead_letters=DeadLetters(sqs, dlq, "notify"),
+        telemetry=make_telemetry(),
+    )
+    assert [f["itemIdentifier"] for f in response["batchItemFailures"]] == ["m-0", "m-1"]
+
+
+@pytest.mark.parametrize(
+    ("raw", "reason"),
+    [("{not json", "unparseable body"), ('{"event_id": "e"}', "wrong shape"), ('"a string"', "wrong shape")],
+)
+def test_poison_goes_to_the_dlq_with_reason_and_source_and_is_acknowledged(
+    ddb: Any, sqs: Any, dlq: str, raw: str, reason: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # Given a batch with one record that can never succeed
+    dedup = consumer(ddb, "notify", make_telemetry())
+    # When it is processed
+    response = process_batch(
+        sqs_event(body("ok"), raw),
+        handler=counting_handler(dedup),
+        dead_letters=DeadLetters(sqs, dlq, "notify"),
+        telemetry=make_telemetry(),
+    )
+    # Then it is not retried: it sits in the DLQ with its reason and source, the rest applied
+    assert response == {"batchItemFailures": []}
+    [message] = dead_lettered(sqs, dlq)
+    assert message["Body"] == raw
+    assert message["MessageAttributes"]["reason"]["StringValue"].startswith(reason)
+    assert message["MessageAttributes"]["source"]["StringValue"] == "notify"
+    assert counter_value(ddb, "notify") == 1
+    assert "PoisonMessage" in read_emitted(capsys.readouterr().out).metric_names()
+
+
+def test_an_explicit_poison_message_from_the_handler(ddb: Any, sqs: Any, dlq: str) -> None:
+    def handle(record: SQSRecord) -> None:
+        raise PoisonMessage("conflicting execution")
+
+    response = process_batch(
+        sqs_event(body("e")),
+        handler=handle,
+        dead_letters=DeadLetters(sqs, dlq, "worker"),
+        telemetry=make_telemetry(),
+    )
+    assert response == {"batchItemFailures": []}
+    [message] = dead_lettered(sqs, dlq)
+    assert message["MessageAttributes"]["reason"]["StringValue"] == "conflicting execution"
+
+
+def test_a_failed_dlq_send_leaves_the_record_for_redelivery(ddb: Any) -> None:
+    # Given the DLQ cannot be reached
+    client = boto3.client("sqs", region_name=REGION)
+    stub = Stubber(client)
+    stub.add_client_error("send_message", service_error_code="ServiceUnavailable", http_status_code=503)
+
+    def handle(record: SQSRecord) -> None:
+        raise PoisonMessage("bad")
+
+    # Then the poison record is reported as failed rather than lost
+    with stub:
+        response = process_batch(
+            sqs_event("x"),
+            handler=handle,
+            dead_letters=DeadLetters(client, "url", "notify"),
+            telemetry=make_telemetry(),
+        )
+    assert response == {"batchItemFailures": [{"itemIdentifier": "m-0"}]}
+
+
+def test_a_redelivered_record_is_never_reapplied(
+    ddb: Any, sqs: Any, dlq: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # Given a record applied once
+    telemetry = make_telemetry()
+    dedup = consumer(ddb, "analytics", telemetry)
+    letters = DeadLetters(sqs, dlq, "analytics")
+    process_batch(
+        sqs_event(body("e-1")), handler=counting_handler(dedup), dead_letters=letters, telemetry=telemetry
+    )
+    # When SQS delivers it again (alongside a new one)
+    response = process_batch(
+        sqs_event(body("e-1"), body("e-2")),
+        handler=counting_handler(dedup),
+        dead_letters=letters,
+        telemetry=telemetry,
+    )
+    # Then the duplicate is a dedup hit and the counter moved only for the new event
+    assert response == {"batchItemFailures": []}
+    assert counter_value(ddb, "analytics") == 2
+    names = read_emitted(capsys.readouterr().out).metric_names()
+    assert names.count("DedupMiss") == 2
+    assert names.count("DedupHit") == 1
+
+
+def test_consumers_are_independent(ddb: Any, sqs: Any, dlq: str) -> None:
+    # Given two consumers of the same event on the same dedup table
+    telemetry = make_telemetry()
+    notify, analytics = consumer(ddb, "notify", telemetry), consumer(ddb, "analytics", telemetry)
+    letters = DeadLetters(sqs, dlq, "x")
+    event = sqs_event(body("e-1"))
+    # When each processes it
+    process_batch(event, handler=counting_handler(notify), dead_letters=letters, telemetry=telemetry)
+    process_batch(event, handler=counting_handler(analytics), dead_letters=letters, telemetry=telemetry)
+    # Then neither suppressed the other
+    assert counter_value(ddb, "notify") == 1
+    assert counter_value(ddb, "analytics") == 1
+    assert notify.step("e-1") != analytics.step("e-1")
+
+
+def test_leased_dedup_for_external_effects(ddb: Any) -> None:
+    dedup = consumer(ddb, "notify", make_telemetry())
+    sent: list[str] = []
+
+    def send(key: str) -> dict[str, Any]:
+        sent.append(key)
+        return {"message_id": "mail-1"}
+
+    first = dedup.apply_leased("e-9", attempt_id="A", lease_seconds=10, effect=send)
+    second = dedup.apply_leased("e-9", attempt_id="B", lease_seconds=10, effect=send)
+    assert (first.skipped, second.skipped) == (False, True)
+    assert len(sent) == 1
