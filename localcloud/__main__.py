@@ -1,0 +1,225 @@
+"""`python -m localcloud up|down|run|status`: the local cloud's lifecycle (the Makefile calls these).
+
+`run` serves in the foreground with a live log until Ctrl-C or SIGTERM. `up` starts `run` as a
+background process in its own session, waits until `.localcloud/outputs.json` is written and
+returns; `down` stops that process group (server and every worker); `status` says what runs.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import logging
+import os
+import signal
+import subprocess
+import sys
+import threading
+import time
+from pathlib import Path
+
+from localcloud import outputs as outputs_file
+from localcloud.cloud import LocalCloud
+from localcloud.config import Config
+from localcloud.deploy import DeployError
+from localcloud.server import PortInUseError
+from localcloud.synth import SynthError
+
+READY_TIMEOUT_SECONDS = 600.0
+STOP_TIMEOUT_SECONDS = 20.0
+
+
+def _parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="python -m localcloud", description=__doc__.splitlines()[0])
+    parser.add_argument("command", choices=("up", "down", "run", "status"))
+    parser.add_argument("--port", type=int, help="AWS endpoint port (env LOCALCLOUD_PORT, default 4599)")
+    parser.add_argument(
+        "--api-port", type=int, help="REST API port (env LOCALCLOUD_API_PORT, default port+1)"
+    )
+    parser.add_argument("--region", help="region (env LOCALCLOUD_REGION, default us-east-1)")
+    parser.add_argument("--dir", type=Path, help="state directory (env LOCALCLOUD_DIR, default .localcloud)")
+    parser.add_argument("--assembly", type=Path, help="deploy this cloud assembly instead of synthesizing")
+    parser.add_argument("--stage", default="local", help="stage to synthesize (default local)")
+    parser.add_argument("--max-workers", type=int, help="warm workers per function at most (default 3)")
+    parser.add_argument(
+        "--crash-points",
+        help="RETRYSAFE_CRASH_POINTS for the workers (crash injection; off by default)",
+    )
+    parser.add_argument("--crash-state-dir", type=Path, help="RETRYSAFE_CRASH_STATE_DIR for the workers")
+    parser.add_argument("--quiet", action="store_true", help="run: no live function log on the console")
+    return parser
+
+
+def _config(args: argparse.Namespace) -> Config:
+    return Config.from_env(
+        port=args.port,
+        api_port=args.api_port,
+        region=args.region,
+        state_dir=args.dir,
+        assembly=args.assembly.resolve() if args.assembly else None,
+        stage=args.stage,
+        max_workers=args.max_workers,
+        crash_points=args.crash_points,
+        crash_state_dir=args.crash_state_dir.resolve() if args.crash_state_dir else None,
+        live_log=not args.quiet,
+    )
+
+
+def _pid(config: Config) -> int | None:
+    try:
+        pid = int(config.pid_path.read_text(encoding="utf-8").strip())
+    except (OSError, ValueError):
+        return None
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return None
+    except PermissionError:  # pragma: no cover - someone else's process reused the pid
+        return None
+    return pid
+
+
+def run(config: Config) -> int:
+    stop = threading.Event()
+
+    def on_signal(_signum: int, _frame: object) -> None:
+        stop.set()
+
+    signal.signal(signal.SIGTERM, on_signal)
+    signal.signal(signal.SIGINT, on_signal)
+    if (pid := _pid(config)) is not None and pid != os.getpid():
+        print(f"a local cloud already runs (pid {pid}): `make local-down` first", file=sys.stderr)
+        return 1
+    config.state_dir.mkdir(parents=True, exist_ok=True)
+    config.pid_path.write_text(f"{os.getpid()}\n", encoding="utf-8")
+    cloud = LocalCloud(config, console=sys.stdout)
+    started = time.monotonic()
+    try:
+        cloud.start()
+        cloud.deploy()
+        print(
+            f"ready in {time.monotonic() - started:.1f}s; Ctrl-C (or `make local-down`) stops it", flush=True
+        )
+        while not stop.wait(1.0):
+            pass
+        print("stopping ...", flush=True)
+    except (PortInUseError, DeployError, SynthError) as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 2
+    else:
+        return 0
+    finally:
+        cloud.stop()
+        config.pid_path.unlink(missing_ok=True)
+
+
+def up(config: Config, argv: list[str]) -> int:
+    if (pid := _pid(config)) is not None:
+        print(f"already running (pid {pid}); outputs in {config.outputs_path}")
+        return 0
+    config.state_dir.mkdir(parents=True, exist_ok=True)
+    config.outputs_path.unlink(missing_ok=True)
+    log_path = config.state_dir / "localcloud.log"
+    forwarded = [arg for arg in argv if arg not in ("up",)]
+    with log_path.open("w", encoding="utf-8") as log:
+        child = subprocess.Popen(  # noqa: S603 - our own module
+            [sys.executable, "-m", "localcloud", "run", *forwarded],
+            stdout=log,
+            stderr=subprocess.STDOUT,
+            stdin=subprocess.DEVNULL,
+            start_new_session=True,  # its own process group: `down` stops it and every worker
+        )
+    deadline = time.monotonic() + READY_TIMEOUT_SECONDS
+    while time.monotonic() < deadline:
+        if child.poll() is not None:
+            print(log_path.read_text(encoding="utf-8")[-4000:], file=sys.stderr)
+            print(f"error: the local cloud exited ({child.returncode}); log in {log_path}", file=sys.stderr)
+            return 1
+        if config.outputs_path.exists():
+            data = outputs_file.load(config.outputs_path)
+            print(f"local cloud up (pid {child.pid}): endpoint {data.endpoint}, api {data.api_url}")
+            print(f"outputs in {config.outputs_path}; log in {log_path}; function logs in {config.log_dir}/")
+            return 0
+        time.sleep(0.2)
+    _terminate(child.pid)
+    print(f"error: not ready after {READY_TIMEOUT_SECONDS:.0f}s; log in {log_path}", file=sys.stderr)
+    return 1
+
+
+def _terminate(pid: int) -> bool:
+    """SIGTERM the process (its group when it leads one), then SIGKILL after a grace period."""
+    try:
+        group = os.getpgid(pid) == pid
+    except ProcessLookupError:
+        return True
+
+    def send(signum: int) -> None:
+        try:
+            if group:
+                os.killpg(pid, signum)
+            else:
+                os.kill(pid, signum)
+        except ProcessLookupError:
+            pass
+
+    send(signal.SIGTERM)
+    deadline = time.monotonic() + STOP_TIMEOUT_SECONDS
+    while time.monotonic() < deadline:
+        try:
+            os.kill(pid, 0)
+        except ProcessLookupError:
+            break
+        time.sleep(0.1)
+    else:
+        send(signal.SIGKILL)
+    if group:  # workers share the group; none may outlive the server
+        send(signal.SIGKILL)
+    return True
+
+
+def down(config: Config) -> int:
+    pid = _pid(config)
+    if pid is None:
+        print("no local cloud running")
+        config.pid_path.unlink(missing_ok=True)
+        return 0
+    _terminate(pid)
+    config.pid_path.unlink(missing_ok=True)
+    config.outputs_path.unlink(missing_ok=True)
+    print(f"local cloud stopped (pid {pid})")
+    return 0
+
+
+def status(config: Config) -> int:
+    pid = _pid(config)
+    if pid is None:
+        print("no local cloud running")
+        return 1
+    print(f"running (pid {pid})")
+    if config.outputs_path.exists():
+        data = outputs_file.load(config.outputs_path)
+        print(
+            json.dumps({"endpoint": data.endpoint, "api_url": data.api_url, "region": data.region}, indent=2)
+        )
+    workers = config.state_dir / "workers.json"
+    if workers.exists():
+        print("workers:", workers.read_text(encoding="utf-8").strip())
+    return 0
+
+
+def main(argv: list[str] | None = None) -> int:
+    argv = list(sys.argv[1:] if argv is None else argv)
+    args = _parser().parse_args(argv)
+    logging.basicConfig(level=logging.WARNING, format="%(levelname)s %(name)s: %(message)s")
+    config = _config(args)
+    if args.command == "run":
+        return run(config)
+    if args.command == "up":
+        return up(config, [*argv, "--quiet"] if "--quiet" not in argv else argv)
+    if args.command == "down":
+        return down(config)
+    return status(config)
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,136 @@
+"""The Lambda runtime inside one local worker process: the stand-in for Lambda's Python bootstrap.
+
+Started by `localcloud.lambdas` as `python -I _runtime.py` with the function's environment and the
+unzipped asset as the working directory. It imports nothing from the project: `-I` keeps the
+parent's PYTHONPATH and the project tree off `sys.path`, and the task root goes first, as
+/var/task does on Lambda; the venv's site-packages stand in for the Powertools layer.
+
+Protocol (JSON lines): the parent writes one request per line on stdin,
+`{"id": ..., "event": ..., "deadline_ms": ..., "arn": ...}`; this process answers on a private
+copy of the original stdout with `{"id": ..., "ok": true, "result": ...}` or
+`{"id": ..., "ok": false, "error": {"errorType", "errorMessage", "stackTrace"}}`. Before the
+first request it says `{"ready": true}` or `{"ready": false, "error": ...}` (the init phase).
+File descriptor 1 is pointed at stderr, so whatever the handler prints lands in the function's
+log, as it does in CloudWatch. EOF on stdin ends the process.
+"""
+
+from __future__ import annotations
+
+import importlib
+import json
+import os
+import signal
+import sys
+import time
+import traceback
+from collections.abc import Callable
+from typing import IO, Any
+
+
+class LambdaContext:
+    """The attributes and the one method of the Python runtime's context object."""
+
+    def __init__(self, request_id: str, deadline_ms: int, invoked_function_arn: str) -> None:
+        self.aws_request_id = request_id
+        self.invoked_function_arn = invoked_function_arn
+        self.function_name = os.environ.get("AWS_LAMBDA_FUNCTION_NAME", "")
+        self.function_version = os.environ.get("AWS_LAMBDA_FUNCTION_VERSION", "$LATEST")
+        # A string, as in the AWS runtime (awslambdaric reads it from the environment).
+        self.memory_limit_in_mb = os.environ.get("AWS_LAMBDA_FUNCTION_MEMORY_SIZE", "128")
+        self.log_group_name = os.environ.get("AWS_LAMBDA_LOG_GROUP_NAME", "")
+        self.log_stream_name = os.environ.get("AWS_LAMBDA_LOG_STREAM_NAME", "")
+        self.identity = None
+        self.client_context = None
+        self._deadline_ms = deadline_ms
+
+    def get_remaining_time_in_millis(self) -> int:
+        return max(0, self._deadline_ms - int(time.time() * 1000))
+
+
+def _error(exc: BaseException, error_type: str | None = None) -> dict[str, Any]:
+    return {
+        "errorType": error_type or type(exc).__name__,
+        "errorMessage": str(exc),
+        # The user's frames only, as the AWS runtime reports them.
+        "stackTrace": traceback.format_list(
+            [frame for frame in traceback.extract_tb(exc.__traceback__) if frame.filename != __file__]
+        ),
+    }
+
+
+def _load_handler(spec: str) -> Callable[[Any, LambdaContext], Any]:
+    module_name, _, function_name = spec.rpartition(".")
+    try:
+        module = importlib.import_module(module_name)
+    except ImportError as exc:
+        raise _InitError(
+            "Runtime.ImportModuleError", f"Unable to import module '{module_name}': {exc}"
+        ) from exc
+    except SyntaxError as exc:
+        raise _InitError(
+            "Runtime.UserCodeSyntaxError", f"Syntax error in module '{module_name}': {exc}"
+        ) from exc
+    handler = getattr(module, function_name, None)
+    if handler is None:
+        raise _InitError(
+            "Runtime.HandlerNotFound", f"Handler '{function_name}' missing on module '{module_name}'"
+        )
+    return handler
+
+
+class _InitError(Exception):
+    def __init__(self, error_type: str, message: str) -> None:
+        super().__init__(message)
+        self.error_type = error_type
+
+
+def _send(channel: IO[str], message: dict[str, Any]) -> None:
+    sys.stdout.flush()
+    sys.stderr.flush()
+    channel.write(json.dumps(message) + "\n")
+    channel.flush()
+
+
+def _invoke(handler: Callable[[Any, LambdaContext], Any], request: dict[str, Any]) -> dict[str, Any]:
+    context = LambdaContext(request["id"], int(request["deadline_ms"]), request["arn"])
+    try:
+        result = handler(request["event"], context)
+    except Exception as exc:  # noqa: BLE001 - any handler exception is the invocation's error
+        error = _error(exc)
+        # The AWS runtime logs the error before returning it.
+        sys.stderr.write(f"[ERROR] {error['errorType']}: {error['errorMessage']}\n")
+        sys.stderr.write("".join(error["stackTrace"]))
+        return {"id": request["id"], "ok": False, "error": error}
+    try:
+        json.dumps(result)
+    except (TypeError, ValueError) as exc:
+        return {"id": request["id"], "ok": False, "error": _error(exc, "Runtime.MarshalError")}
+    return {"id": request["id"], "ok": True, "result": result}
+
+
+def main() -> None:
+    # The parent owns shutdown: Ctrl-C in a foreground `make local` must not kill a step midway.
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+    channel = os.fdopen(os.dup(1), "w", encoding="utf-8")
+    os.dup2(2, 1)
+    sys.stdout.reconfigure(line_buffering=True)  # type: ignore[union-attr]
+    sys.stderr.reconfigure(line_buffering=True)  # type: ignore[union-attr]
+    task_root = os.environ.get("LAMBDA_TASK_ROOT", os.getcwd())
+    here = os.path.dirname(os.path.abspath(__file__))
+    sys.path[:] = [task_root] + [p for p in sys.path if os.path.abspath(p or ".") != here]
+    try:
+        handler = _load_handler(os.environ["_HANDLER"])
+    except _InitError as exc:
+        _send(channel, {"ready": False, "error": _error(exc, exc.error_type)})
+        return
+    except Exception as exc:  # noqa: BLE001 - an exception at import time: the runtime reports its class name
+        _send(channel, {"ready": False, "error": _error(exc)})
+        return
+    _send(channel, {"ready": True})
+    for line in sys.stdin:
+        if line.strip():
+            _send(channel, _invoke(handler, json.loads(line)))
+
+
+if __name__ == "__main__":
+    main()

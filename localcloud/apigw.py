@@ -1,0 +1,593 @@
+"""The REST API served over HTTP, as API Gateway serves a Lambda proxy API.
+
+moto creates the RestApi, Resources and Methods but cannot invoke an AWS_PROXY integration, and it
+skips RequestValidator, Model, GatewayResponse and Stage. So the routes, validators, models and
+gateway responses are read from the deployed template (CloudFormation GetTemplate plus
+DescribeStackResources for the physical ids) and served here: request validation with API
+Gateway's 400s, the REST proxy event, the Lambda call through the local endpoint (so the same worker
+pool runs it), and the proxy response mapped back to HTTP. MOCK integrations (CORS preflight) answer
+from their integration response. Throttling, authorizers and binary media types are not emulated.
+"""
+
+from __future__ import annotations
+
+import base64
+import json
+import logging
+import re
+import threading
+import time
+import uuid
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass, field
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from typing import Any
+from urllib.parse import parse_qs, unquote, urlsplit
+
+import jsonschema
+
+logger = logging.getLogger("localcloud.apigw")
+
+# API Gateway's built-in gateway responses used here: (status, x-amzn-ErrorType).
+DEFAULT_RESPONSES: dict[str, tuple[int, str]] = {
+    "MISSING_AUTHENTICATION_TOKEN": (403, "MissingAuthenticationTokenException"),
+    "BAD_REQUEST_PARAMETERS": (400, "BadRequestException"),
+    "BAD_REQUEST_BODY": (400, "BadRequestException"),
+    "REQUEST_TOO_LARGE": (413, "RequestTooLargeException"),
+    "INTEGRATION_FAILURE": (504, "InternalServerErrorException"),
+    "INTEGRATION_TIMEOUT": (504, "InternalServerErrorException"),
+    "DEFAULT_5XX": (502, "InternalServerErrorException"),
+}
+DEFAULT_TEMPLATE = '{"message":$context.error.messageString}'
+MAX_BODY_BYTES = 10 * 1024 * 1024
+HTTP_METHODS = ("GET", "POST", "PUT", "PATCH", "DELETE", "HEAD", "OPTIONS")
+
+
+@dataclass(frozen=True)
+class Route:
+    resource_path: str
+    resource_id: str
+    method: str
+    integration: str  # AWS_PROXY or MOCK
+    function: str | None = None
+    mock_status: int = 200
+    mock_headers: dict[str, str] = field(default_factory=dict)
+    required_params: tuple[str, ...] = ()  # "header.X", "querystring.X", "path.X"
+    validate_params: bool = False
+    validate_body: bool = False
+    models: dict[str, dict[str, Any]] = field(default_factory=dict)  # content type -> JSON schema
+
+    @property
+    def segments(self) -> list[str]:
+        return [part for part in self.resource_path.split("/") if part]
+
+    def match(self, parts: list[str]) -> tuple[tuple[int, int, int], dict[str, str]] | None:
+        """Specificity (literal segments, single params, not greedy) and path parameters."""
+        segments = self.segments
+        params: dict[str, str] = {}
+        literal = single = 0
+        for index, segment in enumerate(segments):
+            if segment.startswith("{") and segment.endswith("+}"):
+                rest = parts[index:]
+                if not rest or index != len(segments) - 1:
+                    return None
+                params[segment[1:-2]] = "/".join(rest)
+                return (literal, single, 0), params
+            if index >= len(parts):
+                return None
+            if segment.startswith("{") and segment.endswith("}"):
+                params[segment[1:-1]] = parts[index]
+                single += 1
+            elif segment != parts[index]:
+                return None
+            else:
+                literal += 1
+        if len(parts) != len(segments):
+            return None
+        return (literal, single, 1), params
+
+
+@dataclass(frozen=True)
+class GatewayResponse:
+    status: int | None
+    templates: dict[str, str]
+    headers: dict[str, str]
+
+
+@dataclass(frozen=True)
+class RestApiSpec:
+    api_id: str
+    name: str
+    stage: str
+    routes: tuple[Route, ...]
+    gateway_responses: dict[str, GatewayResponse]
+
+
+# -- reading the template ------------------------------------------------------------------------
+def _ref(value: Any) -> str | None:
+    if isinstance(value, dict):
+        if "Ref" in value:
+            return str(value["Ref"])
+        if "Fn::GetAtt" in value:
+            target = value["Fn::GetAtt"]
+            return str(target[0] if isinstance(target, list) else target.split(".")[0])
+    return None
+
+
+def _walk(value: Any) -> Iterable[Any]:
+    yield value
+    if isinstance(value, dict):
+        for item in value.values():
+            yield from _walk(item)
+    elif isinstance(value, list):
+        for item in value:
+            yield from _walk(item)
+
+
+def _literal(value: str) -> str:
+    """'value' (a static mapping value) -> value."""
+    return value[1:-1] if len(value) >= 2 and value[0] == value[-1] == "'" else value
+
+
+def _inline_refs(schema: Any, models: dict[str, Any], depth: int = 0) -> Any:
+    """Replace `$ref: .../models/Name` with that model's schema (API Gateway's model references)."""
+    if depth > 10:
+        return schema
+    if isinstance(schema, dict):
+        ref = schema.get("$ref")
+        if isinstance(ref, str) and "/models/" in ref:
+            name = ref.rsplit("/", 1)[-1]
+            if name in models:
+                return _inline_refs(models[name], models, depth + 1)
+        return {key: _inline_refs(value, models, depth) for key, value in schema.items()}
+    if isinstance(schema, list):
+        return [_inline_refs(item, models, depth) for item in schema]
+    return schema
+
+
+def _resource_path(logical: str | None, resources: dict[str, Any], api_logical: str) -> str:
+    parts: list[str] = []
+    seen = 0
+    while logical and logical != api_logical and logical in resources and seen < 64:
+        props = resources[logical]["Properties"]
+        parts.append(str(props["PathPart"]))
+        logical = _ref(props.get("ParentId"))
+        seen += 1
+    return "/" + "/".join(reversed(parts))
+
+
+def apis_from_template(
+    template: dict[str, Any],
+    *,
+    physical_ids: dict[str, str],
+    function_names: dict[str, str],
+) -> list[RestApiSpec]:
+    """The REST APIs in one deployed template.
+
+    `physical_ids`: logical id -> physical id (DescribeStackResources); `function_names`:
+    logical id of each AWS::Lambda::Function -> its deployed name.
+    """
+    resources: dict[str, Any] = template.get("Resources", {})
+    by_type: dict[str, dict[str, Any]] = {}
+    for logical, resource in resources.items():
+        by_type.setdefault(resource.get("Type", ""), {})[logical] = resource
+    specs = []
+    for api_logical, api in by_type.get("AWS::ApiGateway::RestApi", {}).items():
+
+        def belongs(resource: dict[str, Any], api_logical: str = api_logical) -> bool:
+            return _ref(resource.get("Properties", {}).get("RestApiId")) == api_logical
+
+        api_resources = {k: v for k, v in by_type.get("AWS::ApiGateway::Resource", {}).items() if belongs(v)}
+        raw_models = {k: v for k, v in by_type.get("AWS::ApiGateway::Model", {}).items() if belongs(v)}
+        model_names = {
+            str(v["Properties"].get("Name") or physical_ids.get(k, k)): v["Properties"].get("Schema", {})
+            for k, v in raw_models.items()
+        }
+        validators = {
+            k: v["Properties"] for k, v in by_type.get("AWS::ApiGateway::RequestValidator", {}).items()
+        }
+        stages = [
+            str(v["Properties"]["StageName"])
+            for v in by_type.get("AWS::ApiGateway::Stage", {}).values()
+            if belongs(v) and "StageName" in v["Properties"]
+        ]
+        stages += [
+            str(v["Properties"]["StageName"])
+            for v in by_type.get("AWS::ApiGateway::Deployment", {}).values()
+            if belongs(v) and "StageName" in v.get("Properties", {})
+        ]
+        routes = []
+        for method in by_type.get("AWS::ApiGateway::Method", {}).values():
+            if not belongs(method):
+                continue
+            props = method["Properties"]
+            resource_logical = _ref(props.get("ResourceId"))
+            path = _resource_path(resource_logical, api_resources, api_logical)
+            resource_id = physical_ids.get(resource_logical or "", resource_logical or "")
+            integration = props.get("Integration", {})
+            kind = str(integration.get("Type", "MOCK"))
+            function = None
+            for node in _walk(integration.get("Uri")):
+                target = _ref(node)
+                if target in function_names:
+                    function = function_names[target]
+                    break
+            validator = validators.get(_ref(props.get("RequestValidatorId")) or "", {})
+            models = {}
+            for content_type, model_ref in (props.get("RequestModels") or {}).items():
+                model_logical = _ref(model_ref)
+                if model_logical in raw_models:
+                    schema = raw_models[model_logical]["Properties"].get("Schema", {})
+                    models[content_type] = _inline_refs(schema, model_names)
+            required = tuple(
+                key.removeprefix("method.request.")
+                for key, needed in (props.get("RequestParameters") or {}).items()
+                if needed is True or str(needed).lower() == "true"
+            )
+            mock_status, mock_headers = 200, {}
+            if kind == "MOCK":
+                responses = integration.get("IntegrationResponses") or [{}]
+                mock_status = int(responses[0].get("StatusCode", 200))
+                mock_headers = {
+                    key.removeprefix("method.response.header."): _literal(str(value))
+                    for key, value in (responses[0].get("ResponseParameters") or {}).items()
+                }
+            routes.append(
+                Route(
+                    resource_path=path,
+                    resource_id=resource_id,
+                    method=str(props.get("HttpMethod", "ANY")).upper(),
+                    integration=kind,
+                    function=function,
+                    mock_status=mock_status,
+                    mock_headers=mock_headers,
+                    required_params=required,
+                    validate_params=bool(validator.get("ValidateRequestParameters")),
+                    validate_body=bool(validator.get("ValidateRequestBody")),
+                    models=models,
+                )
+            )
+        gateway_responses = {}
+        for response in by_type.get("AWS::ApiGateway::GatewayResponse", {}).values():
+            if not belongs(response):
+                continue
+            props = response["Properties"]
+            gateway_responses[str(props["ResponseType"])] = GatewayResponse(
+                status=int(props["StatusCode"]) if props.get("StatusCode") else None,
+                templates=dict(props.get("ResponseTemplates") or {}),
+                headers={
+                    key.removeprefix("gatewayresponse.header."): str(value)
+                    for key, value in (props.get("ResponseParameters") or {}).items()
+                    if key.startswith("gatewayresponse.header.")
+                },
+            )
+        specs.append(
+            RestApiSpec(
+                api_id=physical_ids.get(api_logical, api_logical),
+                name=str(api.get("Properties", {}).get("Name", api_logical)),
+                stage=stages[0] if stages else "prod",
+                routes=tuple(routes),
+                gateway_responses=gateway_responses,
+            )
+        )
+    return specs
+
+
+# -- serving -----------------------------------------------------------------------------------
+@dataclass
+class HttpResponse:
+    status: int
+    headers: list[tuple[str, str]]
+    body: bytes
+
+
+@dataclass(frozen=True)
+class HttpRequest:
+    method: str
+    path: str  # without the query string
+    query: str
+    headers: list[tuple[str, str]]
+    body: bytes
+    source_ip: str = "127.0.0.1"
+    host: str = "127.0.0.1"
+
+    def header(self, name: str) -> str | None:
+        found = [value for key, value in self.headers if key.lower() == name.lower()]
+        return found[-1] if found else None
+
+
+Invoker = Callable[[str, dict[str, Any]], tuple[Any, str | None]]
+"""(function name, event) -> (decoded payload, FunctionError or None)."""
+
+
+class RestApiHandler:
+    """Turns one HTTP request into what API Gateway would answer; no sockets, easy to test."""
+
+    def __init__(self, spec: RestApiSpec, *, invoke: Invoker, account_id: str, region: str) -> None:
+        self.spec = spec
+        self._invoke = invoke
+        self._account_id = account_id
+        self._region = region
+
+    def _gateway_response(
+        self, response_type: str, request_id: str, message: str, *, validation: str = ""
+    ) -> HttpResponse:
+        status, error_type = DEFAULT_RESPONSES.get(response_type, (500, "InternalServerErrorException"))
+        custom = self.spec.gateway_responses.get(response_type) or self.spec.gateway_responses.get(
+            "DEFAULT_4XX" if status < 500 else "DEFAULT_5XX"
+        )
+        template = DEFAULT_TEMPLATE
+        headers = [("Content-Type", "application/json"), ("x-amzn-ErrorType", error_type)]
+        if custom is not None:
+            status = custom.status or status
+            template = custom.templates.get("application/json", template)
+            headers += [(name, _literal(value)) for name, value in custom.headers.items()]
+        context = {
+            "error.messageString": json.dumps(message),
+            "error.message": message,
+            "error.validationErrorString": validation,
+            "error.responseType": response_type,
+            "requestId": request_id,
+            "stage": self.spec.stage,
+            "apiId": self.spec.api_id,
+        }
+
+        def substitute(match: re.Match[str]) -> str:
+            return context.get(match.group(1) or match.group(2), "")
+
+        body = re.sub(
+            r"\$\{context\.([A-Za-z.]+)\}|\$context\.([A-Za-z]+(?:\.[A-Za-z]+)*)", substitute, template
+        )
+        headers.append(("x-amzn-RequestId", request_id))
+        return HttpResponse(status, headers, body.encode("utf-8"))
+
+    def _find(self, method: str, parts: list[str]) -> tuple[Route, dict[str, str]] | None:
+        """The most specific resource that matches, then its exact method before ANY."""
+        best: tuple[tuple[tuple[int, int, int], int], Route, dict[str, str]] | None = None
+        for route in self.spec.routes:
+            matched = route.match(parts)
+            if matched is None or route.method not in (method, "ANY"):
+                continue
+            score, params = matched
+            rank = (score, 1 if route.method == method else 0)
+            if best is None or rank > best[0]:
+                best = (rank, route, params)
+        return (best[1], best[2]) if best else None
+
+    def _validate(self, route: Route, request: HttpRequest, request_id: str) -> HttpResponse | None:
+        query = parse_qs(request.query, keep_blank_values=True)
+        if route.validate_params and route.required_params:
+            missing = []
+            for param in route.required_params:
+                where, _, name = param.partition(".")
+                if (where == "header" and request.header(name) is None) or (
+                    where == "querystring" and name not in query
+                ):
+                    missing.append(name)
+            if missing:
+                message = f"Missing required request parameters: [{', '.join(missing)}]"
+                return self._gateway_response(
+                    "BAD_REQUEST_PARAMETERS", request_id, message, validation=message
+                )
+        if route.validate_body and route.models:
+            content_type = (
+                (request.header("Content-Type") or "application/json").split(";")[0].strip().lower()
+            )
+            schema = route.models.get(content_type, route.models.get("$default"))
+            if schema is not None:
+                try:
+                    document = json.loads(request.body) if request.body.strip() else {}
+                except ValueError:
+                    return self._gateway_response(
+                        "BAD_REQUEST_BODY", request_id, "Invalid request body", validation="[Invalid JSON]"
+                    )
+                validator = jsonschema.Draft4Validator(schema)
+                errors = sorted(validator.iter_errors(document), key=lambda e: list(e.absolute_path))
+                if errors:
+                    detail = "[" + ", ".join(_describe(error) for error in errors) + "]"
+                    return self._gateway_response(
+                        "BAD_REQUEST_BODY", request_id, "Invalid request body", validation=detail
+                    )
+        return None
+
+    def event(
+        self, route: Route, params: dict[str, str], request: HttpRequest, request_id: str
+    ) -> dict[str, Any]:
+        """The REST API (payload format 1.0) proxy event."""
+        headers: dict[str, str] = {}
+        multi_headers: dict[str, list[str]] = {}
+        for name, value in request.headers:
+            headers[name] = value
+            multi_headers.setdefault(name, []).append(value)
+        query = parse_qs(request.query, keep_blank_values=True)
+        try:
+            body: str | None = request.body.decode("utf-8") if request.body else None
+            is_base64 = False
+        except UnicodeDecodeError:
+            body, is_base64 = base64.b64encode(request.body).decode("ascii"), True
+        now = time.time()
+        return {
+            "resource": route.resource_path,
+            "path": request.path,
+            "httpMethod": request.method,
+            "headers": headers or None,
+            "multiValueHeaders": multi_headers or None,
+            "queryStringParameters": {k: v[-1] for k, v in query.items()} or None,
+            "multiValueQueryStringParameters": query or None,
+            "pathParameters": params or None,
+            "stageVariables": None,
+            "requestContext": {
+                "resourceId": route.resource_id,
+                "resourcePath": route.resource_path,
+                "httpMethod": request.method,
+                "extendedRequestId": request_id[:16],
+                "requestTime": time.strftime("%d/%b/%Y:%H:%M:%S +0000", time.gmtime(now)),
+                "path": f"/{self.spec.stage}{request.path}",
+                "accountId": self._account_id,
+                "protocol": "HTTP/1.1",
+                "stage": self.spec.stage,
+                "domainPrefix": request.host.split(".")[0].split(":")[0],
+                "requestTimeEpoch": int(now * 1000),
+                "requestId": request_id,
+                "identity": {
+                    "cognitoIdentityPoolId": None,
+                    "accountId": None,
+                    "cognitoIdentityId": None,
+                    "caller": None,
+                    "sourceIp": request.source_ip,
+                    "principalOrgId": None,
+                    "accessKey": None,
+                    "cognitoAuthenticationType": None,
+                    "cognitoAuthenticationProvider": None,
+                    "userArn": None,
+                    "userAgent": request.header("User-Agent"),
+                    "user": None,
+                },
+                "domainName": request.host,
+                "apiId": self.spec.api_id,
+            },
+            "body": body,
+            "isBase64Encoded": is_base64,
+        }
+
+    def handle(self, request: HttpRequest) -> HttpResponse:  # noqa: PLR0911 - one return per outcome
+        request_id = str(uuid.uuid4())
+        parts = [unquote(part) for part in request.path.split("/") if part]
+        if not parts or parts[0] != self.spec.stage:
+            return self._gateway_response(
+                "MISSING_AUTHENTICATION_TOKEN", request_id, "Missing Authentication Token"
+            )
+        resource_parts = parts[1:]
+        request = HttpRequest(
+            method=request.method,
+            path="/" + "/".join(request.path.split("/")[2:]),
+            query=request.query,
+            headers=request.headers,
+            body=request.body,
+            source_ip=request.source_ip,
+            host=request.host,
+        )
+        found = self._find(request.method, resource_parts)
+        if found is None:
+            return self._gateway_response(
+                "MISSING_AUTHENTICATION_TOKEN", request_id, "Missing Authentication Token"
+            )
+        route, params = found
+        invalid = self._validate(route, request, request_id)
+        if invalid is not None:
+            return invalid
+        if route.integration == "MOCK":
+            headers = [*route.mock_headers.items(), ("x-amzn-RequestId", request_id)]
+            return HttpResponse(route.mock_status, headers, b"")
+        if route.integration != "AWS_PROXY" or route.function is None:
+            logger.warning(
+                "%s %s: integration %s is not served locally",
+                route.method,
+                route.resource_path,
+                route.integration,
+            )
+            return self._gateway_response("DEFAULT_5XX", request_id, "Internal server error")
+        payload, function_error = self._invoke(route.function, self.event(route, params, request, request_id))
+        if function_error:
+            if isinstance(payload, dict) and payload.get("errorType") == "Sandbox.Timedout":
+                return self._gateway_response("INTEGRATION_TIMEOUT", request_id, "Endpoint request timed out")
+            return self._gateway_response("DEFAULT_5XX", request_id, "Internal server error")
+        return self._proxy_response(payload, request_id)
+
+    def _proxy_response(self, payload: Any, request_id: str) -> HttpResponse:
+        if not isinstance(payload, dict):
+            return self._gateway_response("DEFAULT_5XX", request_id, "Internal server error")
+        try:
+            status = int(payload.get("statusCode", 200))
+        except (TypeError, ValueError):
+            return self._gateway_response("DEFAULT_5XX", request_id, "Internal server error")
+        headers: list[tuple[str, str]] = []
+        single = payload.get("headers") or {}
+        multi = payload.get("multiValueHeaders") or {}
+        if not isinstance(single, dict) or not isinstance(multi, dict):
+            return self._gateway_response("DEFAULT_5XX", request_id, "Internal server error")
+        for name, values in multi.items():
+            headers += [(name, str(value)) for value in values]
+        multi_names = {name.lower() for name in multi}
+        headers += [(name, str(value)) for name, value in single.items() if name.lower() not in multi_names]
+        if not any(name.lower() == "content-type" for name, _ in headers):
+            headers.append(("Content-Type", "application/json"))
+        headers.append(("x-amzn-RequestId", request_id))
+        body = payload.get("body")
+        if body is None:
+            data = b""
+        elif payload.get("isBase64Encoded"):
+            data = base64.b64decode(str(body))
+        else:
+            data = str(body).encode("utf-8")
+        return HttpResponse(status, headers, data)
+
+
+def _describe(error: jsonschema.ValidationError) -> str:
+    where = "/" + "/".join(str(part) for part in error.absolute_path)
+    return f"{error.message} (at {where})" if error.absolute_path else error.message
+
+
+class RestApiServer:
+    """One REST API on one 127.0.0.1 port, served by a thread per request."""
+
+    def __init__(self, handler: RestApiHandler, *, port: int, host: str = "127.0.0.1") -> None:
+        self.handler = handler
+        rest = handler
+
+        class _Request(BaseHTTPRequestHandler):
+            protocol_version = "HTTP/1.1"
+
+            def log_message(self, format: str, *args: Any) -> None:
+                logger.debug("%s " + format, self.address_string(), *args)
+
+            def _serve(self) -> None:
+                length = int(self.headers.get("Content-Length") or 0)
+                if length > MAX_BODY_BYTES:
+                    self.send_error(413)
+                    return
+                body = self.rfile.read(length) if length else b""
+                url = urlsplit(self.path)
+                request = HttpRequest(
+                    method=self.command,
+                    path=url.path,
+                    query=url.query,
+                    headers=list(self.headers.items()),
+                    body=body,
+                    source_ip=self.client_address[0],
+                    host=self.headers.get("Host") or f"{host}:{port}",
+                )
+                try:
+                    response = rest.handle(request)
+                except Exception:  # one broken request must not stop the API
+                    logger.exception("request %s %s failed", self.command, self.path)
+                    response = HttpResponse(500, [("Content-Type", "application/json")], b'{"message":null}')
+                self.send_response(response.status)
+                for name, value in response.headers:
+                    if name.lower() not in ("content-length", "connection"):
+                        self.send_header(name, value)
+                self.send_header("Content-Length", str(len(response.body)))
+                self.end_headers()
+                if self.command != "HEAD":
+                    self.wfile.write(response.body)
+
+            do_GET = do_POST = do_PUT = do_PATCH = do_DELETE = do_HEAD = do_OPTIONS = _serve
+
+        self._server = ThreadingHTTPServer((host, port), _Request)
+        self._server.daemon_threads = True
+        self.port = self._server.server_address[1]
+        self._thread = threading.Thread(
+            target=self._server.serve_forever, name=f"rest-api-{self.port}", daemon=True
+        )
+
+    @property
+    def url(self) -> str:
+        return f"http://127.0.0.1:{self.port}/{self.handler.spec.stage}/"
+
+    def start(self) -> None:
+        self._thread.start()
+
+    def stop(self) -> None:
+        self._server.shutdown()
+        self._server.server_close()
+        self._thread.join(5)

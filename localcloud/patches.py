@@ -1,0 +1,215 @@
+"""Every change the local cloud makes to moto 5.2.5, in one place, each with what moto lacks.
+
+`install(runtime)` applies them once per process (idempotent); `uninstall()` restores moto.
+Nothing else in `localcloud` reaches into moto's internals except `deploy` (which only reads
+`moto.cloudformation.parsing.get_model_map()` to list the resource types moto cannot create).
+"""
+
+from __future__ import annotations
+
+import base64
+import contextlib
+import json
+import logging
+import threading
+import uuid
+import warnings
+from typing import Any
+
+from moto.awslambda import models as lambda_models
+from moto.sqs import models as sqs_models
+from moto.stepfunctions import models as sfn_models
+from moto.stepfunctions.parser import models as sfn_parser_models
+
+from localcloud.lambdas import FunctionSpec, LambdaRuntime
+
+logger = logging.getLogger("localcloud.patches")
+
+_lock = threading.Lock()
+_runtime: LambdaRuntime | None = None
+_originals: dict[str, Any] = {}
+
+
+def _spec(fn: Any) -> FunctionSpec:
+    env = {str(key): str(value) for key, value in (fn.environment_vars or {}).items()}
+    return FunctionSpec(
+        name=fn.function_name,
+        arn=fn.function_arn,
+        handler=fn.handler or "",
+        runtime=fn.run_time or "python3.11",
+        timeout=float(fn.timeout or 3),
+        memory_mb=int(fn.memory_size or 128),
+        region=fn.region,
+        environment=env,
+        code=fn.code_bytes or b"",
+    )
+
+
+# 1. moto runs function code only in Docker (`_invoke_lambda` starts a container; without a Docker
+#    engine it returns "error running docker"). Direct invokes, moto's event source mappings and
+#    Step Functions Lambda tasks all end up here, so this one method is where code runs: in the
+#    function's own warm worker process (localcloud.lambdas).
+def _invoke_lambda(self: Any, event: Any = None) -> tuple[str, bool, str]:
+    runtime = _runtime
+    if runtime is None:
+        return (
+            json.dumps({"errorType": "Lambda.ServiceException", "errorMessage": "no local runtime"}),
+            True,
+            "",
+        )
+    if isinstance(event, str | bytes):  # moto passes the raw body "{}" when the payload is empty
+        with contextlib.suppress(ValueError):
+            event = json.loads(event or "{}")
+    result = runtime.invoke(_spec(self), event)
+    if result.logs:
+        try:
+            self.save_logs(result.logs)  # also to moto's CloudWatch Logs, as Lambda does
+        except Exception:
+            logger.debug("could not store logs of %s", self.function_name, exc_info=True)
+    return result.payload, result.errored, result.logs
+
+
+# 2. moto's `invoke` runs InvocationType=Event synchronously inside the request and marks every
+#    function error "Handled". Lambda queues an Event invocation and answers 202 at once, and reports
+#    errors raised by the function as "Unhandled". (Lambda's two retries of a failed async call are
+#    not emulated.)
+def _invoke(self: Any, body: str, request_headers: Any, response_headers: Any) -> str | bytes:
+    event = json.loads(body) if body else {}
+    if request_headers.get("x-amz-invocation-type", "RequestResponse") == "Event":
+        threading.Thread(target=self._invoke_lambda, args=(event,), daemon=True).start()
+        return ""
+    payload, errored, logs = self._invoke_lambda(event=event)
+    if errored:
+        response_headers["x-amz-function-error"] = "Unhandled"
+    response_headers["x-amz-log-result"] = base64.b64encode(logs.encode("utf-8")).decode("ascii")
+    return payload.encode("utf-8")
+
+
+# 3. moto fires an SQS event source mapping synchronously inside SendMessage (no poller, receive
+#    count always 1, ReportBatchItemFailures ignored). The queue's mapping table is made write-only
+#    so SendMessage never sees a mapping; `localcloud.pollers` polls each mapping as Lambda does.
+def _no_mappings(_queue: Any) -> dict[str, Any]:
+    return {}
+
+
+def _drop_mapping(_queue: Any, _value: Any) -> None:
+    return None
+
+
+# 4. CloudFormation creates state machines in `moto.stepfunctions.models.stepfunctions_backends`,
+#    but with execution switched on the API (ListStateMachines, StartExecution) reads
+#    `stepfunctions_parser_backends`. The CloudFormation model looks the backend up by that module
+#    name at call time, so pointing the name at the parser backends makes them one.
+def _patch_stepfunctions() -> None:
+    _originals["sfn_backends"] = sfn_models.stepfunctions_backends
+    sfn_models.stepfunctions_backends = sfn_parser_models.stepfunctions_parser_backends  # type: ignore[assignment]
+
+
+# 6. moto's CloudFormation logs a warning and a UserWarning per skipped resource. `localcloud.deploy`
+#    prints one list of the types moto cannot create, with what the local cloud does about each.
+def _skip_notice(record: logging.LogRecord) -> bool:
+    return not str(record.msg).startswith("No Moto CloudFormation support")
+
+
+def _quiet_skipped_resources() -> None:
+    logging.getLogger("moto").addFilter(_skip_notice)
+    warnings.filterwarnings("ignore", message="Tried to parse AWS::", category=UserWarning)
+
+
+# 7. StartExecution without a name: Step Functions names the execution with a UUID; moto's
+#    executing (parser) backend keeps the name None, so the second unnamed execution of a state
+#    machine fails with ExecutionAlreadyExists.
+def _patch_execution_names() -> None:
+    backend_cls = sfn_parser_models.StepFunctionsParserBackend
+    original = backend_cls.start_execution
+    _originals["start_execution"] = original
+
+    def start_execution(
+        self: Any, state_machine_arn: str, name: Any = None, *args: Any, **kwargs: Any
+    ) -> Any:
+        return original(self, state_machine_arn, name or str(uuid.uuid4()), *args, **kwargs)
+
+    backend_cls.start_execution = start_execution  # type: ignore[method-assign]
+
+
+def install(runtime: LambdaRuntime) -> None:
+    """Apply the patches and route every Lambda invocation in this process to `runtime`."""
+    global _runtime  # noqa: PLW0603 - moto's backends are process-global; so is this switch
+    with _lock:
+        _runtime = runtime
+        if _originals:
+            return
+        function_cls = lambda_models.LambdaFunction
+        _originals["_invoke_lambda"] = function_cls._invoke_lambda
+        _originals["invoke"] = function_cls.invoke
+        _originals["queue_mappings"] = sqs_models.Queue.__dict__.get("lambda_event_source_mappings")
+        function_cls._invoke_lambda = _invoke_lambda  # type: ignore[method-assign]
+        function_cls.invoke = _invoke  # type: ignore[method-assign]
+        sqs_models.Queue.lambda_event_source_mappings = property(_no_mappings, _drop_mapping)  # type: ignore[assignment]
+        _patch_stepfunctions()
+        _quiet_skipped_resources()
+        _patch_execution_names()
+
+
+def uninstall() -> None:
+    """Restore moto (tests use this; a running local cloud keeps its patches until exit)."""
+    global _runtime  # noqa: PLW0603
+    with _lock:
+        _runtime = None
+        if not _originals:
+            return
+        function_cls = lambda_models.LambdaFunction
+        function_cls._invoke_lambda = _originals.pop("_invoke_lambda")  # type: ignore[method-assign]
+        function_cls.invoke = _originals.pop("invoke")  # type: ignore[method-assign]
+        original_mappings = _originals.pop("queue_mappings")
+        if original_mappings is None:
+            del sqs_models.Queue.lambda_event_source_mappings  # type: ignore[misc]
+        else:  # pragma: no cover - moto 5.2.5 sets it per instance
+            sqs_models.Queue.lambda_event_source_mappings = original_mappings
+        sfn_models.stepfunctions_backends = _originals.pop("sfn_backends")
+        sfn_parser_models.StepFunctionsParserBackend.start_execution = _originals.pop("start_execution")  # type: ignore[method-assign]
+        _originals.clear()
+
+
+# 5. SSM refuses to create names under /aws (they are AWS's public parameters, and moto ships only a
+#    few of them), but CDK templates resolve e.g. the Powertools layer ARN from
+#    /aws/service/powertools/... at deploy time, and moto's CloudFormation resolves every SSM-typed
+#    parameter's default even when the caller overrides it. So public parameters are written
+#    straight into the SSM backend, as moto itself loads its bundled /aws/service values.
+def put_public_ssm_parameter(name: str, value: str, *, region: str, account_id: str) -> None:
+    from moto.core.utils import utcnow  # noqa: PLC0415
+    from moto.ssm.models import Parameter, ssm_backends  # noqa: PLC0415
+
+    parameters = ssm_backends[account_id][region]._parameters
+    parameters[name].append(
+        Parameter(  # type: ignore[abstract]
+            account_id=account_id,
+            name=name,
+            value=value,
+            parameter_type="String",
+            description="put by the local cloud",
+            allowed_pattern=None,
+            keyid=None,
+            last_modified_date=utcnow(),
+            version=len(parameters[name]) + 1,
+            data_type="text",
+        )
+    )
+
+
+def reset_moto() -> None:
+    """Forget every resource, as a fresh moto server would (the next local cloud starts empty).
+
+    moto's reset covers every BackendDict, the Step Functions parser backends included.
+    """
+    from moto.moto_api._internal.models import moto_api_backend  # noqa: PLC0415
+
+    moto_api_backend.reset()
+
+
+def installed() -> bool:
+    return bool(_originals)
+
+
+def current_runtime() -> LambdaRuntime | None:
+    return _runtime

@@ -1,0 +1,90 @@
+"""The AWS endpoint: moto's werkzeug application served on 127.0.0.1 from this process.
+
+The server is built in the caller's thread (so a taken port fails here, with a clear error,
+instead of inside a background thread as moto's ThreadedMotoServer would) and then served by a
+daemon thread; each request gets its own thread. Step Functions execution is switched on through
+moto's documented `/moto-api/config` endpoint.
+"""
+
+from __future__ import annotations
+
+import errno
+import json
+import logging
+import os
+import socket
+import threading
+import urllib.request
+
+from moto.moto_server.werkzeug_app import DomainDispatcherApplication, MotoRequestHandler, create_backend_app
+from werkzeug.serving import BaseWSGIServer, make_server
+
+logger = logging.getLogger("localcloud.server")
+
+
+class PortInUseError(RuntimeError):
+    """The port the local cloud wants is taken (by another local cloud, LocalStack, anything)."""
+
+    def __init__(self, what: str, port: int) -> None:
+        super().__init__(
+            f"port {port} on 127.0.0.1 ({what}) is already in use: stop whatever listens there "
+            f"(`make local-down` if it is a local cloud) or choose another port with --port / LOCALCLOUD_PORT"
+        )
+        self.port = port
+
+
+def is_port_free(port: int, host: str = "127.0.0.1") -> bool:
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as probe:
+        try:
+            probe.bind((host, port))
+        except OSError:
+            return False
+    return True
+
+
+class MotoEndpoint:
+    """moto on http://127.0.0.1:<port>, with Step Functions executing state machines."""
+
+    def __init__(self, port: int, host: str = "127.0.0.1") -> None:
+        self.host = host
+        logging.getLogger("werkzeug").setLevel(logging.WARNING)
+        try:
+            self._server: BaseWSGIServer = make_server(
+                host,
+                port,
+                DomainDispatcherApplication(create_backend_app),
+                threaded=True,
+                request_handler=MotoRequestHandler,
+            )
+        except OSError as exc:
+            if exc.errno in (errno.EADDRINUSE, errno.EACCES):
+                raise PortInUseError("AWS endpoint", port) from exc
+            raise
+        self.port = int(self._server.server_address[1])
+        # The Step Functions interpreter calls Lambda back at http://localhost:$MOTO_PORT. Set once,
+        # before anything runs; never changed per call.
+        os.environ["MOTO_PORT"] = str(self.port)
+        self._thread = threading.Thread(target=self._server.serve_forever, name="moto-endpoint", daemon=True)
+
+    @property
+    def url(self) -> str:
+        return f"http://{self.host}:{self.port}"
+
+    def start(self) -> None:
+        self._thread.start()
+        self.configure({"stepfunctions": {"execute_state_machine": True}})
+
+    def configure(self, config: dict[str, object]) -> dict[str, object]:
+        request = urllib.request.Request(  # noqa: S310 - our own http://127.0.0.1 endpoint
+            f"{self.url}/moto-api/config",
+            data=json.dumps(config).encode("utf-8"),
+            headers={"Content-Type": "application/json"},
+            method="POST",
+        )
+        with urllib.request.urlopen(request, timeout=10) as response:  # noqa: S310
+            return dict(json.loads(response.read()))
+
+    def stop(self) -> None:
+        self._server.shutdown()
+        self._server.server_close()
+        self._thread.join(5)

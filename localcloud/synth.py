@@ -1,0 +1,85 @@
+"""Synthesize the `local` stage when the cloud assembly is missing or older than the app's sources."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+from collections.abc import Callable, Iterable
+from pathlib import Path
+
+from localcloud.config import Config
+
+# What the synthesized templates depend on: newer files here make the assembly stale.
+SOURCES = ("app.py", "cdk.json", "infra", "functions")
+
+
+class SynthError(RuntimeError):
+    """`cdk synth` failed; the message ends with its output."""
+
+
+def _files(project: Path, names: Iterable[str]) -> Iterable[Path]:
+    for name in names:
+        path = project / name
+        if path.is_file():
+            yield path
+        elif path.is_dir():
+            yield from (p for p in path.rglob("*") if p.is_file() and "__pycache__" not in p.parts)
+
+
+def is_stale(assembly: Path, project: Path) -> bool:
+    manifest = assembly / "manifest.json"
+    if not manifest.is_file():
+        return True
+    built = manifest.stat().st_mtime
+    return any(path.stat().st_mtime > built for path in _files(project, SOURCES))
+
+
+def synth_env(project: Path) -> dict[str, str]:
+    """The Makefile's toolchain environment: caches inside the project, no end-of-life banner."""
+    env = dict(os.environ)
+    env.setdefault("JSII_RUNTIME_PACKAGE_CACHE_ROOT", str(project / ".cache" / "jsii"))
+    env.setdefault("CDK_HOME", str(project / ".cache" / "cdk"))
+    env.setdefault("CDK_DISABLE_VERSION_CHECK", "1")
+    env.setdefault("JSII_SILENCE_WARNING_UNTESTED_NODE_VERSION", "1")
+    if "JSII_SILENCE_WARNING_END_OF_LIFE_NODE_VERSION" not in env and shutil.which("node"):
+        major = subprocess.run(
+            ["node", "-p", "process.versions.node.split('.')[0]"],  # noqa: S607 - node from PATH, as the Makefile
+            capture_output=True,
+            text=True,
+            check=False,
+        ).stdout.strip()
+        if major:
+            env["JSII_SILENCE_WARNING_END_OF_LIFE_NODE_VERSION"] = major
+    return env
+
+
+def synth_command(project: Path, stage: str, outdir: Path) -> tuple[list[str], dict[str, str]]:
+    """The CDK CLI when installed (it reads cdk.json); otherwise the app with cdk.json's context."""
+    env = synth_env(project)
+    cli = project / "node_modules" / ".bin" / "cdk"
+    if cli.exists():
+        return [str(cli), "synth", "--quiet", "-c", f"stage={stage}", "--output", str(outdir)], env
+    cdk_json = json.loads((project / "cdk.json").read_text(encoding="utf-8"))
+    context = {**cdk_json.get("context", {}), "stage": stage}
+    env["CDK_CONTEXT_JSON"] = json.dumps(context)
+    env["CDK_OUTDIR"] = str(outdir)
+    return str(cdk_json["app"]).split(), env
+
+
+def ensure_assembly(config: Config, *, log: Callable[[str], None] = print) -> Path:
+    """`state_dir/cdk.out` for the configured stage, synthesized first when missing or stale."""
+    project = config.project_dir.resolve()
+    outdir = (config.state_dir / "cdk.out").resolve()
+    if not is_stale(outdir, project):
+        return outdir
+    if not (project / "app.py").is_file():
+        raise SynthError(f"no app.py in {project}: pass --assembly DIR (a synthesized cdk.out)")
+    command, env = synth_command(project, config.stage, outdir)
+    log(f"synthesizing stage {config.stage} into {outdir} ...")
+    done = subprocess.run(command, cwd=project, env=env, capture_output=True, text=True, check=False)  # noqa: S603
+    if done.returncode != 0:
+        raise SynthError(f"`{' '.join(command)}` failed ({done.returncode}):\n{done.stdout}{done.stderr}")
+    os.utime(outdir / "manifest.json")  # a synth that changed nothing still counts as fresh
+    return outdir
