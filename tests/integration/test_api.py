@@ -1,0 +1,146 @@
+"""The public API, through the api function, on the in-process chain."""
+
+from __future__ import annotations
+
+import time
+
+import pytest
+
+from ops.invariants import check
+from reliability.crashpoints import CrashPlan
+from tests.integration.harness import InProcessCloud, LambdaError, running_cloud
+
+pytestmark = pytest.mark.filterwarnings("ignore:No application metrics:UserWarning")
+
+ORDER = {"customer_id": "customer-1", "currency": "EUR", "items": [{"sku": "sku-1", "quantity": 2}]}
+
+
+def _orders(cloud: InProcessCloud) -> list[dict]:
+    items = cloud.dynamodb.scan(TableName=cloud.outputs["OrdersTableName"])["Items"]
+    return [i for i in items if i["sk"]["S"] == "order"]
+
+
+def test_the_same_request_five_times_is_one_order_and_four_replays(cloud: InProcessCloud):
+    # Given one client request, When it is sent five times with the same key
+    responses = [
+        cloud.api("POST", "/orders", body=ORDER, headers={"Idempotency-Key": "five-times"}) for _ in range(5)
+    ]
+
+    # Then every answer is the same 202, four of them replays, and there is one order
+    assert {r.status for r in responses} == {202}
+    assert len({r.body["order_id"] for r in responses}) == 1
+    assert [r.header("Idempotent-Replayed") for r in responses] == [None, "true", "true", "true", "true"]
+    assert responses[0].body["status"] == "ACCEPTED"
+    assert responses[0].body["status_url"].endswith(f"/orders/{responses[0].body['order_id']}")
+    assert len(_orders(cloud)) == 1
+
+    # And the chain runs it once
+    cloud.settle()
+    assert len(cloud.executions()) == 1
+    status = cloud.api("GET", f"/orders/{responses[0].body['order_id']}")
+    assert status.status == 200
+    assert status.body["status"] == "COMPLETED"
+    assert len(status.body["charges"]) == 1
+    report = check(cloud.stores())
+    assert report.ok, report.to_text()
+
+
+def test_whitespace_and_key_order_do_not_make_a_different_payload(cloud: InProcessCloud):
+    first = cloud.api("POST", "/orders", body=ORDER, headers={"Idempotency-Key": "k-format"})
+    reordered = (
+        '{"items": [{"quantity": 2, "sku": "sku-1"}],\n "currency": "EUR", "customer_id": "customer-1"}'
+    )
+    second = cloud.api("POST", "/orders", body=reordered, headers={"idempotency-key": "k-format"})
+    assert second.status == 202
+    assert second.body == first.body
+    assert second.header("Idempotent-Replayed") == "true"
+
+
+@pytest.mark.parametrize(
+    ("body", "headers", "status", "code"),
+    [
+        (ORDER, {}, 400, "IdempotencyKeyMissing"),
+        ('{"customer_id": "c", "items": [', {"Idempotency-Key": "bad-json"}, 400, "malformed_body"),
+        ("", {"Idempotency-Key": "empty-body"}, 400, "malformed_body"),
+        ("[1, 2]", {"Idempotency-Key": "array-body"}, 422, "validation_error"),
+        ({**ORDER, "coupon": "FREE"}, {"Idempotency-Key": "extra-field"}, 422, "validation_error"),
+        ({**ORDER, "currency": "eur"}, {"Idempotency-Key": "bad-currency"}, 422, "validation_error"),
+        ({**ORDER, "items": []}, {"Idempotency-Key": "no-items"}, 422, "validation_error"),
+        (
+            {**ORDER, "items": [{"sku": "sku-1", "quantity": 101}]},
+            {"Idempotency-Key": "qty"},
+            422,
+            "validation_error",
+        ),
+        (
+            {**ORDER, "items": [{"sku": "sku-1", "quantity": "2"}]},
+            {"Idempotency-Key": "qty-str"},
+            422,
+            "validation_error",
+        ),
+    ],
+)
+def test_bad_requests_are_4xx_json_and_store_nothing(cloud: InProcessCloud, body, headers, status, code):
+    response = cloud.api("POST", "/orders", body=body, headers=headers)
+
+    assert response.status == status
+    assert set(response.body) == {"error", "message"}
+    assert response.body["error"] == code
+    assert response.body["message"]
+    assert _orders(cloud) == []
+
+
+def test_an_unknown_sku_is_a_422_naming_it(cloud: InProcessCloud):
+    body = {**ORDER, "items": [{"sku": "sku-1", "quantity": 1}, {"sku": "sku-404", "quantity": 1}]}
+
+    response = cloud.api("POST", "/orders", body=body, headers={"Idempotency-Key": "unknown-sku"})
+
+    assert response.status == 422
+    assert response.body["error"] == "unknown_sku"
+    assert "sku-404" in response.body["message"]
+    # A 4xx stores nothing: the same key with a corrected body is a new request, not a mismatch
+    fixed = cloud.api("POST", "/orders", body=ORDER, headers={"Idempotency-Key": "unknown-sku"})
+    assert fixed.status == 202
+
+
+def test_the_same_key_with_another_payload_is_a_422(cloud: InProcessCloud):
+    cloud.api("POST", "/orders", body=ORDER, headers={"Idempotency-Key": "reused"})
+    other = {**ORDER, "items": [{"sku": "sku-2", "quantity": 1}]}
+
+    response = cloud.api("POST", "/orders", body=other, headers={"Idempotency-Key": "reused"})
+
+    assert response.status == 422
+    assert response.body["error"] == "IdempotencyKeyReused"
+    assert len(_orders(cloud)) == 1
+
+
+def test_get_an_unknown_order_is_a_404_json(cloud: InProcessCloud):
+    response = cloud.api("GET", "/orders/o-nope")
+    assert response.status == 404
+    assert response.body["error"] == "not_found"
+
+
+def test_a_crash_between_the_write_and_the_send_heals_on_the_client_retry(assembly):
+    plan = CrashPlan.parse("before:SQS.SendMessage=1", mode="raise")
+    with running_cloud(assembly, crash_plan=plan) as cloud:
+        # A short invocation, so Powertools' in-progress record of the dead request expires soon
+        cloud.functions[cloud.function("Api")].timeout = 1
+        # Given the api dies after writing the order and before sending its message
+        with pytest.raises(LambdaError) as crashed:
+            cloud.api("POST", "/orders", body=ORDER, headers={"Idempotency-Key": "crash-send"})
+        assert crashed.value.error_type == "SimulatedCrash"
+        assert len(_orders(cloud)) == 1
+        assert cloud.drain("OrdersQueueUrl", "Worker") == 0
+
+        # When the client retries (after the dead request's in-progress window)
+        time.sleep(1.2)
+        retry = cloud.api("POST", "/orders", body=ORDER, headers={"Idempotency-Key": "crash-send"})
+
+        # Then the same order is accepted, its message is sent, and the chain completes it once
+        assert retry.status == 202
+        assert retry.header("Idempotent-Replayed") is None
+        assert len(_orders(cloud)) == 1
+        cloud.settle()
+        report = check(cloud.stores())
+        assert report.ok, report.to_text()
+        assert report.row(retry.body["order_id"]).verdict == "completed"
