@@ -111,6 +111,8 @@ class OrdersApi(Construct):
                 access_log_format=_ACCESS_LOG_FORMAT,
             ),
         )
+        # The stack publishes the URL as `ApiUrl` (DEVELOPERS.md); drop RestApi's own output.
+        self.api.node.try_remove_child("Endpoint")
         for construct_id_, (response_type, error) in _ERROR_RESPONSES.items():
             self.api.add_gateway_response(
                 construct_id_,

@@ -1,0 +1,131 @@
+"""The order workflow: Standard, logged and traced, the saga shape, Retry and Catch."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+from aws_cdk.assertions import Template
+
+from infra.constructs.workflow import RETRYABLE_ERRORS
+from tests.support.templates import state_machine_definition
+
+STEPS = {
+    "ReserveInventory": "reserve-inventory",
+    "ChargePayment": "charge-payment",
+    "RecordLedger": "record-ledger",
+    "PublishEvents": "publish-events",
+    "MarkCompleted": "mark-completed",
+    "ReleaseInventory": "release-inventory",
+    "MarkFailed": "mark-failed",
+}
+NEXT = {
+    "ReserveInventory": "ChargePayment",
+    "ChargePayment": "RecordLedger",
+    "RecordLedger": "PublishEvents",
+    "PublishEvents": "MarkCompleted",
+    "MarkCompleted": "Done",
+    "ReleaseInventory": "MarkFailed",
+    "MarkFailed": "Done",
+}
+CATCH = {
+    "ReserveInventory": [{"ErrorEquals": ["OutOfStock"], "ResultPath": "$.error", "Next": "MarkFailed"}],
+    "ChargePayment": [
+        {"ErrorEquals": ["PaymentDeclined"], "ResultPath": "$.error", "Next": "ReleaseInventory"}
+    ],
+}
+ARNS = {
+    f"retrysafe-dev-{name}": f"arn:aws:lambda:us-east-1:123456789012:function:retrysafe-dev-{name}"
+    for name in STEPS.values()
+}
+
+
+@pytest.fixture(scope="module")
+def definition(dev_app_json: dict[str, Any]) -> dict[str, Any]:
+    return state_machine_definition(dev_app_json, ARNS)
+
+
+def test_standard_logged_all_without_execution_data_and_traced(dev_app: Template) -> None:
+    (machine,) = dev_app.find_resources("AWS::StepFunctions::StateMachine").values()
+    props = machine["Properties"]
+    assert props["StateMachineName"] == "retrysafe-dev-order-workflow"
+    assert props["StateMachineType"] == "STANDARD"
+    assert props["TracingConfiguration"] == {"Enabled": True}
+    logging = props["LoggingConfiguration"]
+    assert logging["Level"] == "ALL"
+    assert logging["IncludeExecutionData"] is False
+    dev_app.has_resource_properties(
+        "AWS::Logs::LogGroup", {"LogGroupName": "/aws/vendedlogs/states/retrysafe-dev-order-workflow"}
+    )
+
+
+def test_saga_shape(definition: dict[str, Any]) -> None:
+    assert definition["StartAt"] == "ReserveInventory"
+    assert definition.get("QueryLanguage", "JSONPath") == "JSONPath"
+    states = definition["States"]
+    assert set(states) == {*STEPS, "Done"}
+    assert states["Done"] == {"Type": "Succeed"}
+    for name, state in states.items():
+        if name == "Done":
+            continue
+        assert state["Type"] == "Task"
+        assert state["Resource"] == ARNS[f"retrysafe-dev-{STEPS[name]}"]
+        assert state["ResultPath"] == f"$.results.{name}"
+        assert "InputPath" not in state  # the whole state is the payload
+        assert state["Next"] == NEXT[name]
+        assert state.get("Catch", []) == CATCH.get(name, [])
+
+
+def test_every_task_retries_transient_errors_only_with_full_jitter(definition: dict[str, Any]) -> None:
+    for name in STEPS:
+        (retry,) = definition["States"][name]["Retry"]
+        assert retry["ErrorEquals"] == list(RETRYABLE_ERRORS)
+        assert {"OutOfStock", "PaymentDeclined", "States.ALL"}.isdisjoint(retry["ErrorEquals"])
+        assert retry["BackoffRate"] == 2
+        assert retry["JitterStrategy"] == "FULL"
+        assert retry["MaxAttempts"] >= 3
+        assert retry["MaxDelaySeconds"] >= retry["IntervalSeconds"]
+    assert set(RETRYABLE_ERRORS) == {
+        "Lambda.ServiceException",
+        "Lambda.AWSLambdaException",
+        "Lambda.SdkClientException",
+        "Lambda.TooManyRequestsException",
+        "Lambda.Unknown",
+        "Runtime.ExitError",
+        "Sandbox.Timedout",
+        "FenceBusy",
+        "StoreUnavailable",
+    }
+
+
+def test_state_machine_role_invokes_only_the_step_functions(dev_app_json: dict[str, Any]) -> None:
+    (machine,) = [
+        r for r in dev_app_json["Resources"].values() if r["Type"] == "AWS::StepFunctions::StateMachine"
+    ]
+    role = machine["Properties"]["RoleArn"]["Fn::GetAtt"][0]
+    invoked = set()
+    for resource in dev_app_json["Resources"].values():
+        if resource["Type"] != "AWS::IAM::Policy" or {"Ref": role} not in resource["Properties"]["Roles"]:
+            continue
+        for statement in resource["Properties"]["PolicyDocument"]["Statement"]:
+            if statement["Action"] == "lambda:InvokeFunction":
+                for arn in statement["Resource"]:
+                    target = (
+                        arn["Fn::GetAtt"][0]
+                        if "Fn::GetAtt" in arn
+                        else arn["Fn::Join"][1][0]["Fn::GetAtt"][0]
+                    )
+                    invoked.add(dev_app_json["Resources"][target]["Properties"]["FunctionName"])
+    assert invoked == set(ARNS)
+
+
+def test_failed_executions_alarm(dev_app: Template) -> None:
+    (alarm,) = dev_app.find_resources(
+        "AWS::CloudWatch::Alarm",
+        {"Properties": {"AlarmName": "retrysafe-dev-order-workflow-executions-failed"}},
+    ).values()
+    metrics = {
+        m["MetricStat"]["Metric"]["MetricName"] for m in alarm["Properties"]["Metrics"] if "MetricStat" in m
+    }
+    assert metrics == {"ExecutionsFailed", "ExecutionsTimedOut", "ExecutionsAborted"}
+    assert alarm["Properties"]["Threshold"] == 1

@@ -1,0 +1,136 @@
+"""Synthesize a stage once per test session into `.cache/test-cdk.out/<stage>`.
+
+Runs `app.py` in a subprocess (as `cdk synth` does, with the cdk.json context plus `stage`),
+so a test process never loads the jsii runtime just to read templates. cdk-nag runs in that
+synth: a finding nobody acknowledged makes it fail with SynthError. An assembly whose inputs
+(app, infra, functions, cdk.json, pins) are unchanged since the last run is reused; set
+RETRYSAFE_FRESH_SYNTH=1 to force a new one.
+"""
+
+from __future__ import annotations
+
+import functools
+import hashlib
+import json
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+from typing import Any
+
+ROOT = Path(__file__).resolve().parents[2]
+CACHE_DIR = ROOT / ".cache" / "test-cdk.out"
+_FINGERPRINT = ".inputs-sha256"
+_INPUT_GLOBS = (
+    "app.py",
+    "cdk.json",
+    "requirements.txt",
+    "constraints.txt",
+    "infra/**/*.py",
+    "functions/**/*",
+)
+_IGNORED_PARTS = {"__pycache__", ".pytest_cache", ".mypy_cache"}
+SYNTH_TIMEOUT_SECONDS = 600
+
+
+class SynthError(RuntimeError):
+    """`app.py` failed: a cdk-nag finding nobody acknowledged, an invalid config, a CDK error."""
+
+
+def cdk_context(stage: str) -> dict[str, Any]:
+    """What `cdk synth -c stage=<stage>` hands the app: cdk.json's context plus the stage."""
+    context: dict[str, Any] = json.loads((ROOT / "cdk.json").read_text())["context"]
+    return {**context, "stage": stage}
+
+
+def _fingerprint(stage: str) -> str:
+    digest = hashlib.sha256(f"{stage}\n{sys.executable}\n".encode())
+    for pattern in _INPUT_GLOBS:
+        for path in sorted(ROOT.glob(pattern)):
+            if path.is_file() and not _IGNORED_PARTS & set(path.parts):
+                digest.update(str(path.relative_to(ROOT)).encode() + b"\0" + path.read_bytes() + b"\0")
+    return digest.hexdigest()
+
+
+def _env() -> dict[str, str]:
+    env = dict(os.environ)
+    # The Makefile's settings, for runs that do not go through make.
+    env.setdefault("JSII_RUNTIME_PACKAGE_CACHE_ROOT", str(ROOT / ".cache" / "jsii"))
+    env.setdefault("JSII_SILENCE_WARNING_UNTESTED_NODE_VERSION", "1")
+    node = shutil.which("node")
+    if node and "JSII_SILENCE_WARNING_END_OF_LIFE_NODE_VERSION" not in env:
+        version = subprocess.run(
+            [node, "-p", "process.versions.node.split('.')[0]"], capture_output=True, text=True, check=False
+        )
+        env["JSII_SILENCE_WARNING_END_OF_LIFE_NODE_VERSION"] = version.stdout.strip()
+    return env
+
+
+def synth_into(outdir: Path, stage: str) -> subprocess.CompletedProcess[str]:
+    """Run app.py for one stage into `outdir`; raise SynthError with its output if it fails."""
+    env = _env() | {"CDK_OUTDIR": str(outdir), "CDK_CONTEXT_JSON": json.dumps(cdk_context(stage))}
+    proc = subprocess.run(
+        [sys.executable, str(ROOT / "app.py")],
+        cwd=ROOT,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=SYNTH_TIMEOUT_SECONDS,
+        check=False,
+    )
+    if proc.returncode != 0:
+        raise SynthError(
+            f"synth of stage {stage!r} failed ({proc.returncode}):\n{proc.stdout}\n{proc.stderr}"
+        )
+    return proc
+
+
+@functools.cache
+def synthesize(stage: str = "dev") -> Path:
+    """The cloud assembly directory of `stage` (manifest.json, <stack>.template.json, reports)."""
+    outdir = CACHE_DIR / stage
+    fingerprint = _fingerprint(stage)
+    marker = outdir / _FINGERPRINT
+    if (
+        os.environ.get("RETRYSAFE_FRESH_SYNTH") != "1"
+        and marker.is_file()
+        and marker.read_text() == fingerprint
+        and (outdir / "manifest.json").is_file()
+    ):
+        return outdir
+    CACHE_DIR.mkdir(parents=True, exist_ok=True)
+    staging = Path(tempfile.mkdtemp(prefix=f".{stage}-", dir=CACHE_DIR))
+    try:
+        synth_into(staging, stage)
+        (staging / _FINGERPRINT).write_text(fingerprint)
+        # Swap in whole, so a concurrent reader never sees half an assembly.
+        retired = Path(tempfile.mkdtemp(prefix=f".{stage}-old-", dir=CACHE_DIR))
+        if outdir.exists():
+            outdir.rename(retired / "assembly")
+        staging.rename(outdir)
+        shutil.rmtree(retired, ignore_errors=True)
+    finally:
+        shutil.rmtree(staging, ignore_errors=True)
+    return outdir
+
+
+def stack_names(assembly: Path) -> list[str]:
+    manifest = json.loads((assembly / "manifest.json").read_text())
+    return sorted(
+        name
+        for name, artifact in manifest["artifacts"].items()
+        if artifact["type"] == "aws:cloudformation:stack"
+    )
+
+
+def load_template(assembly: Path, stack_name: str) -> dict[str, Any]:
+    template: dict[str, Any] = json.loads((assembly / f"{stack_name}.template.json").read_text())
+    return template
+
+
+def templates(stage: str = "dev") -> dict[str, dict[str, Any]]:
+    """Every template of `stage`, keyed by stack name (`retrysafe-dev-data`, `retrysafe-dev-app`)."""
+    assembly = synthesize(stage)
+    return {name: load_template(assembly, name) for name in stack_names(assembly)}
