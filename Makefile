@@ -68,6 +68,15 @@ test-integration: install ## The whole chain in-process on moto
 test-infra: install ## Template assertions, cdk-nag and cfn-lint
 	$(PY) -m pytest tests/infra
 
+local: install ## Run the local cloud in the foreground with a live function log (Ctrl-C stops it); LOCALCLOUD_PORT=4599
+	$(PY) -m localcloud run $(LOCALCLOUD_ARGS)
+
+local-up: install ## Start the local cloud in the background; returns once .localcloud/outputs.json is written
+	$(PY) -m localcloud up $(LOCALCLOUD_ARGS)
+
+local-down: install ## Stop the local cloud and every Lambda worker process it started
+	$(PY) -m localcloud down
+
 constraints: ## Re-pin transitive dependencies after editing requirements*.txt
 	rm -rf $(VENV) && $(PYTHON) -m venv $(VENV)
 	$(VENV)/bin/pip install --quiet -r requirements-dev.txt

@@ -171,7 +171,9 @@ class LocalCloud:
         }
         merged: dict[str, str] = {}
         for values in stacks.values():
-            merged.update(values)
+            # CDK's own cross-stack exports (ExportsOutputRef..., ExportsOutputFnGetAtt...) are
+            # plumbing, not outputs anyone reads; they stay under "stacks".
+            merged.update({key: value for key, value in values.items() if not key.startswith("ExportsOutput")})
         return Outputs(
             endpoint=self.endpoint.url,
             api_url=self.apis[0].url if self.apis else None,
