@@ -1,0 +1,181 @@
+"""The fenced saga: a crash after the provider call, permanent failures and compensation."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from ops.invariants import check
+from ops.redrive import redrive_execution
+from reliability.crashpoints import CrashPlan
+from tests.integration.harness import Clock, InProcessCloud, LambdaError, running_cloud
+
+pytestmark = pytest.mark.filterwarnings("ignore:No application metrics:UserWarning")
+
+ORDER = {"customer_id": "customer-3", "currency": "EUR", "items": [{"sku": "sku-5", "quantity": 3}]}
+
+
+def _stock(cloud: InProcessCloud, sku: str) -> int:
+    item = cloud.dynamodb.get_item(
+        TableName=cloud.outputs["InventoryTableName"], Key={"pk": {"S": f"sku#{sku}"}, "sk": {"S": "catalog"}}
+    )["Item"]
+    return int(item["stock"]["N"])
+
+
+def _place(cloud: InProcessCloud, body: dict, key: str) -> str:
+    response = cloud.api("POST", "/orders", body=body, headers={"Idempotency-Key": key})
+    assert response.status == 202, response.body
+    return str(response.body["order_id"])
+
+
+def test_a_crash_after_the_provider_call_then_a_restart_charges_once(assembly):
+    clock = Clock()
+    plan = CrashPlan.parse("fence:after-effect:ChargePayment=1", mode="raise")
+    with running_cloud(assembly, crash_plan=plan, clock=clock) as cloud:
+        before = _stock(cloud, "sku-5")
+        # Given ChargePayment dies after the provider charged and before its fence completed
+        order_id = _place(cloud, ORDER, "crash-in-charge")
+        cloud.settle()
+        (listed,) = cloud.executions()
+        first = cloud.wait(listed["executionArn"])
+        assert first["status"] == "FAILED"
+        history = cloud.sfn.get_execution_history(executionArn=first["executionArn"])["events"]
+        assert any("SimulatedCrash" in json.dumps(e, default=str) for e in history)
+        crashed = cloud.api("GET", f"/orders/{order_id}").body
+        assert (len(crashed["provider_calls"]), len(crashed["charges"])) == (1, 1)
+        assert crashed["steps"] == {"ReserveInventory": "DONE"}
+
+        # When the dead attempt's lease has passed and the workflow is restarted with the same token
+        clock.advance(cloud.functions[cloud.function("ChargePayment")].timeout + 1)
+        restart = redrive_execution(cloud.sfn, execution_arn=first["executionArn"])
+        second = cloud.wait(restart.execution_arn)
+        cloud.settle()
+
+        # Then the restart succeeds, ReserveInventory is skipped by its fence, and there is one charge
+        assert second["status"] == "SUCCEEDED"
+        assert json.loads(second["input"]) == json.loads(first["input"])
+        status = cloud.api("GET", f"/orders/{order_id}").body
+        assert status["status"] == "COMPLETED"
+        assert status["steps"]["ReserveInventory"] == "SKIPPED"
+        assert status["steps"]["ChargePayment"] == "DONE"
+        assert len(status["charges"]) == 1
+        # The retried call is visible at the provider, and it carried the same idempotency key
+        assert len(status["provider_calls"]) == 2
+        assert len({call["idempotency_key"] for call in status["provider_calls"]}) == 1
+        assert _stock(cloud, "sku-5") == before - 3
+        report = check(cloud.stores())
+        assert report.ok, report.to_text()
+        row = report.row(order_id)
+        assert (
+            row.reservations,
+            row.charges,
+            row.ledger_entries,
+            row.notifications,
+            row.aggregate_counts,
+        ) == (
+            1,
+            1,
+            1,
+            1,
+            1,
+        )
+
+
+def test_a_permanent_payment_failure_releases_inventory_once_and_fails_the_order(cloud: InProcessCloud):
+    before = _stock(cloud, "sku-5")
+    # Given a customer the provider always declines
+    order_id = _place(cloud, {**ORDER, "customer_id": "declined-customer"}, "declined")
+
+    # When the order runs
+    cloud.settle()
+
+    # Then the workflow ends Succeed (a handled business failure) with the order FAILED, compensated
+    (execution,) = cloud.executions()
+    assert execution["status"] == "SUCCEEDED"
+    status = cloud.api("GET", f"/orders/{order_id}").body
+    assert status["status"] == "FAILED"
+    assert status["steps"] == {
+        "ReserveInventory": "COMPENSATED",
+        "ChargePayment": "FAILED",
+        "ReleaseInventory": "DONE",
+        "MarkFailed": "DONE",
+    }
+    assert [c["status"] for c in status["charges"]] == ["DECLINED"]
+    assert _stock(cloud, "sku-5") == before
+    report = check(cloud.stores())
+    assert report.ok, report.to_text()
+    assert report.row(order_id).releases == 1
+    assert report.row(order_id).verdict == "compensated"
+
+    # And replaying the compensation is a fence skip: released once, whatever the retries
+    output = json.loads(cloud.sfn.describe_execution(executionArn=execution["executionArn"])["output"])
+    state = {k: output[k] for k in ("order_id", "run", "token", "error")}
+    state["results"] = {"ReserveInventory": output["results"]["ReserveInventory"]}
+    replay = cloud.invoke("ReleaseInventory", state)
+    assert replay == output["results"]["ReleaseInventory"]
+    assert _stock(cloud, "sku-5") == before
+    assert cloud.api("GET", f"/orders/{order_id}").body["steps"]["ReleaseInventory"] == "SKIPPED"
+    assert check(cloud.stores()).ok
+
+
+def test_a_replayed_declined_charge_raises_the_same_business_error(cloud: InProcessCloud):
+    order_id = _place(cloud, {**ORDER, "customer_id": "declined-again"}, "declined-replay")
+    cloud.settle()
+    (execution,) = cloud.executions()
+    state = json.loads(cloud.sfn.describe_execution(executionArn=execution["executionArn"])["input"])
+
+    with pytest.raises(LambdaError) as replayed:
+        cloud.invoke("ChargePayment", state)
+
+    assert replayed.value.error_type == "PaymentDeclined"
+    status = cloud.api("GET", f"/orders/{order_id}").body
+    assert len(status["provider_calls"]) == 1  # the replay never reached the provider
+
+
+def test_out_of_stock_fails_the_order_without_charging(cloud: InProcessCloud):
+    cloud.dynamodb.update_item(
+        TableName=cloud.outputs["InventoryTableName"],
+        Key={"pk": {"S": "sku#sku-20"}, "sk": {"S": "catalog"}},
+        UpdateExpression="SET stock = :one, seeded_stock = :one",
+        ExpressionAttributeValues={":one": {"N": "1"}},
+    )
+    order_id = _place(
+        cloud,
+        {**ORDER, "items": [{"sku": "sku-1", "quantity": 1}, {"sku": "sku-20", "quantity": 2}]},
+        "out-of-stock",
+    )
+
+    cloud.settle()
+
+    status = cloud.api("GET", f"/orders/{order_id}").body
+    assert status["status"] == "FAILED"
+    assert status["steps"] == {"ReserveInventory": "FAILED", "MarkFailed": "DONE"}
+    assert status["charges"] == []
+    assert status["provider_calls"] == []
+    assert _stock(cloud, "sku-20") == 1  # all or nothing: sku-1 was not taken either
+    report = check(cloud.stores())
+    assert report.ok, report.to_text()
+
+
+def test_many_orders_settle_with_every_invariant_holding(cloud: InProcessCloud):
+    ids = [
+        _place(
+            cloud,
+            {
+                "customer_id": f"c-{n}",
+                "currency": "EUR",
+                "items": [{"sku": f"sku-{n % 20 + 1}", "quantity": n}],
+            },
+            f"bulk-{n}",
+        )
+        for n in range(1, 9)
+    ]
+    ids.append(_place(cloud, {**ORDER, "customer_id": "declined-bulk"}, "bulk-declined"))
+
+    cloud.settle()
+
+    report = check(cloud.stores())
+    assert report.ok, report.to_text()
+    assert sorted(row.verdict for row in report.orders) == ["compensated"] + ["completed"] * 8
+    assert {row.order_id for row in report.orders} == set(ids)
