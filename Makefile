@@ -25,7 +25,7 @@ NODE_MAJOR := $(shell node -p 'process.versions.node.split(".")[0]' 2>/dev/null)
 export JSII_SILENCE_WARNING_END_OF_LIFE_NODE_VERSION := $(NODE_MAJOR)
 export JSII_SILENCE_WARNING_UNTESTED_NODE_VERSION := 1
 
-.PHONY: help install synth lint format test test-unit test-integration test-infra test-e2e bench \
+.PHONY: help install synth nag lint format test test-unit test-integration test-infra test-e2e bench \
         demo local local-up local-down invoke seed redrive-dlq redrive-workflow chaos constraints clean
 
 help: ## List every target with what it does
@@ -43,9 +43,16 @@ $(NODE_STAMP): package.json package-lock.json
 
 install: $(PY_STAMP) $(NODE_STAMP) ## Create .venv and node_modules with the pinned toolchain
 
-synth: install ## Synthesize every stack into cdk.out/ (cdk-nag runs on every synth); STAGE=dev|prod|local
+synth: install ## Synthesize both stacks of STAGE=dev|prod|local into cdk.out/; fails on any unacknowledged cdk-nag finding
+	rm -rf cdk.out
 	$(CDK) synth --quiet -c stage=$(STAGE)
 	@ls cdk.out/*.template.json
+
+nag: synth ## Synthesize, then list every acknowledged cdk-nag finding with the construct and reason
+	@$(PY) -m ops.summary --acknowledgments cdk.out
+
+demo: synth ## For now: synthesize and print the stack summary (resources per type, outputs, cdk-nag result)
+	$(PY) -m ops.summary cdk.out
 
 lint: install ## ruff (lint + format check) and mypy
 	$(VENV)/bin/ruff check .
