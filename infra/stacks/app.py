@@ -6,7 +6,7 @@ row in DEVELOPERS.md, and the environment variable that names each of them.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 
 from aws_cdk import ArnFormat, CfnOutput, Stack
@@ -61,7 +61,6 @@ class Access:
     read: tuple[str, ...] = ()
     send: tuple[str, ...] = ()
     consume: str | None = None  # the queue that triggers it
-    extra: dict[str, str] = field(default_factory=dict)
 
 
 def _step(*tables: str, send: tuple[str, ...] = ()) -> Access:
