@@ -1,0 +1,118 @@
+"""DynamoDB, SQS and Step Functions adapters on moto; ClientError codes mapped to domain errors."""
+
+from __future__ import annotations
+
+import json
+from datetime import UTC, datetime
+from typing import Any
+
+import boto3
+import pytest
+from botocore.exceptions import ClientError
+from botocore.stub import Stubber
+from moto import mock_aws
+
+from orders.adapters.aws import StepFunctionsWorkflow, execution_arn
+from orders.adapters.dynamo import DynamoCatalog, DynamoOrderStore, translated_errors
+from orders.contract import OrderStatus, StepStatus
+from orders.domain import Line, Order
+from orders.errors import OrderConflict
+from orders.ports import ExecutionConflict
+from reliability.errors import StoreUnavailable
+
+
+def _order(order_id: str = "o-1", customer: str = "c") -> Order:
+    return Order(
+        order_id=order_id,
+        customer_id=customer,
+        currency="EUR",
+        lines=(Line("sku-1", 2, 199),),
+        idempotency_key="k",
+        created_at=datetime.now(UTC).isoformat(),
+    )
+
+
+def test_the_catalog_returns_known_skus_only(ddb: Any):
+    found = DynamoCatalog(client=ddb, table_name="inventory").lookup(["sku-1", "nope", "sku-20", "sku-1"])
+    assert set(found) == {"sku-1", "sku-20"}
+    assert found["sku-1"].price_cents == 199
+
+
+def test_create_is_idempotent_and_refuses_a_different_order_under_the_same_id(ddb: Any):
+    store = DynamoOrderStore(client=ddb, table_name="orders")
+    first = store.create(_order())
+    assert store.create(_order()) == first  # the client's retry finds the same order
+    with pytest.raises(OrderConflict):
+        store.create(_order(customer="someone-else"))
+    stored = store.get("o-1")
+    assert stored is not None
+    assert stored.status == OrderStatus.ACCEPTED
+    assert stored.lines == first.lines
+
+
+def test_mark_running_never_moves_a_finished_order_back(ddb: Any):
+    store = DynamoOrderStore(client=ddb, table_name="orders")
+    store.create(_order())
+    store.mark_running("o-1", run=1, execution_arn="arn:1")
+    assert store.get("o-1").status == OrderStatus.RUNNING  # type: ignore[union-attr]
+    ddb.transact_write_items(TransactItems=[store.status_write("o-1", OrderStatus.COMPLETED).entry])
+
+    store.mark_running("o-1", run=1, execution_arn="arn:2")
+
+    order = store.get("o-1")
+    assert order is not None
+    assert (order.status, order.execution_arn) == (OrderStatus.COMPLETED, "arn:2")
+
+
+def test_step_statuses_are_recorded_and_read_back(ddb: Any):
+    store = DynamoOrderStore(client=ddb, table_name="orders")
+    store.create(_order())
+    store.record_step("o-1", "ReserveInventory", StepStatus.DONE)
+    store.record_step("o-1", "ReserveInventory", StepStatus.SKIPPED)
+    store.record_step("o-1", "ChargePayment", StepStatus.FAILED)
+    assert store.get("o-1").steps == {"ReserveInventory": "SKIPPED", "ChargePayment": "FAILED"}  # type: ignore[union-attr]
+
+
+@pytest.mark.parametrize(
+    "code", ["ProvisionedThroughputExceededException", "ThrottlingException", "InternalServerError"]
+)
+def test_throttling_and_service_faults_become_store_unavailable(code: str):
+    client = boto3.client("dynamodb", region_name="us-east-1")
+    with Stubber(client) as stub:
+        stub.add_client_error("query", service_error_code=code, http_status_code=400)
+        store = DynamoOrderStore(client=client, table_name="orders")
+        with pytest.raises(StoreUnavailable):
+            store.get("o-1")
+
+
+def test_other_client_errors_propagate_intact():
+    error = ClientError({"Error": {"Code": "ValidationException", "Message": "bad"}}, "PutItem")
+    with pytest.raises(ClientError), translated_errors("op"):
+        raise error
+
+
+def test_execution_arn_is_built_from_the_state_machine_arn():
+    machine = "arn:aws:states:eu-west-1:111122223333:stateMachine:retrysafe-dev-order-workflow"
+    assert execution_arn(machine, "o-1-r1") == (
+        "arn:aws:states:eu-west-1:111122223333:execution:retrysafe-dev-order-workflow:o-1-r1"
+    )
+
+
+def test_starting_twice_with_the_same_input_is_one_execution_and_another_input_conflicts():
+    with mock_aws():
+        sfn = boto3.client("stepfunctions", region_name="us-east-1")
+        machine = sfn.create_state_machine(
+            name="m",
+            definition=json.dumps({"StartAt": "P", "States": {"P": {"Type": "Pass", "End": True}}}),
+            roleArn="arn:aws:iam::123456789012:role/r",
+        )["stateMachineArn"]
+        workflow = StepFunctionsWorkflow(client=sfn, state_machine_arn=machine)
+        payload = {"order_id": "o-1", "run": 1, "token": "t"}
+
+        first = workflow.start(name="o-1-r1", payload=payload)
+        second = workflow.start(name="o-1-r1", payload=dict(reversed(payload.items())))
+
+        assert first == second == execution_arn(machine, "o-1-r1")
+        assert len(sfn.list_executions(stateMachineArn=machine)["executions"]) == 1
+        with pytest.raises(ExecutionConflict):
+            workflow.start(name="o-1-r1", payload={**payload, "token": "other"})

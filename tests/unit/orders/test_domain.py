@@ -1,0 +1,123 @@
+"""Pure domain rules: pricing, ids, names, events."""
+
+from __future__ import annotations
+
+import re
+from datetime import UTC, datetime
+
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+from orders.contract import CreateOrderRequest, OrderItem
+from orders.domain import (
+    CatalogItem,
+    Line,
+    StepName,
+    completed_event,
+    execution_name,
+    merged_items,
+    new_order,
+    order_id_for,
+    price,
+)
+from orders.errors import UnknownSku
+from orders.saga import STEPS, AtomicStep, LeasedStep, event_id_for
+
+CATALOG = {f"sku-{n}": CatalogItem(sku=f"sku-{n}", price_cents=n * 100, stock=10) for n in range(1, 4)}
+EXECUTION_NAME = re.compile(r"^[A-Za-z0-9_-]{1,80}$")
+
+
+def test_price_uses_the_catalog_and_merges_repeated_skus():
+    lines = price(
+        [
+            OrderItem(sku="sku-2", quantity=1),
+            OrderItem(sku="sku-1", quantity=2),
+            OrderItem(sku="sku-2", quantity=3),
+        ],
+        CATALOG,
+    )
+    assert lines == (Line("sku-2", 4, 200), Line("sku-1", 2, 100))
+    assert sum(line.amount_cents for line in lines) == 1000
+
+
+def test_every_unknown_sku_is_named():
+    with pytest.raises(UnknownSku) as raised:
+        price(
+            [
+                OrderItem(sku="nope", quantity=1),
+                OrderItem(sku="sku-1", quantity=1),
+                OrderItem(sku="gone", quantity=1),
+            ],
+            CATALOG,
+        )
+    assert raised.value.skus == ["nope", "gone"]
+    assert "nope" in str(raised.value)
+    assert "gone" in str(raised.value)
+    assert raised.value.status == 422
+
+
+@given(st.text(min_size=1, max_size=300), st.integers(1, 10_000))
+def test_order_ids_are_deterministic_and_make_valid_execution_names(key, run):
+    order_id = order_id_for(key)
+    assert order_id == order_id_for(key)
+    assert EXECUTION_NAME.match(execution_name(order_id, run))
+
+
+def test_different_keys_give_different_orders():
+    assert order_id_for("http#dev#r1#v:a") != order_id_for("http#dev#r1#v:b")
+
+
+def test_merged_items_keeps_first_seen_order():
+    assert merged_items(
+        [OrderItem(sku="b", quantity=1), OrderItem(sku="a", quantity=1), OrderItem(sku="b", quantity=2)]
+    ) == {
+        "b": 3,
+        "a": 1,
+    }
+
+
+def test_a_new_order_is_accepted_with_its_key_lineage():
+    request = CreateOrderRequest(customer_id="c", currency="EUR", items=[OrderItem(sku="sku-3", quantity=2)])
+    order = new_order(
+        request=request, catalog=CATALOG, stored_idempotency_key="k", now=datetime(2026, 1, 1, tzinfo=UTC)
+    )
+    assert order.order_id == order_id_for("k")
+    assert order.idempotency_key == "k"
+    assert order.total_cents == 600
+    assert order.status == "ACCEPTED"
+    assert order.created_at == "2026-01-01T00:00:00+00:00"
+
+
+def test_the_completed_event_has_the_documented_shape_and_a_stable_id():
+    request = CreateOrderRequest(customer_id="c", currency="EUR", items=[OrderItem(sku="sku-1", quantity=1)])
+    order = new_order(request=request, catalog=CATALOG, stored_idempotency_key="k", now=datetime.now(UTC))
+    first = event_id_for(stage="dev", order_id=order.order_id, run=1, event_type="OrderCompleted")
+    again = event_id_for(stage="dev", order_id=order.order_id, run=1, event_type="OrderCompleted")
+    other_run = event_id_for(stage="dev", order_id=order.order_id, run=2, event_type="OrderCompleted")
+    other_stage = event_id_for(stage="prod", order_id=order.order_id, run=1, event_type="OrderCompleted")
+    assert first == again
+    assert len({first, other_run, other_stage}) == 3
+    event = completed_event(order=order, run=1, event_id=first, occurred_at=datetime(2026, 1, 1, tzinfo=UTC))
+    assert set(event) == {
+        "event_id",
+        "type",
+        "order_id",
+        "run",
+        "customer_id",
+        "currency",
+        "total_cents",
+        "items",
+        "occurred_at",
+    }
+    assert event["type"] == "OrderCompleted"
+
+
+def test_the_step_table_covers_every_state_with_the_right_kind():
+    assert set(STEPS) == set(StepName)
+    leased = {name for name, step in STEPS.items() if isinstance(step, LeasedStep)}
+    atomic = {name for name, step in STEPS.items() if isinstance(step, AtomicStep)}
+    # External effects (the provider, SQS) are leased; DynamoDB-only effects are atomic
+    assert leased == {StepName.CHARGE_PAYMENT, StepName.PUBLISH_EVENTS}
+    assert atomic == set(StepName) - leased
+    assert all(step.name == name for name, step in STEPS.items())

@@ -1,0 +1,147 @@
+"""The invariant checker sees every kind of double (or missing) effect."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+import boto3
+import pytest
+
+from ops.invariants import Stores, check
+
+REGION = "us-east-1"
+
+
+def _stores(ddb: Any, dlq_url: str | None = None) -> Stores:
+    return Stores(
+        dynamodb=ddb,
+        sqs=boto3.client("sqs", region_name=REGION),
+        orders_table="orders",
+        inventory_table="inventory",
+        payments_table="payments",
+        ledger_table="ledger",
+        notifications_table="notifications",
+        aggregates_table="aggregates",
+        orders_dlq_url=dlq_url,
+    )
+
+
+def _put(ddb: Any, table: str, item: dict[str, Any]) -> None:
+    typed = {
+        k: ({"N": str(v)} if isinstance(v, int) else {"S": v})
+        for k, v in item.items()
+        if not isinstance(v, dict)
+    }
+    typed.update(
+        {k: {"M": {s: {"N": str(q)} for s, q in v.items()}} for k, v in item.items() if isinstance(v, dict)}
+    )
+    ddb.put_item(TableName=table, Item=typed)
+
+
+def _order(ddb: Any, order_id: str, status: str) -> None:
+    _put(
+        ddb,
+        "orders",
+        {"pk": f"order#{order_id}", "sk": "order", "order_id": order_id, "status": status, "created_at": "t"},
+    )
+
+
+def _take(ddb: Any, sku: str, quantity: int) -> None:
+    ddb.update_item(
+        TableName="inventory",
+        Key={"pk": {"S": f"sku#{sku}"}, "sk": {"S": "catalog"}},
+        UpdateExpression="SET stock = stock - :q",
+        ExpressionAttributeValues={":q": {"N": str(quantity)}},
+    )
+
+
+def _completed(ddb: Any, order_id: str, *, charges: int = 1, notifications: int = 1) -> None:
+    _order(ddb, order_id, "COMPLETED")
+    _put(
+        ddb,
+        "inventory",
+        {"pk": f"order#{order_id}", "sk": "reservation#t", "kind": "reservation", "lines": {"sku-1": 2}},
+    )
+    _take(ddb, "sku-1", 2)
+    for n in range(charges):
+        _put(ddb, "payments", {"pk": f"order#{order_id}", "sk": f"charge#{n}", "status": "SUCCEEDED"})
+        _put(ddb, "payments", {"pk": f"order#{order_id}", "sk": f"call#{n}"})
+    _put(ddb, "ledger", {"pk": f"order#{order_id}", "sk": "entry#t"})
+    for n in range(notifications):
+        _put(ddb, "notifications", {"pk": f"order#{order_id}", "sk": f"notification#{n}"})
+    _put(ddb, "aggregates", {"pk": "day#2026-11-22", "sk": f"event#{order_id}", "order_id": order_id})
+    ddb.update_item(
+        TableName="aggregates",
+        Key={"pk": {"S": "day#2026-11-22"}, "sk": {"S": "total"}},
+        UpdateExpression="ADD orders :one",
+        ExpressionAttributeValues={":one": {"N": "1"}},
+    )
+
+
+def test_a_clean_completed_order_passes(ddb: Any):
+    _completed(ddb, "o-1")
+    report = check(_stores(ddb))
+    assert report.ok, report.to_text()
+    assert report.row("o-1").verdict == "completed"
+    assert "every invariant holds" in report.to_text()
+
+
+@pytest.mark.parametrize(
+    ("charges", "notifications", "expected"),
+    [(2, 1, "2 charges"), (1, 2, "2 notifications"), (0, 1, "0 succeeded charge")],
+)
+def test_a_double_or_missing_effect_is_a_violation(ddb: Any, charges: int, notifications: int, expected: str):
+    _completed(ddb, "o-1", charges=charges, notifications=notifications)
+    report = check(_stores(ddb))
+    assert not report.ok
+    assert any(expected in v for v in report.violations), report.violations
+
+
+def test_a_stock_change_without_a_reservation_is_a_violation(ddb: Any):
+    _take(ddb, "sku-3", 1)
+    report = check(_stores(ddb))
+    assert report.violations == ["sku sku-3: stock fell by 1 but reservations minus releases are 0"]
+
+
+def test_a_counter_added_twice_is_a_violation(ddb: Any):
+    _completed(ddb, "o-1")
+    ddb.update_item(
+        TableName="aggregates",
+        Key={"pk": {"S": "day#2026-11-22"}, "sk": {"S": "total"}},
+        UpdateExpression="ADD orders :one",
+        ExpressionAttributeValues={":one": {"N": "1"}},
+    )
+    assert any("counter says 2" in v for v in check(_stores(ddb)).violations)
+
+
+def test_a_failed_order_must_be_compensated(ddb: Any):
+    _order(ddb, "o-2", "FAILED")
+    _put(
+        ddb,
+        "inventory",
+        {"pk": "order#o-2", "sk": "reservation#t", "kind": "reservation", "lines": {"sku-2": 1}},
+    )
+    _take(ddb, "sku-2", 1)
+    report = check(_stores(ddb))
+    assert any("not released" in v for v in report.violations)
+
+
+def test_an_accepted_order_must_be_finished_or_dead_lettered_with_a_reason(ddb: Any):
+    _order(ddb, "o-3", "ACCEPTED")
+    assert not check(_stores(ddb)).ok
+    assert check(_stores(ddb), allow_in_flight=True).ok
+
+    sqs = boto3.client("sqs", region_name=REGION)
+    dlq = sqs.create_queue(QueueName="orders-dlq")["QueueUrl"]
+    sqs.send_message(
+        QueueUrl=dlq,
+        MessageBody=json.dumps({"order_id": "o-3", "run": 1, "idempotency_key": "k"}),
+        MessageAttributes={"reason": {"DataType": "String", "StringValue": "conflicting execution"}},
+    )
+    report = check(_stores(ddb, dlq))
+    assert report.ok, report.to_text()
+    assert report.row("o-3").verdict == "dead-lettered"
+    assert report.dead_letters[0].reason == "conflicting execution"
+    # Peeking did not consume the dead letter
+    assert check(_stores(ddb, dlq)).row("o-3").verdict == "dead-lettered"

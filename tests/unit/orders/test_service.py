@@ -1,0 +1,216 @@
+"""Use cases over moto-backed adapters: placing, viewing, the saga steps and the consumers."""
+
+from __future__ import annotations
+
+import time
+from datetime import UTC, datetime
+from typing import Any
+
+import pytest
+from aws_lambda_powertools import Logger, Metrics
+
+from orders.adapters.dynamo import (
+    DynamoAggregates,
+    DynamoCatalog,
+    DynamoLedger,
+    DynamoNotifications,
+    DynamoOrderStore,
+)
+from orders.adapters.payments import FakePaymentProvider
+from orders.contract import CreateOrderRequest, OrderItem
+from orders.domain import StepName
+from orders.errors import OrderNotFound, OutOfStock, UnknownOrder, UnknownSku
+from orders.messages import OrderCompletedEvent
+from orders.saga import SagaContext, StepRequest, run_step
+from orders.service import EventConsumers, OrderService
+from reliability.batch import ConsumerDedup
+from reliability.fence import FenceStore
+from reliability.keys import execution_token
+from reliability.telemetry import Telemetry
+
+TELEMETRY = Telemetry(logger=Logger(service="test"), metrics=Metrics(namespace="test", service="test"))
+
+
+class ListQueue:
+    def __init__(self) -> None:
+        self.sent: list[dict[str, Any]] = []
+
+    def send(self, body: Any) -> str:
+        self.sent.append(dict(body))
+        return str(len(self.sent))
+
+
+def _service(ddb: Any, queue: ListQueue) -> OrderService:
+    return OrderService(
+        catalog=DynamoCatalog(client=ddb, table_name="inventory"),
+        orders=DynamoOrderStore(client=ddb, table_name="orders"),
+        payments=FakePaymentProvider(client=ddb, table_name="payments"),
+        queue=queue,
+        clock=lambda: datetime.now(UTC),
+    )
+
+
+def _fences(ddb: Any, namespace: str = "saga") -> FenceStore:
+    return FenceStore(
+        client=ddb,
+        table_name="fences",
+        ttl_seconds=3600,
+        telemetry=TELEMETRY,
+        namespace=namespace,
+        clock=time.time,
+    )
+
+
+def _request(customer: str = "c", sku: str = "sku-1", quantity: int = 2) -> CreateOrderRequest:
+    return CreateOrderRequest(
+        customer_id=customer, currency="EUR", items=[OrderItem(sku=sku, quantity=quantity)]
+    )
+
+
+def test_placing_twice_with_one_key_is_one_order_and_two_messages(ddb: Any):
+    queue = ListQueue()
+    service = _service(ddb, queue)
+
+    first = service.place(_request(), stored_key="key-1", status_base="https://api/dev")
+    second = service.place(_request(), stored_key="key-1")
+
+    assert first.order_id == second.order_id
+    assert first.status_url == f"https://api/dev/orders/{first.order_id}"
+    # The message is re-sent (healing a crash between write and send); the worker dedupes it
+    assert queue.sent == [{"order_id": first.order_id, "run": 1, "idempotency_key": "key-1"}] * 2
+    view = service.view(first.order_id)
+    assert (view.status, view.total_cents, view.steps, view.charges) == ("ACCEPTED", 398, {}, [])
+
+
+def test_placing_an_unknown_sku_stores_and_sends_nothing(ddb: Any):
+    queue = ListQueue()
+    with pytest.raises(UnknownSku):
+        _service(ddb, queue).place(_request(sku="sku-0"), stored_key="k")
+    assert queue.sent == []
+    assert ddb.scan(TableName="orders")["Count"] == 0
+
+
+def test_viewing_an_unknown_order_is_not_found(ddb: Any):
+    with pytest.raises(OrderNotFound):
+        _service(ddb, ListQueue()).view("o-none")
+
+
+def _saga(ddb: Any) -> SagaContext:
+    return SagaContext(
+        stage="dev",
+        orders=DynamoOrderStore(client=ddb, table_name="orders"),
+        clock=lambda: datetime.now(UTC),
+        inventory=DynamoCatalog(client=ddb, table_name="inventory"),
+        payments=FakePaymentProvider(client=ddb, table_name="payments"),
+        ledger=DynamoLedger(table_name="ledger"),
+        notify_queue=ListQueue(),
+        analytics_queue=ListQueue(),
+    )
+
+
+def _stock(ddb: Any, sku: str) -> int:
+    return int(
+        ddb.get_item(TableName="inventory", Key={"pk": {"S": f"sku#{sku}"}, "sk": {"S": "catalog"}})["Item"][
+            "stock"
+        ]["N"]
+    )
+
+
+def test_a_step_runs_once_and_a_replay_is_a_visible_skip(ddb: Any):
+    order = _service(ddb, ListQueue()).place(_request(quantity=3), stored_key="k")
+    state = {
+        "order_id": order.order_id,
+        "run": 1,
+        "token": execution_token(stage="dev", business_id=order.order_id, run=1),
+    }
+    ctx, fences = _saga(ddb), _fences(ddb)
+    before = _stock(ddb, "sku-1")
+
+    first = run_step(ctx, fences, StepName.RESERVE_INVENTORY, StepRequest(state, "a-1", 10))
+    replay = run_step(ctx, fences, StepName.RESERVE_INVENTORY, StepRequest(state, "a-2", 10))
+
+    assert first == replay == {"reserved": {"sku-1": 3}}
+    assert _stock(ddb, "sku-1") == before - 3
+    assert ctx.orders.get(order.order_id).steps == {"ReserveInventory": "SKIPPED"}  # type: ignore[union-attr]
+
+
+def test_out_of_stock_marks_the_step_failed_and_replays_the_same_error(ddb: Any):
+    ddb.update_item(
+        TableName="inventory",
+        Key={"pk": {"S": "sku#sku-2"}, "sk": {"S": "catalog"}},
+        UpdateExpression="SET stock = :s",
+        ExpressionAttributeValues={":s": {"N": "1"}},
+    )
+    order = _service(ddb, ListQueue()).place(_request(sku="sku-2", quantity=2), stored_key="k")
+    state = {"order_id": order.order_id, "run": 1, "token": "dev.t.r1"}
+    ctx, fences = _saga(ddb), _fences(ddb)
+
+    for attempt in ("a-1", "a-2"):
+        with pytest.raises(OutOfStock):
+            run_step(ctx, fences, StepName.RESERVE_INVENTORY, StepRequest(state, attempt, 10))
+
+    assert _stock(ddb, "sku-2") == 1
+    assert ctx.orders.get(order.order_id).steps == {"ReserveInventory": "FAILED"}  # type: ignore[union-attr]
+
+
+def test_publish_sends_one_event_per_queue_with_a_stable_id(ddb: Any):
+    order = _service(ddb, ListQueue()).place(_request(), stored_key="k")
+    state = {"order_id": order.order_id, "run": 1, "token": "dev.t.r1"}
+    ctx = _saga(ddb)
+
+    result = run_step(ctx, _fences(ddb), StepName.PUBLISH_EVENTS, StepRequest(state, "a-1", 10))
+
+    notify, analytics = ctx.notify_queue.sent, ctx.analytics_queue.sent  # type: ignore[union-attr]
+    assert len(notify) == len(analytics) == 1
+    assert notify[0] == analytics[0]
+    assert notify[0]["event_id"] == result["event_id"]
+    OrderCompletedEvent.model_validate(notify[0])
+
+
+@pytest.mark.parametrize("state", [{}, {"order_id": "o"}, {"order_id": "o", "run": "x", "token": "t"}])
+def test_a_step_input_without_order_run_and_token_is_rejected(ddb: Any, state: dict):
+    with pytest.raises(UnknownOrder):
+        run_step(_saga(ddb), _fences(ddb), StepName.MARK_COMPLETED, StepRequest(state, "a", 10))
+
+
+def test_a_step_for_an_order_that_does_not_exist_is_rejected(ddb: Any):
+    with pytest.raises(UnknownOrder):
+        run_step(
+            _saga(ddb),
+            _fences(ddb),
+            StepName.MARK_COMPLETED,
+            StepRequest({"order_id": "o", "run": 1, "token": "t"}, "a", 10),
+        )
+
+
+def test_consumers_apply_each_event_once(ddb: Any):
+    consumers = EventConsumers(
+        notifications=DynamoNotifications(table_name="notifications"),
+        aggregates=DynamoAggregates(table_name="aggregates"),
+        notify_dedup=ConsumerDedup(fences=_fences(ddb, "notify"), consumer="notify", telemetry=TELEMETRY),
+        analytics_dedup=ConsumerDedup(
+            fences=_fences(ddb, "analytics"), consumer="analytics", telemetry=TELEMETRY
+        ),
+    )
+    event = OrderCompletedEvent.model_validate(
+        {
+            "event_id": "evt-1",
+            "type": "OrderCompleted",
+            "order_id": "o-1",
+            "run": 1,
+            "customer_id": "c",
+            "currency": "EUR",
+            "total_cents": 250,
+            "items": [{"sku": "sku-1", "quantity": 1}],
+            "occurred_at": "2026-11-22T05:00:00+00:00",
+        }
+    )
+
+    assert [consumers.notify(event) for _ in range(3)] == [True, False, False]
+    assert [consumers.count(event) for _ in range(3)] == [True, False, False]
+
+    assert ddb.scan(TableName="notifications")["Count"] == 1
+    total = ddb.get_item(TableName="aggregates", Key={"pk": {"S": "day#2026-11-22"}, "sk": {"S": "total"}})[
+        "Item"
+    ]
+    assert (total["orders"]["N"], total["revenue_cents"]["N"]) == ("1", "250")
