@@ -42,10 +42,13 @@ CREATE_ORDER_SCHEMA = apigw.JsonSchema(
     },
 )
 
-# Edge rejections answer in the same JSON shape as the function's own errors.
+# Edge rejections answer in the function's error shape and with the code the function itself
+# gives for the same fault, so a client sees one answer whether the edge or the code refused.
+# The only required request parameter is the Idempotency-Key header (the path parameter always
+# exists on a matched route).
 _ERROR_RESPONSES = {
-    "BadRequestParameters": (apigw.ResponseType.BAD_REQUEST_PARAMETERS, "bad_request_parameters"),
-    "BadRequestBody": (apigw.ResponseType.BAD_REQUEST_BODY, "bad_request_body"),
+    "BadRequestParameters": (apigw.ResponseType.BAD_REQUEST_PARAMETERS, "IdempotencyKeyMissing"),
+    "BadRequestBody": (apigw.ResponseType.BAD_REQUEST_BODY, "validation_error"),
 }
 
 _ACCESS_LOG_FORMAT = apigw.AccessLogFormat.custom(
