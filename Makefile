@@ -75,6 +75,9 @@ test-integration: install ## The whole chain in-process on moto
 test-infra: install ## Template assertions, cdk-nag and cfn-lint
 	$(PY) -m pytest tests/infra
 
+bench: install ## Count AWS round trips per fenced step on moto; writes bench/results/roundtrips.md
+	PYTHONPATH=functions $(PY) bench/roundtrips.py
+
 local: install ## Run the local cloud in the foreground with a live function log (Ctrl-C stops it); LOCALCLOUD_PORT=4599
 	$(PY) -m localcloud run $(LOCALCLOUD_ARGS)
 
