@@ -17,22 +17,22 @@ class OrderError(Exception):
     """A problem with a client's request; carries its HTTP status and error code."""
 
     status = 400
-    code = "bad_request"
+    code = "BadRequest"
 
 
 class InvalidRequest(OrderError):
     status = 422
-    code = "validation_error"
+    code = "InvalidRequest"
 
 
 class MalformedBody(OrderError):
     status = 400
-    code = "malformed_body"
+    code = "MalformedBody"
 
 
 class UnknownSku(OrderError):
     status = 422
-    code = "unknown_sku"
+    code = "UnknownSku"
 
     def __init__(self, skus: list[str]) -> None:
         self.skus = skus
@@ -41,7 +41,7 @@ class UnknownSku(OrderError):
 
 class OrderNotFound(OrderError):
     status = 404
-    code = "not_found"
+    code = "OrderNotFound"
 
     def __init__(self, order_id: str) -> None:
         self.order_id = order_id
@@ -52,7 +52,7 @@ class OrderConflict(OrderError):
     """An order id already holds a different order (a key derivation bug, never a client error)."""
 
     status = 409
-    code = "conflict"
+    code = "OrderConflict"
 
 
 class PaymentDeclined(BusinessError):

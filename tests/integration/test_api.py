@@ -60,23 +60,23 @@ def test_whitespace_and_key_order_do_not_make_a_different_payload(cloud: InProce
     ("body", "headers", "status", "code"),
     [
         (ORDER, {}, 400, "IdempotencyKeyMissing"),
-        ('{"customer_id": "c", "items": [', {"Idempotency-Key": "bad-json"}, 400, "malformed_body"),
-        ("", {"Idempotency-Key": "empty-body"}, 400, "malformed_body"),
-        ("[1, 2]", {"Idempotency-Key": "array-body"}, 422, "validation_error"),
-        ({**ORDER, "coupon": "FREE"}, {"Idempotency-Key": "extra-field"}, 422, "validation_error"),
-        ({**ORDER, "currency": "eur"}, {"Idempotency-Key": "bad-currency"}, 422, "validation_error"),
-        ({**ORDER, "items": []}, {"Idempotency-Key": "no-items"}, 422, "validation_error"),
+        ('{"customer_id": "c", "items": [', {"Idempotency-Key": "bad-json"}, 400, "MalformedBody"),
+        ("", {"Idempotency-Key": "empty-body"}, 400, "MalformedBody"),
+        ("[1, 2]", {"Idempotency-Key": "array-body"}, 422, "InvalidRequest"),
+        ({**ORDER, "coupon": "FREE"}, {"Idempotency-Key": "extra-field"}, 422, "InvalidRequest"),
+        ({**ORDER, "currency": "eur"}, {"Idempotency-Key": "bad-currency"}, 422, "InvalidRequest"),
+        ({**ORDER, "items": []}, {"Idempotency-Key": "no-items"}, 422, "InvalidRequest"),
         (
             {**ORDER, "items": [{"sku": "sku-1", "quantity": 101}]},
             {"Idempotency-Key": "qty"},
             422,
-            "validation_error",
+            "InvalidRequest",
         ),
         (
             {**ORDER, "items": [{"sku": "sku-1", "quantity": "2"}]},
             {"Idempotency-Key": "qty-str"},
             422,
-            "validation_error",
+            "InvalidRequest",
         ),
     ],
 )
@@ -96,7 +96,7 @@ def test_an_unknown_sku_is_a_422_naming_it(cloud: InProcessCloud):
     response = cloud.api("POST", "/orders", body=body, headers={"Idempotency-Key": "unknown-sku"})
 
     assert response.status == 422
-    assert response.body["error"] == "unknown_sku"
+    assert response.body["error"] == "UnknownSku"
     assert "sku-404" in response.body["message"]
     # A 4xx stores nothing: the same key with a corrected body is a new request, not a mismatch
     fixed = cloud.api("POST", "/orders", body=ORDER, headers={"Idempotency-Key": "unknown-sku"})
@@ -117,7 +117,7 @@ def test_the_same_key_with_another_payload_is_a_422(cloud: InProcessCloud):
 def test_get_an_unknown_order_is_a_404_json(cloud: InProcessCloud):
     response = cloud.api("GET", "/orders/o-nope")
     assert response.status == 404
-    assert response.body["error"] == "not_found"
+    assert response.body["error"] == "OrderNotFound"
 
 
 def test_a_crash_between_the_write_and_the_send_heals_on_the_client_retry(assembly):
@@ -144,3 +144,9 @@ def test_a_crash_between_the_write_and_the_send_heals_on_the_client_retry(assemb
         report = check(cloud.stores())
         assert report.ok, report.to_text()
         assert report.row(retry.body["order_id"]).verdict == "completed"
+
+
+def test_an_unknown_route_is_a_404_json(cloud: InProcessCloud):
+    response = cloud.api("GET", "/nothing/here/at-all")
+    assert response.status == 404
+    assert response.body["error"] == "NotFound"

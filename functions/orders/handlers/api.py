@@ -83,7 +83,7 @@ def get_order(order_id: str) -> Response:
 
 @app.not_found
 def _no_route(_exc: Exception) -> Response:
-    return _error(404, "not_found", f"no route for {app.current_event.http_method} {app.current_event.path}")
+    return _error(404, "NotFound", f"no route for {app.current_event.http_method} {app.current_event.path}")
 
 
 @app.exception_handler(OrderError)
@@ -102,7 +102,7 @@ def _retryable(error: RetryableError) -> Response:
 @app.exception_handler(Exception)
 def _unexpected(error: Exception) -> Response:
     logger.exception("unhandled error", extra={"error_type": type(error).__name__})
-    return _error(500, "internal_error", "internal error; retry with the same Idempotency-Key")
+    return _error(500, "InternalError", "internal error; retry with the same Idempotency-Key")
 
 
 @logger.inject_lambda_context(correlation_id_path=correlation_paths.API_GATEWAY_REST)
