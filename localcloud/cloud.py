@@ -173,7 +173,9 @@ class LocalCloud:
         for values in stacks.values():
             # CDK's own cross-stack exports (ExportsOutputRef..., ExportsOutputFnGetAtt...) are
             # plumbing, not outputs anyone reads; they stay under "stacks".
-            merged.update({key: value for key, value in values.items() if not key.startswith("ExportsOutput")})
+            merged.update(
+                {key: value for key, value in values.items() if not key.startswith("ExportsOutput")}
+            )
         return Outputs(
             endpoint=self.endpoint.url,
             api_url=self.apis[0].url if self.apis else None,

@@ -48,6 +48,8 @@ class MotoEndpoint:
     def __init__(self, port: int, host: str = "127.0.0.1") -> None:
         self.host = host
         logging.getLogger("werkzeug").setLevel(logging.WARNING)
+        if port and not is_port_free(port, host):
+            raise PortInUseError("AWS endpoint", port)
         try:
             self._server: BaseWSGIServer = make_server(
                 host,
@@ -60,9 +62,12 @@ class MotoEndpoint:
             if exc.errno in (errno.EADDRINUSE, errno.EACCES):
                 raise PortInUseError("AWS endpoint", port) from exc
             raise
+        except SystemExit as exc:  # werkzeug prints "Address already in use" and exits on a lost race
+            raise PortInUseError("AWS endpoint", port) from exc
         self.port = int(self._server.server_address[1])
         # The Step Functions interpreter calls Lambda back at http://localhost:$MOTO_PORT. Set once,
-        # before anything runs; never changed per call.
+        # before anything runs; never changed per call; restored by stop().
+        self._previous_moto_port = os.environ.get("MOTO_PORT")
         os.environ["MOTO_PORT"] = str(self.port)
         self._thread = threading.Thread(target=self._server.serve_forever, name="moto-endpoint", daemon=True)
 
@@ -88,3 +93,7 @@ class MotoEndpoint:
         self._server.shutdown()
         self._server.server_close()
         self._thread.join(5)
+        if self._previous_moto_port is None:
+            os.environ.pop("MOTO_PORT", None)
+        else:
+            os.environ["MOTO_PORT"] = self._previous_moto_port

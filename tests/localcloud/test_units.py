@@ -1,0 +1,173 @@
+"""Pure pieces of the local cloud: assembly reading, SQS event shape, batch failures, config, outputs."""
+
+from __future__ import annotations
+
+import io
+import json
+import os
+import time
+import zipfile
+from pathlib import Path
+
+import pytest
+
+from localcloud import outputs
+from localcloud.config import Config
+from localcloud.deploy import (
+    EMULATED_TYPES,
+    DeployReport,
+    moto_supported_types,
+    read_assembly,
+    substitute,
+    unsupported_types,
+    zip_directory,
+)
+from localcloud.pollers import failed_ids, sqs_record
+from localcloud.synth import is_stale
+
+
+def test_assembly_stacks_in_dependency_order_with_their_assets(assembly):
+    read = read_assembly(assembly)
+
+    assert [stack.stack_name for stack in read.stacks] == ["fx-local-data", "fx-local-app"]
+    assert read.stacks[1].dependencies == ("fx-local-data",)
+    zipped = [asset for asset in read.assets if asset.packaging == "zip"]
+    assert len(zipped) == 1
+    bucket, key = zipped[0].destinations[0]
+    assert bucket == "cdk-hnb659fds-assets-${AWS::AccountId}-${AWS::Region}"
+    assert key.endswith(".zip")
+
+
+def test_directory_assets_zip_deterministically(tmp_path: Path):
+    (tmp_path / "pkg").mkdir()
+    (tmp_path / "pkg" / "mod.py").write_text("X = 1\n")
+    (tmp_path / "pkg" / "__pycache__").mkdir()
+    (tmp_path / "pkg" / "__pycache__" / "mod.pyc").write_bytes(b"junk")
+
+    first = zip_directory(tmp_path)
+    os.utime(tmp_path / "pkg" / "mod.py", (time.time() + 100, time.time() + 100))
+
+    assert zip_directory(tmp_path) == first
+    assert zipfile.ZipFile(io.BytesIO(first)).namelist() == ["pkg/mod.py"]
+
+
+def test_bucket_names_resolve_pseudo_parameters():
+    assert (
+        substitute("cdk-hnb659fds-assets-${AWS::AccountId}-${AWS::Region}", region="eu-west-1")
+        == "cdk-hnb659fds-assets-123456789012-eu-west-1"
+    )
+
+
+def test_unsupported_types_are_listed_with_what_the_local_cloud_does(assembly):
+    template = json.loads((assembly / "fx-local-app.template.json").read_text())
+
+    missing = unsupported_types(template, moto_supported_types())
+
+    assert {
+        "AWS::ApiGateway::Stage",
+        "AWS::ApiGateway::RequestValidator",
+        "AWS::ApiGateway::Model",
+        "AWS::ApiGateway::GatewayResponse",
+    } <= set(missing)
+    assert "AWS::Lambda::Function" not in missing
+    report = DeployReport(not_created={"fx-local-app": missing}, templates={"fx-local-app": template})
+    text = "\n".join(report.lines())
+    assert EMULATED_TYPES["AWS::ApiGateway::Stage"] in text
+    assert "AWS::Lambda::EventSourceMapping: SQS pollers" in text
+
+
+def test_sqs_record_has_the_lambda_event_shape():
+    message = {
+        "MessageId": "m1",
+        "ReceiptHandle": "rh",
+        "Body": "hello",
+        "MD5OfBody": "md5",
+        "MD5OfMessageAttributes": "md5a",
+        "Attributes": {"ApproximateReceiveCount": "2", "SentTimestamp": "1", "SenderId": "s", "Other": "x"},
+        "MessageAttributes": {
+            "reason": {"DataType": "String", "StringValue": "bad"},
+            "blob": {"DataType": "Binary", "BinaryValue": b"\x00\x01"},
+        },
+    }
+
+    record = sqs_record(message, queue_arn="arn:aws:sqs:us-east-1:123456789012:q", region="us-east-1")
+
+    assert record["messageId"] == "m1"
+    assert record["receiptHandle"] == "rh"
+    assert record["attributes"] == {"ApproximateReceiveCount": "2", "SentTimestamp": "1", "SenderId": "s"}
+    assert record["messageAttributes"]["reason"]["stringValue"] == "bad"
+    assert record["messageAttributes"]["blob"]["binaryValue"] == "AAE="
+    assert record["md5OfMessageAttributes"] == "md5a"
+    assert record["eventSource"] == "aws:sqs"
+    assert record["eventSourceARN"].endswith(":q")
+    assert record["awsRegion"] == "us-east-1"
+
+
+@pytest.mark.parametrize(
+    ("payload", "expected"),
+    [
+        (None, set()),
+        ({}, set()),
+        ({"batchItemFailures": []}, set()),
+        ({"batchItemFailures": [{"itemIdentifier": "a"}]}, {"a"}),
+        ({"batchItemFailures": [{"itemIdentifier": "a"}, {"itemIdentifier": "b"}]}, {"a", "b"}),
+        ({"batchItemFailures": [{"itemIdentifier": ""}]}, None),
+        ({"batchItemFailures": [{"itemIdentifier": "zzz"}]}, None),
+        ({"batchItemFailures": [{}]}, None),
+        ({"batchItemFailures": "a"}, None),
+    ],
+)
+def test_report_batch_item_failures_rules(payload, expected):
+    assert failed_ids(payload, {"a", "b"}) == expected
+
+
+def test_config_from_env_and_overrides(monkeypatch):
+    monkeypatch.setenv("LOCALCLOUD_PORT", "4700")
+    monkeypatch.setenv("RETRYSAFE_CRASH_POINTS", "p1")
+    monkeypatch.delenv("LOCALCLOUD_API_PORT", raising=False)
+
+    config = Config.from_env(region="eu-west-1")
+
+    assert config.port == 4700
+    assert config.rest_api_port == 4701
+    assert config.endpoint == "http://127.0.0.1:4700"
+    assert config.region == "eu-west-1"
+    assert config.crash_env()["RETRYSAFE_CRASH_POINTS"] == "p1"
+    assert Config.from_env(port=0).rest_api_port == 0
+    monkeypatch.delenv("RETRYSAFE_CRASH_POINTS")
+    assert Config.from_env().crash_env() == {}
+
+
+def test_default_port_is_not_localstacks(monkeypatch):
+    monkeypatch.delenv("LOCALCLOUD_PORT", raising=False)
+
+    assert Config.from_env().port not in (4566, 4510)
+
+
+def test_outputs_round_trip(tmp_path: Path):
+    written = outputs.Outputs(
+        endpoint="http://127.0.0.1:1",
+        api_url="http://127.0.0.1:2/local/",
+        region="us-east-1",
+        outputs={"A": "b"},
+    )
+    outputs.write(written, tmp_path / "outputs.json")
+
+    loaded = outputs.load(tmp_path / "outputs.json")
+
+    assert loaded == written
+    assert loaded["A"] == "b"
+    assert loaded.client_env()["AWS_ENDPOINT_URL"] == "http://127.0.0.1:1"
+
+
+def test_assembly_is_stale_when_sources_are_newer(tmp_path: Path):
+    project, assembly = tmp_path / "project", tmp_path / "assembly"
+    (project / "infra").mkdir(parents=True)
+    assembly.mkdir()
+    assert is_stale(assembly, project)
+    (project / "infra" / "x.py").write_text("")
+    (assembly / "manifest.json").write_text("{}")
+    os.utime(project / "infra" / "x.py", (1, 1))
+    assert not is_stale(assembly, project)
+    os.utime(project / "infra" / "x.py", (time.time() + 10, time.time() + 10))
+    assert is_stale(assembly, project)
