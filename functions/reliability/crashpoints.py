@@ -27,6 +27,7 @@ from __future__ import annotations
 import hashlib
 import os
 import re
+import sys
 import threading
 from collections.abc import Mapping
 from dataclasses import dataclass, field
@@ -131,6 +132,10 @@ class CrashPlan:
         if not self._take_hit(point):
             return
         if self.mode == "exit":
+            # A real death: no cleanup, no finally blocks. Say where, so the local cloud's log shows it.
+            sys.stdout.flush()
+            sys.stderr.write(f"retrysafe: simulated crash at {point}\n")
+            sys.stderr.flush()
             os._exit(EXIT_CODE)
         raise SimulatedCrash(point)
 

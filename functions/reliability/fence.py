@@ -16,7 +16,9 @@ Two ways to run a step:
 
 ``run_atomic(step, build)``
     For steps whose only effects are DynamoDB writes computed from the input. ``build()`` must
-    be pure (it runs on replays too, and its writes are discarded then). ONE
+    not have side effects (it runs on replays too, and its writes are discarded then); a
+    ``BusinessError`` it raises is recorded FAILED unless the step already has a record, whose
+    answer then wins (a replay after success must not fail on state its own effect changed). ONE
     ``TransactWriteItems``: a Put of the COMPLETED record conditioned on
     ``attribute_not_exists(id)`` plus the effect writes. First run: 1 round trip. Replay: 1
     round trip; the stored record comes back in the cancellation reason (ALL_OLD). When an effect
@@ -555,7 +557,13 @@ class FenceStore:
     def run_atomic(self, step: StepId, build: Callable[[], AtomicEffect]) -> Outcome:
         """Effect writes + COMPLETED record in ONE TransactWriteItems; a replay costs one round trip."""
         key = self.key_for(step)
-        effect = build()
+        try:
+            effect = build()
+        except BusinessError as refused:
+            # build() decided from state it read (e.g. stock). On a replay that state may already
+            # include this step's own effect, so the fence answers first: one conditional put of
+            # FAILED that yields to any stored record (ALL_OLD).
+            return self._record_atomic_failure(step, key, refused)
         if not isinstance(effect, AtomicEffect):
             raise TypeError("build() must return an AtomicEffect")
         writes = effect.normalized()

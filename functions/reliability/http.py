@@ -96,6 +96,18 @@ def header_value(headers: Mapping[str, str] | None, name: str) -> str | None:
     return None
 
 
+def idempotency_key(headers: Mapping[str, str] | None) -> str | None:
+    """The Idempotency-Key value. The draft defines it as a Structured Field string
+    (``Idempotency-Key: "8e03978e-..."``); a quoted value and the bare value are the same key."""
+    raw = header_value(headers, HEADER)
+    if raw is None:
+        return None
+    value = raw.strip()
+    if len(value) >= 2 and value[0] == value[-1] == '"':
+        value = value[1:-1].replace('\\"', '"').replace("\\\\", "\\")
+    return value
+
+
 def canonical_payload(payload: Any) -> Any:
     """A JSON string body is parsed, so whitespace and key order do not change the hash."""
     if isinstance(payload, bytes | bytearray):
@@ -132,7 +144,7 @@ class HttpIdempotency:
 
     def request_key(self, *, route: str, headers: Mapping[str, str] | None) -> Key | None:
         """The scoped key of a request, or None when its header is missing or invalid."""
-        raw = header_value(headers, HEADER)
+        raw = idempotency_key(headers)
         if raw is None or not raw.strip() or len(raw) > MAX_KEY_CHARS:
             return None
         return self.scoped_key(route=route, raw_key=raw)
@@ -146,7 +158,7 @@ class HttpIdempotency:
         lambda_context: Any,
         execute: Callable[[], HttpResponse],
     ) -> HttpResponse:
-        raw = header_value(headers, HEADER)
+        raw = idempotency_key(headers)
         if raw is None or not raw.strip():
             self._telemetry.decision(Decision.KEY_REJECTED, step=route, reason="missing")
             return error_response(400, "IdempotencyKeyMissing", f"the {HEADER} header is required")
@@ -229,4 +241,5 @@ __all__ = [
     "canonical_payload",
     "error_response",
     "header_value",
+    "idempotency_key",
 ]

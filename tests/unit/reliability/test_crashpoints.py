@@ -107,6 +107,7 @@ def test_hits_are_counted_across_processes_with_a_state_dir(tmp_path: Path) -> N
     # Then the first two die for real (os._exit) and the others pass
     assert [r.returncode for r in results] == [EXIT_CODE, EXIT_CODE, 0, 0]
     assert [r.stdout.strip() for r in results] == ["", "", "survived", "survived"]
+    assert "simulated crash at fence:after-effect:charge-payment" in results[0].stderr
     assert len(list(tmp_path.iterdir())) == 2
 
 

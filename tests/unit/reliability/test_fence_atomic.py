@@ -270,3 +270,45 @@ def test_a_refusal_without_the_old_item_is_busy(telemetry: Telemetry) -> None:
     )
     with stub, pytest.raises(FenceBusy):
         store.run_atomic(STEP, lambda: AtomicEffect({}, [counter_add("c")]))
+
+
+def test_a_business_error_from_build_is_recorded_and_replayed(fences: FenceStore, ddb: Any) -> None:
+    # Given a build that decides the order cannot be served
+    step = StepId("dev.o-b.r1", "reserve-inventory")
+
+    def build() -> AtomicEffect:
+        raise DemoOutOfStock("sku-9")
+
+    # When it runs, Then the error is recorded FAILED and raised, in one round trip
+    calls = CallCounter(ddb)
+    with pytest.raises(DemoOutOfStock):
+        fences.run_atomic(step, build)
+    assert calls.take() == ["PutItem"]
+    record = fences.read(step)
+    assert record is not None
+    assert record.state is FenceState.FAILED
+    # And a replay whose build would now succeed still raises the recorded error
+    with pytest.raises(DemoOutOfStock, match="sku-9"):
+        fences.run_atomic(step, lambda: AtomicEffect({"reserved": 1}, [counter_add("c")]))
+    assert counter_value(ddb, "c") == 0
+
+
+def test_a_replay_whose_build_now_fails_returns_the_stored_result(fences: FenceStore, ddb: Any) -> None:
+    # Given a step that reserved the last unit
+    put_stock(ddb, "last", 1)
+    step = StepId("dev.o-c.r1", "reserve-inventory")
+
+    def build() -> AtomicEffect:
+        if stock_of(ddb, "last") < 1:
+            raise DemoOutOfStock("last")
+        return AtomicEffect({"reserved": 1}, [stock_decrement("last", 1)])
+
+    first = fences.run_atomic(step, build)
+    # When the step is retried, its build sees its own effect (stock 0) and would fail
+    replay = fences.run_atomic(step, build)
+    # Then the fence answers: the stored result, no failure recorded
+    assert replay.skipped is True
+    assert replay.result == first.result
+    record = fences.read(step)
+    assert record is not None
+    assert record.state is FenceState.COMPLETED

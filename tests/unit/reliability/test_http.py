@@ -227,3 +227,13 @@ def test_store_failures_are_store_unavailable() -> None:
     with stub, pytest.raises(StoreUnavailable):
         api.call()
     assert api.runs == 0
+
+
+def test_a_structured_field_string_key_equals_the_bare_key(api: Api) -> None:
+    # Given a client that sends the draft's sf-string form
+    first = api.call(key='"8e03978e-40d5-43e8-bc93-6894a57f9324"')
+    # When another sends the bare value, Then it is the same key
+    second = api.call(key="8e03978e-40d5-43e8-bc93-6894a57f9324")
+    assert first.status == 201
+    assert second.headers.get("Idempotent-Replayed") == "true"
+    assert api.call(key='""').status == 400
