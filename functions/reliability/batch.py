@@ -27,6 +27,7 @@ from reliability.telemetry import Decision, Telemetry
 
 M = TypeVar("M", bound=BaseModel)
 REASON_MAX = 256
+EMPTY_BODY = "(empty body)"
 
 
 class PoisonMessage(Exception):
@@ -48,7 +49,7 @@ class DeadLetters:
     def send(self, record: SQSRecord, reason: str) -> None:
         self.client.send_message(
             QueueUrl=self.queue_url,
-            MessageBody=record.body if record.body is not None else "",
+            MessageBody=record.body or EMPTY_BODY,  # SQS refuses an empty body
             MessageAttributes={
                 "reason": {"DataType": "String", "StringValue": reason[:REASON_MAX] or "poison"},
                 "source": {"DataType": "String", "StringValue": self.source},

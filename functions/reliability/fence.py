@@ -325,6 +325,8 @@ class FenceStore:
         """One conditional UpdateItem. Won: the record is IN_PROGRESS with this attempt as owner and
         a new fencing token. Lost to COMPLETED/FAILED: ``Claim(won=False)`` with the stored record
         (from ALL_OLD). Lost to a live lease: FenceBusy."""
+        if lease_seconds <= 0:
+            raise ValueError(f"lease_seconds must be positive, got {lease_seconds}")
         key = self.key_for(step)
         now = self._clock()
         meta = self._meta(step, key, now)

@@ -237,3 +237,16 @@ def test_leased_dedup_for_external_effects(ddb: Any) -> None:
     second = dedup.apply_leased("e-9", attempt_id="B", lease_seconds=10, effect=send)
     assert (first.skipped, second.skipped) == (False, True)
     assert len(sent) == 1
+
+
+def test_an_empty_poison_body_still_reaches_the_dlq(ddb: Any, sqs: Any, dlq: str) -> None:
+    dedup = consumer(ddb, "notify", make_telemetry())
+    response = process_batch(
+        sqs_event(""),
+        handler=counting_handler(dedup),
+        dead_letters=DeadLetters(sqs, dlq, "notify"),
+        telemetry=make_telemetry(),
+    )
+    assert response == {"batchItemFailures": []}
+    [message] = dead_lettered(sqs, dlq)
+    assert message["Body"] == "(empty body)"

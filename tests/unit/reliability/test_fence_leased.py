@@ -360,3 +360,8 @@ def test_read_maps_store_errors(telemetry: Telemetry) -> None:
     stub.add_client_error("get_item", service_error_code="InternalServerError", http_status_code=500)
     with stub, pytest.raises(StoreUnavailable):
         store.read(STEP)
+
+
+def test_a_lease_must_be_positive(fences: FenceStore) -> None:
+    with pytest.raises(ValueError, match="lease_seconds"):
+        fences.claim(STEP, attempt_id="A", lease_seconds=0)
