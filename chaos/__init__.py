@@ -1,0 +1,16 @@
+"""Proof under faults (issue 6): crash points, fault schedules, interleavings, a control, a report.
+
+- `chaos.points`: a crash controller shared by every function of one in-process cloud; each
+  function gets a `FunctionPlan` (a `reliability.crashpoints.CrashPlan`) that records the points
+  it reaches, crashes at an armed (function, point, occurrence), and lets the interleaving
+  scheduler pause an attempt at every AWS call.
+- `chaos.cloud`: `ChaosCloud`, the integration harness's `InProcessCloud` plus what faults need
+  (crashes surface as `Runtime.ExitError`, time that moves with the harness clock, SQS delivery
+  with duplicates and visibility fast-forward, client retries, redrives).
+- `chaos.control`: the control runtime (fences, HTTP idempotency and dedup switched off by
+  injection) that must be caught violating the invariants.
+- `chaos.single`, `chaos.schedules`, `chaos.interleave`: the three families of experiments.
+- `chaos.report` and `python -m chaos`: the run behind `make chaos`.
+
+Nothing here is imported by `functions/`: a deployment cannot switch a fence off.
+"""

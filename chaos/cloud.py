@@ -1,0 +1,402 @@
+"""`ChaosCloud`: the integration harness's in-process cloud, plus what fault schedules need.
+
+Built on `tests.integration.harness.InProcessCloud` (the whole chain on moto, deployed from the
+synthesized assembly, real handler code). Added here, without touching the harness:
+
+- every function's runtime gets a `chaos.points.FunctionPlan` from one `CrashController`, and
+  its class is injectable (`UnfencedRuntime` for the control run);
+- a `SimulatedCrash` comes back as errorType `Runtime.ExitError`, what Lambda reports for a
+  sandbox that died, so the state machine's Retry treats it as AWS would;
+- time: the harness `Clock` also drives Powertools' idempotency expiry (so an API request that
+  died in progress can be retried once its in-progress window passed) and the Step Functions
+  Retry waits (moto sleeps them; here they advance the clock instead);
+- SQS delivery like the event source mapping, with faults: a crashed batch returns to the queue
+  after its visibility timeout (the clock jumps by it), duplicate deliveries of the same records,
+  the redrive policy moving a message to the DLQ after maxReceiveCount receives;
+- an HTTP client that retries with the same Idempotency-Key and records every response;
+- `recover()`: drive everything to rest, redriving failed executions as an operator would.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import json
+import random
+import threading
+import types
+from collections import Counter
+from collections.abc import Callable, Iterator, Mapping
+from contextlib import ExitStack, contextmanager
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+from unittest import mock
+
+from chaos.points import CrashController
+from ops.redrive import redrive_dlq, redrive_failed_executions
+from orders import runtime as orders_runtime
+from orders.config import Settings
+from reliability.crashpoints import SimulatedCrash
+from tests.integration.harness import (
+    ApiResponse,
+    Clock,
+    InProcessCloud,
+    Invocation,
+    LambdaError,
+    rest_event,
+    sqs_record,
+)
+
+RuntimeFactory = Callable[..., orders_runtime.Runtime]
+EXIT_ERROR = "Runtime.ExitError"
+# Consumers of each queue (stack outputs contract).
+QUEUES = {"OrdersQueueUrl": "Worker", "NotifyQueueUrl": "Notify", "AnalyticsQueueUrl": "Analytics"}
+DLQS = {
+    "OrdersDlqUrl": "OrdersQueueUrl",
+    "NotifyDlqUrl": "NotifyQueueUrl",
+    "AnalyticsDlqUrl": "AnalyticsQueueUrl",
+}
+STEP_FUNCTIONS = (
+    "reserve-inventory",
+    "charge-payment",
+    "record-ledger",
+    "publish-events",
+    "mark-completed",
+    "release-inventory",
+    "mark-failed",
+)
+_POWERTOOLS_TIME_MODULES = (
+    "aws_lambda_powertools.utilities.idempotency.base",
+    "aws_lambda_powertools.utilities.idempotency.persistence.base",
+    "aws_lambda_powertools.utilities.idempotency.persistence.dynamodb",
+    "aws_lambda_powertools.utilities.idempotency.persistence.datarecord",
+)
+_RETRIER = "moto.stepfunctions.parser.asl.component.common.retry.retrier_decl"
+
+
+def short_name(physical: str) -> str:
+    """`retrysafe-local-charge-payment` -> `charge-payment` (`{service}-{stage}-{name}`)."""
+    return physical.split("-", 2)[2]
+
+
+@dataclass(frozen=True)
+class Exchange:
+    """One HTTP attempt as the client saw it."""
+
+    key: str
+    status: int  # 502 when the function died
+    body: Any
+    replayed: bool
+
+
+@dataclass
+class Recovery:
+    """What it took to bring a schedule to rest (the report sums these)."""
+
+    client_retries: int = 0
+    crashed_invocations: int = 0
+    redeliveries: int = 0
+    duplicate_deliveries: int = 0
+    step_retries: int = 0
+    operator_redrives: int = 0
+    dlq_redrives: int = 0
+    lease_expiries: int = 0
+    restarts: int = 0
+
+    def add(self, other: Recovery) -> None:
+        for name, value in vars(other).items():
+            setattr(self, name, getattr(self, name) + value)
+
+
+class ChaosCloud(InProcessCloud):
+    def __init__(
+        self,
+        assembly: Path,
+        *,
+        controller: CrashController | None = None,
+        clock: Clock | None = None,
+        runtime_factory: RuntimeFactory = orders_runtime.Runtime,
+    ) -> None:
+        super().__init__(assembly, clock=clock)
+        self.controller = controller or CrashController()
+        self.runtime_factory = runtime_factory
+        self.exchanges: list[Exchange] = []
+        self.recovery = Recovery()
+        self._visibility: dict[str, int] = {}
+        self._held = threading.Event()
+        self._held.set()
+        self._handler = threading.local()
+
+    # --- functions ------------------------------------------------------------------------------
+    def runtime_for(self, function_name: str) -> orders_runtime.Runtime:
+        with self._lock:
+            runtime = self._runtimes.get(function_name)
+            if runtime is None:
+                spec = self.functions[function_name]
+                runtime = self.runtime_factory(
+                    Settings.from_env({**spec.environment, "AWS_LAMBDA_FUNCTION_NAME": function_name}),
+                    client_factory=self.client,
+                    crash_plan=self.controller.plan_for(short_name(function_name)),
+                    clock=self.clock,
+                )
+                self._runtimes[function_name] = runtime
+            return runtime
+
+    def call(self, function_name: str, event: Any) -> Any:
+        if short_name(function_name) in STEP_FUNCTIONS:
+            self._held.wait()
+        self._handler.name = function_name
+        try:
+            return super().call(function_name, event)
+        finally:
+            self._handler.name = None
+
+    def in_handler(self) -> str | None:
+        """The function whose handler runs on this thread (None outside handler code)."""
+        return getattr(self._handler, "name", None)
+
+    @contextmanager
+    def holding_steps(self) -> Iterator[None]:
+        """Step functions wait while held (executions started meanwhile pause at their first task)."""
+        self._held.clear()
+        try:
+            yield
+        finally:
+            self._held.set()
+
+    def _invoke(self, function_name: str, event: Any) -> tuple[str, bool, str]:
+        if isinstance(event, str):
+            event = json.loads(event or "{}")
+        try:
+            result = self.call(function_name, event)
+        except (KeyboardInterrupt, SystemExit):
+            raise
+        except BaseException as error:  # noqa: BLE001 - a dead sandbox reports, it does not raise
+            error_type = EXIT_ERROR if isinstance(error, SimulatedCrash) else type(error).__name__
+            if isinstance(error, SimulatedCrash):
+                self.recovery.crashed_invocations += 1
+            if short_name(function_name) in STEP_FUNCTIONS and error_type in (EXIT_ERROR, "FenceBusy"):
+                self.recovery.step_retries += 1
+            self.invocations.append(Invocation(function_name, event, None, error_type))
+            return json.dumps({"errorType": error_type, "errorMessage": str(error)}), True, ""
+        self.invocations.append(Invocation(function_name, event, result, None))
+        return json.dumps(result), False, ""
+
+    # --- the HTTP client ------------------------------------------------------------------------
+    def post_order(self, key: str, body: Mapping[str, Any], *, max_attempts: int = 8) -> ApiResponse | None:
+        """POST /orders as a well-behaved client: retry 5xx, 409 and a dead function with the same
+        key (waiting out Retry-After / the in-progress window); None if it never got an answer."""
+        api_timeout = self.functions[self.function("Api")].timeout
+        for attempt in range(max_attempts):
+            if attempt:
+                self.recovery.client_retries += 1
+            try:
+                response = self.api("POST", "/orders", body=dict(body), headers={"Idempotency-Key": key})
+            except LambdaError:
+                self.exchanges.append(Exchange(key, 502, None, replayed=False))
+                continue
+            replayed = (response.header("Idempotent-Replayed") or "").lower() == "true"
+            self.exchanges.append(Exchange(key, response.status, response.body, replayed))
+            if response.status == 409 or response.status >= 500:
+                self.clock.advance(api_timeout + 1)
+                continue
+            return response
+        return None
+
+    def http_violations(self) -> list[str]:
+        """Every replayed response must equal the first response stored for its key."""
+        first: dict[str, Exchange] = {}
+        violations = []
+        for exchange in self.exchanges:
+            if exchange.status >= 300:
+                continue
+            original = first.setdefault(exchange.key, exchange)
+            if original is exchange:
+                if exchange.replayed:
+                    violations.append(f"key {exchange.key}: the first answer is marked as a replay")
+                continue
+            if (exchange.status, exchange.body) != (original.status, original.body):
+                violations.append(
+                    f"key {exchange.key}: a later answer {exchange.status} {exchange.body} differs from "
+                    f"the first {original.status} {original.body}"
+                )
+            elif not exchange.replayed:
+                violations.append(f"key {exchange.key}: executed again instead of replayed")
+        return violations
+
+    # --- SQS, with faults -----------------------------------------------------------------------
+    def visibility_timeout(self, queue_output: str) -> int:
+        if queue_output not in self._visibility:
+            attributes = self.sqs.get_queue_attributes(
+                QueueUrl=self.outputs[queue_output], AttributeNames=["VisibilityTimeout"]
+            )["Attributes"]
+            self._visibility[queue_output] = int(attributes.get("VisibilityTimeout", 30))
+        return self._visibility[queue_output]
+
+    def deliver(self, queue_output: str, *, duplicates: int = 0, batch_size: int = 10) -> int:
+        """One poll of the event source mapping: receive a batch, invoke the consumer (1 +
+        `duplicates` times with the same records), delete what succeeded at least once. What did
+        not comes back after the visibility timeout (the clock jumps by it)."""
+        url = self.outputs[queue_output]
+        messages = self.sqs.receive_message(
+            QueueUrl=url,
+            MaxNumberOfMessages=batch_size,
+            MessageAttributeNames=["All"],
+            AttributeNames=["All"],
+            WaitTimeSeconds=0,
+        ).get("Messages", [])
+        if not messages:
+            return 0
+        event = {"Records": [sqs_record(m, queue_arn=self._queue_arn(queue_output)) for m in messages]}
+        succeeded: set[str] = set()
+        for copy in range(1 + duplicates):
+            if copy:
+                self.recovery.duplicate_deliveries += 1
+            try:
+                response = self.invoke(QUEUES[queue_output], event)
+            except LambdaError:
+                continue
+            failed = {item["itemIdentifier"] for item in (response or {}).get("batchItemFailures", [])}
+            succeeded |= {m["MessageId"] for m in messages} - failed
+        returned = 0
+        for message in messages:
+            if message["MessageId"] in succeeded:
+                self.sqs.delete_message(QueueUrl=url, ReceiptHandle=message["ReceiptHandle"])
+            else:
+                returned += 1
+                self.sqs.change_message_visibility(
+                    QueueUrl=url, ReceiptHandle=message["ReceiptHandle"], VisibilityTimeout=0
+                )
+        if returned:
+            self.recovery.redeliveries += returned
+            self.clock.advance(self.visibility_timeout(queue_output))
+        return len(messages)
+
+    def drain_queue(self, queue_output: str, *, max_rounds: int = 30) -> int:
+        handled = 0
+        for _ in range(max_rounds):
+            received = self.deliver(queue_output)
+            if not received:
+                break
+            handled += received
+        return handled
+
+    def redrive_dlqs(self) -> int:
+        moved = 0
+        for dlq, source in DLQS.items():
+            result = redrive_dlq(self.sqs, dlq_url=self.outputs[dlq], destination_url=self.outputs[source])
+            moved += result.moved or 0
+        self.recovery.dlq_redrives += moved
+        return moved
+
+    # --- Step Functions -------------------------------------------------------------------------
+    def step_lease_seconds(self) -> int:
+        return max(self.functions[f"{self._prefix()}{name}"].timeout for name in STEP_FUNCTIONS)
+
+    def _prefix(self) -> str:
+        api = self.function("Api")
+        return api[: -len("api")]
+
+    def redrive_failed(self) -> int:
+        """An operator's redrive of every failed execution (restart with the same token on moto),
+        once the dead attempts' leases have passed."""
+        failed = [e for e in self.executions() if e["status"] in ("FAILED", "TIMED_OUT", "ABORTED")]
+        if not failed:
+            return 0
+        self.clock.advance(self.step_lease_seconds() + 1)
+        redriven = redrive_failed_executions(self.sfn, state_machine_arn=self.outputs["StateMachineArn"])
+        self.recovery.operator_redrives += len(redriven)
+        return len(redriven)
+
+    def restart_same_token(self) -> int:
+        """Start every order's workflow again under a new name with the same input (same token)."""
+        started = 0
+        seen: set[str] = set()
+        for execution in self.executions():
+            described = self.sfn.describe_execution(executionArn=execution["executionArn"])
+            if described["input"] in seen:
+                continue
+            seen.add(described["input"])
+            self.sfn.start_execution(
+                stateMachineArn=self.outputs["StateMachineArn"],
+                name=f"{execution['name'].split('-restart-')[0]}-again-{len(self.executions())}",
+                input=described["input"],
+            )
+            started += 1
+        self.recovery.restarts += started
+        return started
+
+    def recover(self, *, rounds: int = 12) -> None:
+        """Drive everything to rest: the platform's own recovery, then an operator's redrives."""
+        for _ in range(rounds):
+            moved = self.drain_queue("OrdersQueueUrl")
+            self.wait_all()
+            moved += self.drain_queue("NotifyQueueUrl") + self.drain_queue("AnalyticsQueueUrl")
+            moved += self.redrive_failed()
+            if moved == 0:
+                return
+
+    def invocation_errors(self) -> Counter[str]:
+        return Counter(i.error_type for i in self.invocations if i.error_type)
+
+
+class _ClockedDatetime(dt.datetime):
+    clock: Callable[[], float] = staticmethod(lambda: 0.0)
+
+    @classmethod
+    def now(cls, tz: dt.tzinfo | None = None) -> dt.datetime:  # type: ignore[override]
+        return dt.datetime.fromtimestamp(cls.clock(), tz)
+
+
+def _clocked_datetime_module(clock: Clock) -> types.SimpleNamespace:
+    clocked = type("ClockedDatetime", (_ClockedDatetime,), {"clock": staticmethod(clock)})
+    return types.SimpleNamespace(
+        datetime=clocked, timedelta=dt.timedelta, date=dt.date, time=dt.time, timezone=dt.timezone
+    )
+
+
+def setup_outcomes(cloud: ChaosCloud) -> None:
+    """The last sku gets stock 1 (and `seeded_stock` 1), so an order of 2 is out of stock."""
+    cloud.dynamodb.update_item(
+        TableName=cloud.outputs["InventoryTableName"],
+        Key={"pk": {"S": "sku#sku-20"}, "sk": {"S": "catalog"}},
+        UpdateExpression="SET stock = :one, seeded_stock = :one",
+        ExpressionAttributeValues={":one": {"N": "1"}},
+    )
+
+
+@contextmanager
+def chaos_cloud(
+    assembly: Path,
+    *,
+    control: bool = False,
+    seed: int = 0,
+    controller: CrashController | None = None,
+) -> Iterator[ChaosCloud]:
+    """A fresh moto world with the assembly deployed and the handlers installed; `control=True`
+    builds every function on `UnfencedRuntime` (fences, HTTP idempotency and dedup off)."""
+    from moto import mock_aws  # noqa: PLC0415 - moto's import cost only where a cloud is built
+
+    from chaos.control import UnfencedRuntime  # noqa: PLC0415
+    from ops.seed import seed_inventory  # noqa: PLC0415
+
+    random.seed(seed)  # the Retry jitter of moto's interpreter
+    clock = Clock()
+    factory: RuntimeFactory = UnfencedRuntime if control else orders_runtime.Runtime
+    with ExitStack() as stack:
+        stack.enter_context(mock_aws(config={"stepfunctions": {"execute_state_machine": True}}))
+        cloud = ChaosCloud(assembly, controller=controller, clock=clock, runtime_factory=factory)
+        clocked = _clocked_datetime_module(clock)
+        for module in _POWERTOOLS_TIME_MODULES:
+            stack.enter_context(mock.patch(f"{module}.dt", clocked))
+        stack.enter_context(mock.patch(f"{_RETRIER}.time", types.SimpleNamespace(sleep=clock.advance)))
+        stack.enter_context(cloud.installed())
+        cloud.deploy()
+        seed_inventory(cloud.dynamodb, cloud.outputs["InventoryTableName"])
+        setup_outcomes(cloud)
+        yield cloud
+
+
+def rest_post(key: str, body: Mapping[str, Any]) -> dict[str, Any]:
+    """The API Gateway event of `POST /orders` (for attempts run directly on threads)."""
+    return rest_event("POST", "/orders", body=dict(body), headers={"Idempotency-Key": key})

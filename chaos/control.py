@@ -1,0 +1,115 @@
+"""The control experiment: the same runtime with fences, HTTP idempotency and consumer dedup OFF.
+
+Switched off by injection, never by a flag: `UnfencedRuntime` is an `orders.runtime.Runtime`
+whose fence stores run every effect unguarded and whose HTTP idempotency executes every request.
+The chaos harness builds it instead of `Runtime` for the control run; nothing in `functions/` can
+select it, so no deployment can turn the protection off.
+
+What "off" means, effect by effect (what a naive implementation would do):
+- a saga step or consumer runs its effect on every attempt: no fence record, no replay;
+- an external effect gets a fresh idempotency key per attempt (no fence, so nothing stable to
+  derive one from), so the payment provider charges again;
+- `POST /orders` runs every request (the order id is still derived from the key, so the order
+  itself is not duplicated, but its message is sent again).
+The control must be caught: double charges, double notifications, double counts.
+"""
+
+from __future__ import annotations
+
+import uuid
+from collections.abc import Callable, Mapping
+from typing import Any
+
+from botocore.exceptions import ClientError
+
+from orders.runtime import Runtime
+from reliability.errors import BusinessError, EffectConditionFailed
+from reliability.fence import AtomicEffect, FenceStore, Outcome, StepId
+from reliability.http import HttpIdempotency, HttpResponse
+
+
+class PassThroughFences(FenceStore):
+    """A fence store that guards nothing: the effect and its writes happen on every call."""
+
+    def run_atomic(self, step: StepId, build: Callable[[], AtomicEffect]) -> Outcome:  # noqa: ARG002
+        effect = build()
+        self._apply(effect)
+        return Outcome(result=dict(effect.result), skipped=False, fencing_token=0)
+
+    def run_leased(
+        self,
+        step: StepId,  # noqa: ARG002
+        *,
+        attempt_id: str,  # noqa: ARG002
+        lease_seconds: float,  # noqa: ARG002
+        effect: Callable[[str], Mapping[str, Any] | AtomicEffect],
+    ) -> Outcome:
+        produced = effect(f"unfenced-{uuid.uuid4()}")
+        if isinstance(produced, AtomicEffect):
+            self._apply(produced)
+            return Outcome(result=dict(produced.result), skipped=False, fencing_token=0)
+        return Outcome(result=dict(produced), skipped=False, fencing_token=0)
+
+    def _apply(self, effect: AtomicEffect) -> None:
+        writes = effect.normalized()
+        if not writes:
+            return
+        try:
+            self._client.transact_write_items(TransactItems=[w.entry for w in writes])
+        except ClientError as error:
+            reasons = error.response.get("CancellationReasons") or []
+            for write, reason in zip(writes, reasons, strict=False):
+                if reason.get("Code") == "ConditionalCheckFailed":
+                    if isinstance(write.on_condition_failed, BusinessError):
+                        raise write.on_condition_failed from error
+                    raise EffectConditionFailed(
+                        "an unfenced write failed its condition", index=0, code="ConditionalCheckFailed"
+                    ) from error
+            raise
+
+
+class NoHttpIdempotency(HttpIdempotency):
+    """Every request executes; the key is still required and scoped (the order id derives from it)."""
+
+    def handle(
+        self,
+        *,
+        route: str,  # noqa: ARG002
+        headers: Mapping[str, str] | None,  # noqa: ARG002
+        payload: Any,  # noqa: ARG002
+        lambda_context: Any,  # noqa: ARG002
+        execute: Callable[[], HttpResponse],
+    ) -> HttpResponse:
+        return execute()
+
+
+class UnfencedRuntime(Runtime):
+    """`Runtime` with every guard replaced by a pass-through (the control)."""
+
+    def fences(
+        self, namespace: str, *, table: str = "fence_table", ttl_seconds: int | None = None
+    ) -> FenceStore:
+        with self._lock:
+            store = self._fences.get(namespace)
+            if store is None:
+                store = PassThroughFences(
+                    client=self.dynamodb,
+                    table_name=self.settings.require(table),
+                    ttl_seconds=ttl_seconds or self.settings.fence_ttl_seconds,
+                    telemetry=self.telemetry,
+                    namespace=namespace,
+                    clock=self.clock,
+                    stage=self.settings.stage,
+                    crash_plan=self.crash_plan,
+                )
+                self._fences[namespace] = store
+            return store
+
+    def http_idempotency(self) -> HttpIdempotency:
+        real = super().http_idempotency()
+        return NoHttpIdempotency(
+            persistence=real._persistence,
+            stage=self.settings.stage,
+            ttl_seconds=self.settings.dedup_ttl_seconds,
+            telemetry=self.telemetry,
+        )

@@ -1,0 +1,119 @@
+"""Crash points for the in-process cloud: record, arm, crash, and pause (for the scheduler).
+
+`reliability.crashpoints.CrashPlan` arms points by name from the environment and crashes the
+first N hits. The chaos harness needs three more things, which it adds here by subclassing (the
+production module is unchanged and still costs a `None` check when off):
+
+- a *recording* mode: every point reached, per function, in order, with its occurrence number
+  (the catalogue the exhaustive single-fault run iterates over);
+- a crash at one exact hit: (function, point, occurrence), e.g. the 2nd
+  `after:DynamoDB.PutItem` of `charge-payment` in this schedule;
+- a listener called at every point, which the interleaving scheduler uses to pause an attempt
+  before each AWS call.
+
+A point is `before:<Service>.<Operation>` / `after:<Service>.<Operation>` (botocore `before-call`
+and `after-call` hooks on every client the runtime builds) or an explicit one reached through
+`crash_point(name, plan)` (`fence:after-effect:<step>`: between an external effect and its record).
+"""
+
+from __future__ import annotations
+
+import threading
+import weakref
+from collections import Counter
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass, field
+from typing import Any
+
+from reliability.crashpoints import CrashPlan, SimulatedCrash
+
+Listener = Callable[[str, str], None]
+
+
+@dataclass(frozen=True, order=True)
+class PointHit:
+    """One crash point as the harness names it: the n-th hit of `point` in `function`."""
+
+    function: str
+    point: str
+    occurrence: int = 1
+
+    @property
+    def label(self) -> str:
+        return f"{self.function}:{self.point}#{self.occurrence}"
+
+    @classmethod
+    def parse(cls, label: str) -> PointHit:
+        function, _, rest = label.partition(":")
+        point, _, occurrence = rest.rpartition("#")
+        return cls(function, point, int(occurrence))
+
+
+@dataclass
+class CrashController:
+    """Shared by every function of one cloud; thread-safe (Step Functions runs tasks on threads)."""
+
+    armed: set[PointHit] = field(default_factory=set)
+    reached: list[PointHit] = field(default_factory=list)
+    fired: list[PointHit] = field(default_factory=list)
+    listener: Listener | None = None
+    _counts: Counter[tuple[str, str]] = field(default_factory=Counter)
+    _lock: threading.Lock = field(default_factory=threading.Lock)
+    _clients: weakref.WeakSet[Any] = field(default_factory=weakref.WeakSet)
+
+    def arm(self, hits: Iterable[PointHit]) -> None:
+        with self._lock:
+            self.armed.update(hits)
+
+    def hit(self, function: str, point: str) -> None:
+        with self._lock:
+            self._counts[(function, point)] += 1
+            here = PointHit(function, point, self._counts[(function, point)])
+            self.reached.append(here)
+            fire = here in self.armed
+            if fire:
+                self.armed.discard(here)
+                self.fired.append(here)
+        if self.listener is not None:
+            self.listener(function, point)
+        if fire:
+            raise SimulatedCrash(here.label)
+
+    def plan_for(self, function: str) -> FunctionPlan:
+        return FunctionPlan(self, function)
+
+    def instrumented(self, client: Any) -> bool:
+        return client in self._clients
+
+    def by_function(self) -> dict[str, list[PointHit]]:
+        out: dict[str, list[PointHit]] = {}
+        for hit in self.reached:
+            out.setdefault(hit.function, []).append(hit)
+        return out
+
+
+class FunctionPlan(CrashPlan):
+    """The crash plan one function's runtime is built with: every point goes to the controller."""
+
+    def __init__(self, controller: CrashController, function: str) -> None:
+        super().__init__(points={}, mode="raise")
+        self.controller = controller
+        self.function = function
+
+    def armed(self, point: str) -> bool:  # noqa: ARG002 - every point is live in the harness
+        return True
+
+    def hit(self, point: str) -> None:
+        self.controller.hit(self.function, point)
+
+    def instrument(self, client: Any) -> Any:
+        def before(model: Any, **_: Any) -> None:
+            self.hit(f"before:{model.service_model.service_id}.{model.name}")
+
+        def after(model: Any, **_: Any) -> None:
+            self.hit(f"after:{model.service_model.service_id}.{model.name}")
+
+        client.meta.events.register("before-call", before, unique_id=f"chaos-before-{id(self)}")
+        client.meta.events.register("after-call", after, unique_id=f"chaos-after-{id(self)}")
+        self.controller._clients.add(client)
+        return client

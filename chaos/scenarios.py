@@ -1,0 +1,92 @@
+"""The orders every schedule places, and the verdict taken after it (invariants + HTTP replays).
+
+Three kinds cover every function of the app: `completed` (the happy path through every step and
+both consumers), `declined` (the provider declines: ReleaseInventory, MarkFailed) and
+`out-of-stock` (ReserveInventory refuses: MarkFailed). A fault must never change a business
+outcome, so the verdict also checks each order's final status against its kind.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from chaos.cloud import ChaosCloud
+from ops.invariants import check
+
+KINDS: dict[str, dict[str, Any]] = {
+    "completed": {"customer_id": "customer-1", "currency": "EUR", "items": [{"sku": "sku-5", "quantity": 2}]},
+    "declined": {"customer_id": "declined-7", "currency": "EUR", "items": [{"sku": "sku-6", "quantity": 1}]},
+    # sku-20 is set to stock 1 by chaos.cloud.setup_outcomes
+    "out-of-stock": {
+        "customer_id": "customer-2",
+        "currency": "EUR",
+        "items": [{"sku": "sku-20", "quantity": 2}],
+    },
+}
+EXPECTED_STATUS = {"completed": "COMPLETED", "declined": "FAILED", "out-of-stock": "FAILED"}
+
+
+@dataclass(frozen=True)
+class PlacedOrder:
+    kind: str
+    key: str
+    order_id: str | None
+
+
+@dataclass
+class Verdict:
+    violations: list[str] = field(default_factory=list)
+    statuses: dict[str, str] = field(default_factory=dict)
+    dead_letters: int = 0
+
+    @property
+    def ok(self) -> bool:
+        return not self.violations
+
+
+def order_body(kind: str, index: int = 0) -> dict[str, Any]:
+    body = dict(KINDS[kind])
+    if kind == "completed" and index:
+        body["customer_id"] = f"customer-{index + 1}"
+    return body
+
+
+def place(cloud: ChaosCloud, kind: str, key: str, *, index: int = 0) -> PlacedOrder:
+    response = cloud.post_order(key, order_body(kind, index))
+    order_id = None
+    if response is not None and response.status == 202:
+        order_id = str(response.body["order_id"])
+    return PlacedOrder(kind, key, order_id)
+
+
+def verdict(cloud: ChaosCloud, placed: Sequence[PlacedOrder]) -> Verdict:
+    """`ops.invariants` over the stores, every replayed HTTP answer equal to the first, every
+    request answered, and each order's final status the one its kind must reach."""
+    report = check(cloud.stores())
+    result = Verdict(violations=list(report.violations), dead_letters=len(report.dead_letters))
+    result.violations.extend(cloud.http_violations())
+    rows = {row.order_id: row for row in report.orders}
+    for order in placed:
+        if order.order_id is None:
+            result.violations.append(f"{order.kind} order (key {order.key}): the client never got a 202")
+            continue
+        row = rows.get(order.order_id)
+        if row is None:
+            result.violations.append(f"{order.order_id}: accepted (202) but not stored")
+            continue
+        result.statuses[order.order_id] = row.status
+        if row.status != EXPECTED_STATUS[order.kind] and not row.dead_letters:
+            result.violations.append(
+                f"{order.order_id}: a {order.kind} order ended {row.status}, expected "
+                f"{EXPECTED_STATUS[order.kind]}"
+            )
+    return result
+
+
+def run_orders(cloud: ChaosCloud, kinds: Sequence[str], *, prefix: str = "chaos") -> Verdict:
+    """Place the orders, recover to rest, and judge."""
+    placed = [place(cloud, kind, f"{prefix}-{i}-{kind}", index=i) for i, kind in enumerate(kinds)]
+    cloud.recover()
+    return verdict(cloud, placed)

@@ -1,0 +1,92 @@
+"""Exhaustive single faults: one crash at each crash point of each function, then recovery.
+
+The catalogue comes from a *recording run* per order kind: the same schedule with nothing armed,
+every point reached recorded as (function, point, occurrence). Each catalogue entry is then a
+schedule of its own on a fresh moto world: arm that one hit, place the order, let the platform
+recover (client retry, SQS redelivery after the visibility timeout, the state machine's Retry)
+and an operator redrive what is left failed; then judge with `chaos.scenarios.verdict`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from chaos.cloud import Recovery, chaos_cloud
+from chaos.points import CrashController, PointHit
+from chaos.scenarios import KINDS, run_orders
+
+
+@dataclass
+class ScheduleResult:
+    """One schedule's outcome, as the report counts it."""
+
+    category: str
+    name: str
+    faults: list[str]
+    fired: list[str]
+    violations: list[str]
+    recovery: Recovery = field(default_factory=Recovery)
+    points: set[str] = field(default_factory=set)
+
+    @property
+    def ok(self) -> bool:
+        return not self.violations
+
+
+def record(assembly: Path, kind: str, *, control: bool = False) -> list[PointHit]:
+    """The crash points a clean run of one `kind` order reaches, in order (the control has its
+    own: no fence, so no fence points and fewer calls)."""
+    controller = CrashController()
+    with chaos_cloud(assembly, controller=controller, control=control) as cloud:
+        verdict = run_orders(cloud, [kind], prefix="record")
+    if not verdict.ok and not control:
+        raise AssertionError(f"the clean {kind} run already violates: {verdict.violations}")
+    return list(controller.reached)
+
+
+def catalogue(
+    assembly: Path, kinds: Iterable[str] = KINDS, *, control: bool = False
+) -> dict[str, list[PointHit]]:
+    return {kind: record(assembly, kind, control=control) for kind in kinds}
+
+
+def run_single(assembly: Path, kind: str, hit: PointHit, *, control: bool = False) -> ScheduleResult:
+    controller = CrashController()
+    controller.arm([hit])
+    with chaos_cloud(assembly, controller=controller, control=control) as cloud:
+        verdict = run_orders(cloud, [kind], prefix="single")
+        recovery = cloud.recovery
+    violations = list(verdict.violations)
+    if not controller.fired:
+        violations.append(f"harness: {hit.label} was never reached, so nothing was tested")
+    return ScheduleResult(
+        category="single",
+        name=f"{kind} / {hit.label}",
+        faults=[f"crash {hit.label}"],
+        fired=[h.label for h in controller.fired],
+        violations=violations,
+        recovery=recovery,
+        points={h.label for h in controller.reached},
+    )
+
+
+def run_all(
+    assembly: Path,
+    points: dict[str, list[PointHit]],
+    *,
+    control: bool = False,
+    select: Callable[[str, PointHit], bool] = lambda _kind, _hit: True,
+    progress: Callable[[ScheduleResult], None] | None = None,
+) -> list[ScheduleResult]:
+    results = []
+    for kind, hits in points.items():
+        for hit in hits:
+            if not select(kind, hit):
+                continue
+            result = run_single(assembly, kind, hit, control=control)
+            results.append(result)
+            if progress is not None:
+                progress(result)
+    return results
