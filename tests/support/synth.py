@@ -9,6 +9,7 @@ RETRYSAFE_FRESH_SYNTH=1 to force a new one.
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import hashlib
 import json
@@ -87,6 +88,24 @@ def synth_into(outdir: Path, stage: str) -> subprocess.CompletedProcess[str]:
     return proc
 
 
+def _swap_in(staging: Path, outdir: Path) -> None:
+    """Replace `outdir` by `staging` whole, so a reader never sees half an assembly; another
+    session may be swapping in the same stage at the same moment, so retry a lost race."""
+    retired = Path(tempfile.mkdtemp(prefix=f".{outdir.name}-old-", dir=outdir.parent))
+    try:
+        for attempt in range(5):
+            with contextlib.suppress(FileNotFoundError):
+                outdir.rename(retired / str(attempt))
+            try:
+                staging.rename(outdir)
+            except OSError:
+                continue
+            return
+        raise SynthError(f"could not replace {outdir}: another process keeps writing it")
+    finally:
+        shutil.rmtree(retired, ignore_errors=True)
+
+
 @functools.cache
 def synthesize(stage: str = "dev") -> Path:
     """The cloud assembly directory of `stage` (manifest.json, <stack>.template.json, reports)."""
@@ -105,12 +124,7 @@ def synthesize(stage: str = "dev") -> Path:
     try:
         synth_into(staging, stage)
         (staging / _FINGERPRINT).write_text(fingerprint)
-        # Swap in whole, so a concurrent reader never sees half an assembly.
-        retired = Path(tempfile.mkdtemp(prefix=f".{stage}-old-", dir=CACHE_DIR))
-        if outdir.exists():
-            outdir.rename(retired / "assembly")
-        staging.rename(outdir)
-        shutil.rmtree(retired, ignore_errors=True)
+        _swap_in(staging, outdir)
     finally:
         shutil.rmtree(staging, ignore_errors=True)
     return outdir
