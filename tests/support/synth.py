@@ -55,8 +55,15 @@ def _fingerprint(stage: str) -> str:
     return digest.hexdigest()
 
 
+# Synthesis must need no AWS account: run it with no way to find credentials.
+_CREDENTIAL_VARS = ("AWS_ACCESS_KEY_ID", "AWS_SECRET_ACCESS_KEY", "AWS_SESSION_TOKEN", "AWS_PROFILE")
+
+
 def _env() -> dict[str, str]:
-    env = dict(os.environ)
+    env = {k: v for k, v in os.environ.items() if k not in _CREDENTIAL_VARS}
+    env["AWS_EC2_METADATA_DISABLED"] = "true"
+    env["AWS_SHARED_CREDENTIALS_FILE"] = os.devnull
+    env["AWS_CONFIG_FILE"] = os.devnull
     # The Makefile's settings, for runs that do not go through make.
     env.setdefault("JSII_RUNTIME_PACKAGE_CACHE_ROOT", str(ROOT / ".cache" / "jsii"))
     env.setdefault("JSII_SILENCE_WARNING_UNTESTED_NODE_VERSION", "1")
