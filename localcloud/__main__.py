@@ -19,11 +19,7 @@ import time
 from pathlib import Path
 
 from localcloud import outputs as outputs_file
-from localcloud.cloud import LocalCloud
 from localcloud.config import Config
-from localcloud.deploy import DeployError
-from localcloud.server import PortInUseError
-from localcloud.synth import SynthError
 
 READY_TIMEOUT_SECONDS = 600.0
 STOP_TIMEOUT_SECONDS = 20.0
@@ -65,21 +61,34 @@ def _config(args: argparse.Namespace) -> Config:
     )
 
 
+def alive(pid: int) -> bool:
+    """Running (a zombie nobody reaped yet, as `up`'s orphaned child can be in a container, is not)."""
+    try:
+        os.kill(pid, 0)
+    except (ProcessLookupError, PermissionError):
+        return False
+    try:
+        stat = Path(f"/proc/{pid}/stat").read_text(encoding="utf-8")
+    except OSError:
+        return True  # no /proc (macOS): the signal check is all there is
+    return stat.rsplit(")", 1)[-1].split()[0] != "Z"
+
+
 def _pid(config: Config) -> int | None:
     try:
         pid = int(config.pid_path.read_text(encoding="utf-8").strip())
     except (OSError, ValueError):
         return None
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return None
-    except PermissionError:  # pragma: no cover - someone else's process reused the pid
-        return None
-    return pid
+    return pid if alive(pid) else None
 
 
 def run(config: Config) -> int:
+    # moto is imported here only: `down` and `status` must not pay seconds for it.
+    from localcloud.cloud import LocalCloud  # noqa: PLC0415
+    from localcloud.deploy import DeployError  # noqa: PLC0415
+    from localcloud.server import PortInUseError  # noqa: PLC0415
+    from localcloud.synth import SynthError  # noqa: PLC0415
+
     stop = threading.Event()
 
     def on_signal(_signum: int, _frame: object) -> None:
@@ -165,9 +174,7 @@ def _terminate(pid: int) -> bool:
     send(signal.SIGTERM)
     deadline = time.monotonic() + STOP_TIMEOUT_SECONDS
     while time.monotonic() < deadline:
-        try:
-            os.kill(pid, 0)
-        except ProcessLookupError:
+        if not alive(pid):
             break
         time.sleep(0.1)
     else:
@@ -213,7 +220,12 @@ def main(argv: list[str] | None = None) -> int:
     logging.basicConfig(level=logging.WARNING, format="%(levelname)s %(name)s: %(message)s")
     config = _config(args)
     if args.command == "run":
-        return run(config)
+        code = run(config)
+        # Everything was stopped above (workers, pollers, servers). Tearing down moto's and
+        # botocore's module state at interpreter exit takes seconds more and does nothing useful.
+        sys.stdout.flush()
+        sys.stderr.flush()
+        os._exit(code)
     if args.command == "up":
         return up(config, [*argv, "--quiet"] if "--quiet" not in argv else argv)
     if args.command == "down":

@@ -396,7 +396,7 @@ class RestApiHandler:
         """The REST API (payload format 1.0) proxy event."""
         headers: dict[str, str] = {}
         multi_headers: dict[str, list[str]] = {}
-        for name, value in request.headers:
+        for name, value in [*request.headers, *self._forwarded(request)]:
             headers[name] = value
             multi_headers.setdefault(name, []).append(value)
         query = parse_qs(request.query, keep_blank_values=True)
@@ -449,6 +449,18 @@ class RestApiHandler:
             "body": body,
             "isBase64Encoded": is_base64,
         }
+
+    @staticmethod
+    def _forwarded(request: HttpRequest) -> list[tuple[str, str]]:
+        """The headers API Gateway adds to every proxied request (here the scheme is http)."""
+        present = {name.lower() for name, _ in request.headers}
+        added = {
+            "X-Forwarded-For": request.source_ip,
+            "X-Forwarded-Port": request.host.rpartition(":")[2] if ":" in request.host else "80",
+            "X-Forwarded-Proto": "http",
+            "X-Amzn-Trace-Id": f"Root=1-{int(time.time()):08x}-{uuid.uuid4().hex[:24]}",
+        }
+        return [(name, value) for name, value in added.items() if name.lower() not in present]
 
     def handle(self, request: HttpRequest) -> HttpResponse:  # noqa: PLR0911 - one return per outcome
         request_id = str(uuid.uuid4())

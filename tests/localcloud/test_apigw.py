@@ -79,6 +79,8 @@ def test_proxy_event_has_the_rest_api_shape(spec):
     assert event["multiValueQueryStringParameters"] == {"a": ["1", "2"], "b": [""]}
     assert event["headers"]["X-A"] == "1"
     assert event["multiValueHeaders"]["X-A"] == ["1"]
+    assert event["headers"]["X-Forwarded-Proto"] == "http"
+    assert event["headers"]["X-Forwarded-For"] == "127.0.0.1"
     assert event["body"] is None
     assert event["isBase64Encoded"] is False
     context = event["requestContext"]

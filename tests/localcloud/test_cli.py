@@ -13,6 +13,7 @@ from pathlib import Path
 
 import pytest
 
+from localcloud.__main__ import alive
 from tests.localcloud.conftest import ASSEMBLY, free_port
 
 pytestmark = pytest.mark.slow
@@ -34,14 +35,6 @@ def cli(*args: str, state: Path, timeout: float = 120) -> subprocess.CompletedPr
         timeout=timeout,
         check=False,
     )
-
-
-def alive(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    return True
 
 
 def test_up_status_down_leaves_no_process(tmp_path):
