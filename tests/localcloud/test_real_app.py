@@ -1,0 +1,110 @@
+"""The real synthesized `local` stage on the local cloud: it deploys, exposes the contract's outputs
+and takes one order from HTTP to COMPLETED through SQS, the worker and the workflow."""
+
+from __future__ import annotations
+
+import json
+import time
+import urllib.error
+import urllib.request
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from localcloud import Config, LocalCloud
+from ops.seed import seed_inventory
+
+pytestmark = pytest.mark.slow
+
+FUNCTIONS = (
+    "Api",
+    "Worker",
+    "ReserveInventory",
+    "ChargePayment",
+    "RecordLedger",
+    "PublishEvents",
+    "MarkCompleted",
+    "ReleaseInventory",
+    "MarkFailed",
+    "Notify",
+    "Analytics",
+)
+DATA_OUTPUTS = (
+    "IdempotencyTableName",
+    "FenceTableName",
+    "OrdersTableName",
+    "InventoryTableName",
+    "PaymentsTableName",
+    "LedgerTableName",
+    "NotificationsTableName",
+    "AggregatesTableName",
+    "OrdersQueueUrl",
+    "OrdersDlqUrl",
+    "NotifyQueueUrl",
+    "NotifyDlqUrl",
+    "AnalyticsQueueUrl",
+    "AnalyticsDlqUrl",
+)
+
+
+@pytest.fixture(scope="module")
+def cloud(local_assembly: Path, tmp_path_factory) -> Iterator[LocalCloud]:
+    config = Config(port=0, state_dir=tmp_path_factory.mktemp("real"), assembly=local_assembly)
+    with LocalCloud(config) as running:
+        yield running
+
+
+def test_every_contract_output_is_there(cloud):
+    keys = set(cloud.outputs.outputs)
+
+    assert set(DATA_OUTPUTS) <= keys
+    assert {"ApiUrl", "StateMachineArn"} <= keys
+    assert {f"{name}FunctionName" for name in FUNCTIONS} <= keys
+    assert cloud.outputs["ApiUrl"] == cloud.outputs.api_url
+    assert cloud.outputs.api_url.startswith("http://127.0.0.1:")
+
+
+def test_only_resources_without_local_effect_are_skipped(cloud):
+    skipped = {kind for per_stack in cloud.report.not_created.values() for kind in per_stack}
+
+    assert not {kind for kind in skipped if kind.startswith(("AWS::Lambda::", "AWS::StepFunctions::"))}
+    assert not {kind for kind in skipped if kind.startswith(("AWS::DynamoDB::", "AWS::SQS::Queue"))} - {
+        "AWS::SQS::QueuePolicy"
+    }
+
+
+def get_json(url: str) -> tuple[int, dict]:
+    try:
+        with urllib.request.urlopen(url, timeout=60) as response:
+            return response.status, json.loads(response.read())
+    except urllib.error.HTTPError as error:
+        return error.code, json.loads(error.read() or b"{}")
+
+
+def test_an_order_completes_end_to_end(cloud):
+    seed_inventory(cloud.client("dynamodb"), cloud.outputs["InventoryTableName"])
+    body = {"customer_id": "c-1", "currency": "EUR", "items": [{"sku": "sku-1", "quantity": 1}]}
+    request = urllib.request.Request(
+        f"{cloud.outputs.api_url}orders",
+        data=json.dumps(body).encode(),
+        headers={"Content-Type": "application/json", "Idempotency-Key": "real-app-1"},
+        method="POST",
+    )
+    with urllib.request.urlopen(request, timeout=60) as response:
+        accepted = json.loads(response.read())
+        assert response.status in (200, 201, 202)
+
+    deadline = time.monotonic() + 120
+    status: dict = {}
+    while time.monotonic() < deadline:
+        _, status = get_json(f"{cloud.outputs.api_url}orders/{accepted['order_id']}")
+        if status.get("status") in ("COMPLETED", "FAILED"):
+            break
+        time.sleep(0.5)
+
+    assert status.get("status") == "COMPLETED", status
+    sqs = cloud.client("sqs")
+    for dlq in ("OrdersDlqUrl", "NotifyDlqUrl", "AnalyticsDlqUrl"):
+        attributes = sqs.get_queue_attributes(QueueUrl=cloud.outputs[dlq], AttributeNames=["All"])["Attributes"]
+        assert attributes["ApproximateNumberOfMessages"] == "0", dlq
