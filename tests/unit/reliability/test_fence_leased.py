@@ -9,7 +9,7 @@ import pytest
 from botocore.stub import Stubber
 
 from reliability.crashpoints import CrashPlan, SimulatedCrash
-from reliability.errors import FenceBusy, ResultTooLarge, StaleFence, StoreUnavailable
+from reliability.errors import EffectConditionFailed, FenceBusy, ResultTooLarge, StaleFence, StoreUnavailable
 from reliability.fence import AtomicEffect, FenceState, FenceStore, StepId, Write
 from reliability.telemetry import Telemetry
 from tests.unit.reliability.domain import DemoOutOfStock, DemoPaymentDeclined
@@ -365,3 +365,77 @@ def test_read_maps_store_errors(telemetry: Telemetry) -> None:
 def test_a_lease_must_be_positive(fences: FenceStore) -> None:
     with pytest.raises(ValueError, match="lease_seconds"):
         fences.claim(STEP, attempt_id="A", lease_seconds=0)
+
+
+def claimed_response(store: FenceStore, token: int = 1) -> dict[str, Any]:
+    return {
+        "Attributes": {
+            "id": {"S": store.key_for(STEP).value},
+            "state": {"S": "IN_PROGRESS"},
+            "fencing_token": {"N": str(token)},
+            "owner": {"S": "A"},
+            "lease_expires": {"N": "1800000030"},
+        }
+    }
+
+
+@pytest.mark.parametrize(
+    ("error", "expected"),
+    [
+        ({"service_error_code": "ThrottlingException"}, StoreUnavailable),
+        (
+            {
+                "service_error_code": "TransactionCanceledException",
+                "modeled_fields": {
+                    "CancellationReasons": [{"Code": "None"}, {"Code": "TransactionConflict"}]
+                },
+            },
+            StoreUnavailable,
+        ),
+        (
+            {
+                "service_error_code": "TransactionCanceledException",
+                "modeled_fields": {
+                    "CancellationReasons": [{"Code": "None"}, {"Code": "ConditionalCheckFailed"}]
+                },
+            },
+            EffectConditionFailed,
+        ),
+    ],
+)
+def test_leased_atomic_completion_failures_release_and_map(
+    telemetry: Telemetry, error: dict[str, Any], expected: type[Exception]
+) -> None:
+    # Given the claim succeeds and the completing transaction fails
+    store, stub = stubbed(telemetry)
+    stub.add_response("update_item", claimed_response(store))
+    stub.add_client_error("transact_write_items", **error)
+    stub.add_response("update_item", {})  # the release
+    # When the step runs, Then the mapped error propagates after the claim is released
+    with stub, pytest.raises(expected):
+        store.run_leased(
+            STEP, attempt_id="A", lease_seconds=LEASE, effect=lambda key: AtomicEffect({}, [counter_add("c")])
+        )
+    stub.assert_no_pending_responses()
+
+
+def test_a_failed_release_does_not_hide_the_original_exception(telemetry: Telemetry) -> None:
+    # Given the effect fails and the release is throttled too
+    store, stub = stubbed(telemetry)
+    stub.add_response("update_item", claimed_response(store))
+    stub.add_client_error("update_item", service_error_code="ThrottlingException")
+    original = KeyError("the effect's own error")
+
+    def effect(key: str) -> dict[str, Any]:
+        raise original
+
+    # Then the effect's exception is what propagates (the lease will simply expire)
+    with stub, pytest.raises(KeyError) as raised:
+        store.run_leased(STEP, attempt_id="A", lease_seconds=LEASE, effect=effect)
+    assert raised.value is original
+
+
+def test_lease_live_reflects_the_clock(fences: FenceStore, clock: FakeClock) -> None:
+    record = fences.claim(STEP, attempt_id="A", lease_seconds=LEASE).record
+    assert record.lease_live(clock())
+    assert not record.lease_live(clock() + LEASE + 1)
