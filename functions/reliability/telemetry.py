@@ -74,7 +74,7 @@ class Telemetry:
             name=outcome.value,
             unit=MetricUnit.Count,
             value=1,
-            namespace=self.metrics.namespace,
+            namespace=self.metrics.namespace or self.service,
             default_dimensions=dimensions,
         ):
             pass

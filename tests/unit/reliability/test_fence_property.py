@@ -32,9 +32,11 @@ from tests.unit.reliability.helpers import (
 LEASE = 10.0
 CRASHES = [
     "none",
+    "after-claim",  # dies right after the claim's UpdateItem landed
     "before-provider",  # dies inside the effect before the external call
     "after-provider",  # dies after the external call, before returning
     "after-effect",  # the fence's own crash point between effect and record
+    "before-commit",  # dies just before the completing TransactWriteItems is sent
     "after-commit",  # dies right after the completing TransactWriteItems landed
     "transient",  # an ordinary exception: the claim is released
     "declined",  # a BusinessError: recorded FAILED
@@ -93,6 +95,8 @@ class World:
         attempt = f"a{self.attempts}"
         self.plan.points = {
             "after-effect": {"fence:after-effect:charge-payment": 1},
+            "after-claim": {"after:DynamoDB.UpdateItem": 1},
+            "before-commit": {"before:DynamoDB.TransactWriteItems": 1},
             "after-commit": {"after:DynamoDB.TransactWriteItems": 1},
         }.get(crash, {})
         self.plan._memory.clear()

@@ -109,3 +109,14 @@ def test_every_fence_decision_is_emitted(ddb: Any, capsys: pytest.CaptureFixture
     } <= names
     assert {"service": "orders-svc", "step": "charge-payment"} in emitted.dimensions_of("FenceBusy")
     assert all(line["level"] == "INFO" for line in emitted.logs)
+
+
+def test_metrics_without_a_namespace_fall_back_to_the_service(capsys: pytest.CaptureFixture[str]) -> None:
+    # Given Metrics built without a namespace (POWERTOOLS_METRICS_NAMESPACE unset)
+    telemetry = Telemetry(
+        logger=Logger(service=f"x-{uuid.uuid4().hex}"), metrics=Metrics(service="orders-svc")
+    )
+    # When a decision is recorded, Then the metric still goes out, in the service's namespace
+    telemetry.decision(Decision.DEDUP_HIT, step="notify")
+    emitted = read_emitted(capsys.readouterr().out)
+    assert emitted.metrics[0]["_aws"]["CloudWatchMetrics"][0]["Namespace"] == "orders-svc"
