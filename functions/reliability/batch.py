@@ -94,6 +94,15 @@ def process_batch(
                 reason=poison.reason,
             )
             return None
+        except Exception as error:
+            # Reported in batchItemFailures; SQS redelivers it. An expected event, so INFO.
+            telemetry.retry(
+                reason=type(error).__name__,
+                step=dead_letters.source,
+                message_id=record.message_id,
+                receive_count=record.attributes.approximate_receive_count,
+            )
+            raise
 
     response = process_partial_response(
         event=dict(event), record_handler=record_handler, processor=processor, context=context

@@ -91,7 +91,9 @@ def counting_handler(dedup: ConsumerDedup) -> Any:
     return handle
 
 
-def test_success_and_transient_failure_are_reported_per_record(ddb: Any, sqs: Any, dlq: str) -> None:
+def test_success_and_transient_failure_are_reported_per_record(
+    ddb: Any, sqs: Any, dlq: str, capsys: pytest.CaptureFixture[str]
+) -> None:
     # Given a batch whose second record fails transiently
     telemetry = make_telemetry()
 
@@ -109,6 +111,10 @@ def test_success_and_transient_failure_are_reported_per_record(ddb: Any, sqs: An
     # Then only that record is reported for redelivery; nothing went to the DLQ
     assert response == {"batchItemFailures": [{"itemIdentifier": "m-1"}]}
     assert dead_lettered(sqs, dlq) == []
+    # And the retry is an INFO event with its reason, not an error
+    emitted = read_emitted(capsys.readouterr().out)
+    [retry] = [line for line in emitted.decisions() if line["decision"] == "Retry"]
+    assert (retry["level"], retry["reason"], retry["message_id"]) == ("INFO", "ConnectionError", "m-1")
 
 
 def test_a_whole_failed_batch_is_reported_not_raised(ddb: Any, sqs: Any, dlq: str) -> None:
