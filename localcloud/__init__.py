@@ -12,14 +12,14 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from localcloud import outputs
+from localcloud import control, outputs
 from localcloud.config import Config
 from localcloud.outputs import Outputs
 
 if TYPE_CHECKING:
     from localcloud.cloud import LocalCloud
 
-__all__ = ["Config", "LocalCloud", "Outputs", "outputs"]
+__all__ = ["Config", "LocalCloud", "Outputs", "control", "outputs"]
 
 
 def __getattr__(name: str) -> Any:

@@ -18,6 +18,7 @@ import threading
 import time
 from pathlib import Path
 
+from localcloud import control
 from localcloud import outputs as outputs_file
 from localcloud.config import Config
 
@@ -42,6 +43,7 @@ def _parser() -> argparse.ArgumentParser:
         help="RETRYSAFE_CRASH_POINTS for the workers (crash injection; off by default)",
     )
     parser.add_argument("--crash-state-dir", type=Path, help="RETRYSAFE_CRASH_STATE_DIR for the workers")
+    parser.add_argument("--crash-mode", choices=("exit", "raise"), help="RETRYSAFE_CRASH_MODE (default exit)")
     parser.add_argument("--quiet", action="store_true", help="run: no live function log on the console")
     return parser
 
@@ -57,6 +59,7 @@ def _config(args: argparse.Namespace) -> Config:
         max_workers=args.max_workers,
         crash_points=args.crash_points,
         crash_state_dir=args.crash_state_dir.resolve() if args.crash_state_dir else None,
+        crash_mode=args.crash_mode,
         live_log=not args.quiet,
     )
 
@@ -203,14 +206,16 @@ def status(config: Config) -> int:
         print("no local cloud running")
         return 1
     print(f"running (pid {pid})")
-    if config.outputs_path.exists():
-        data = outputs_file.load(config.outputs_path)
-        print(
-            json.dumps({"endpoint": data.endpoint, "api_url": data.api_url, "region": data.region}, indent=2)
-        )
-    workers = config.state_dir / "workers.json"
-    if workers.exists():
-        print("workers:", workers.read_text(encoding="utf-8").strip())
+    if not config.outputs_path.exists():
+        print("starting (no outputs yet)")
+        return 0
+    data = outputs_file.load(config.outputs_path)
+    try:
+        live = control.status(data.endpoint)
+    except OSError as exc:
+        print(f"endpoint {data.endpoint} does not answer: {exc}")
+        return 1
+    print(json.dumps({"region": data.region, **live}, indent=2))
     return 0
 
 

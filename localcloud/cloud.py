@@ -13,7 +13,6 @@ import json
 import logging
 import re
 import threading
-from dataclasses import replace
 from pathlib import Path
 from typing import IO, Any
 
@@ -72,7 +71,7 @@ class LocalCloud:
         try:
             _check_port(self.config.rest_api_port, "REST API")
             self.config.state_dir.mkdir(parents=True, exist_ok=True)
-            self.endpoint = MotoEndpoint(self.config.port)
+            self.endpoint = MotoEndpoint(self.config.port, control=self._control)
             endpoint_url = self.endpoint.url
             self.runtime = LambdaRuntime(
                 state_dir=self.config.state_dir,
@@ -247,13 +246,42 @@ class LocalCloud:
         """Live Lambda worker process ids by function name."""
         return self.runtime.workers() if self.runtime else {}
 
-    def set_crash_points(self, crash_points: str | None, state_dir: Path | None = None) -> None:
+    def set_crash_points(
+        self, crash_points: str | None, state_dir: Path | None = None, mode: str | None = None
+    ) -> None:
         """Switch crash injection for the workers started from now on (warm ones are retired)."""
-        self.config = self.config.with_crash_points(crash_points)
-        if state_dir is not None:
-            self.config = replace(self.config, crash_state_dir=state_dir)
+        self.config = self.config.with_crash_points(crash_points, state_dir=state_dir, mode=mode)
         if self.runtime is not None:
             self.runtime.set_extra_env({**self.config.extra_worker_env, **self.config.crash_env()})
+
+    def status(self) -> dict[str, Any]:
+        return {
+            "endpoint": self.endpoint.url if self.endpoint else None,
+            "api_url": self._outputs.api_url if self._outputs else None,
+            "workers": self.workers(),
+            "mappings": [
+                {"uuid": m.uuid, "queue": m.queue_arn, "function": m.function_arn, "batch_size": m.batch_size}
+                for m in (self.pollers.active() if self.pollers else [])
+            ],
+            "crash": self.config.crash_env(),
+        }
+
+    def _control(self, method: str, path: str, body: bytes) -> tuple[int, dict[str, Any]]:
+        """The /_localcloud/ routes of the endpoint (see localcloud.control)."""
+        route = path.removeprefix("/_localcloud/")
+        if method == "GET" and route == "status":
+            return 200, self.status()
+        if method == "POST" and route == "crash-points":
+            try:
+                document = json.loads(body or b"{}")
+            except ValueError:
+                return 400, {"message": "body must be JSON"}
+            state_dir = document.get("state_dir")
+            self.set_crash_points(
+                document.get("crash_points"), Path(state_dir) if state_dir else None, document.get("mode")
+            )
+            return 200, self.status()
+        return 404, {"message": f"no control route {method} {path}"}
 
 
 def running() -> LocalCloud | None:

@@ -17,6 +17,7 @@ DEFAULT_MAX_WORKERS = 3
 DEFAULT_IDLE_SECONDS = 600.0
 CRASH_POINTS_ENV = "RETRYSAFE_CRASH_POINTS"
 CRASH_STATE_DIR_ENV = "RETRYSAFE_CRASH_STATE_DIR"
+CRASH_MODE_ENV = "RETRYSAFE_CRASH_MODE"  # exit (a real death, the default) or raise
 
 
 def _int_env(name: str, default: int) -> int:
@@ -40,6 +41,7 @@ class Config:
     live_log: bool = False
     crash_points: str | None = None
     crash_state_dir: Path | None = None
+    crash_mode: str | None = None
     extra_worker_env: dict[str, str] = field(default_factory=dict)
 
     @classmethod
@@ -50,6 +52,7 @@ class Config:
             "region": os.environ.get("LOCALCLOUD_REGION", DEFAULT_REGION),
             "state_dir": Path(os.environ.get("LOCALCLOUD_DIR", ".localcloud")),
             "crash_points": os.environ.get(CRASH_POINTS_ENV) or None,
+            "crash_mode": os.environ.get(CRASH_MODE_ENV) or None,
         }
         if os.environ.get("LOCALCLOUD_API_PORT"):
             values["api_port"] = int(os.environ["LOCALCLOUD_API_PORT"])
@@ -87,7 +90,16 @@ class Config:
             env[CRASH_POINTS_ENV] = self.crash_points
             state_dir = self.crash_state_dir or (self.state_dir / "crash").resolve()
             env[CRASH_STATE_DIR_ENV] = str(state_dir)
+            if self.crash_mode:
+                env[CRASH_MODE_ENV] = self.crash_mode
         return env
 
-    def with_crash_points(self, crash_points: str | None) -> Config:
-        return replace(self, crash_points=crash_points or None)
+    def with_crash_points(
+        self, crash_points: str | None, *, state_dir: Path | None = None, mode: str | None = None
+    ) -> Config:
+        return replace(
+            self,
+            crash_points=crash_points or None,
+            crash_state_dir=state_dir or self.crash_state_dir,
+            crash_mode=mode or self.crash_mode,
+        )

@@ -15,6 +15,9 @@ import os
 import socket
 import threading
 import urllib.request
+from collections.abc import Callable
+from http import HTTPStatus
+from typing import Any
 
 from moto.moto_server.werkzeug_app import DomainDispatcherApplication, MotoRequestHandler, create_backend_app
 from werkzeug.serving import BaseWSGIServer, make_server
@@ -44,19 +47,47 @@ def is_port_free(port: int, host: str = "127.0.0.1") -> bool:
     return True
 
 
+Control = Callable[[str, str, bytes], tuple[int, dict[str, Any]]]
+"""(method, path, body) -> (status, JSON document) for requests under /_localcloud/."""
+CONTROL_PREFIX = "/_localcloud/"
+
+
+class _WithControl:
+    """moto's WSGI app, plus the local cloud's own control routes under /_localcloud/."""
+
+    def __init__(self, app: Callable[..., Any], control: Control) -> None:
+        self._app = app
+        self._control = control
+
+    def __call__(self, environ: dict[str, Any], start_response: Callable[..., Any]) -> Any:
+        path = str(environ.get("PATH_INFO", ""))
+        if not path.startswith(CONTROL_PREFIX):
+            return self._app(environ, start_response)
+        length = int(environ.get("CONTENT_LENGTH") or 0)
+        body = environ["wsgi.input"].read(length) if length else b""
+        status, document = self._control(str(environ["REQUEST_METHOD"]), path, body)
+        data = json.dumps(document).encode("utf-8")
+        start_response(
+            f"{status} {HTTPStatus(status).phrase}",
+            [("Content-Type", "application/json"), ("Content-Length", str(len(data)))],
+        )
+        return [data]
+
+
 class MotoEndpoint:
     """moto on http://127.0.0.1:<port>, with Step Functions executing state machines."""
 
-    def __init__(self, port: int, host: str = "127.0.0.1") -> None:
+    def __init__(self, port: int, host: str = "127.0.0.1", *, control: Control | None = None) -> None:
         self.host = host
         logging.getLogger("werkzeug").setLevel(logging.WARNING)
         if port and not is_port_free(port, host):
             raise PortInUseError("AWS endpoint", port)
         try:
+            app: Any = DomainDispatcherApplication(create_backend_app)
             self._server: BaseWSGIServer = make_server(
                 host,
                 port,
-                DomainDispatcherApplication(create_backend_app),
+                _WithControl(app, control) if control else app,
                 threaded=True,
                 request_handler=MotoRequestHandler,
             )

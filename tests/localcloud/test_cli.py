@@ -65,6 +65,7 @@ def test_up_status_down_leaves_no_process(tmp_path):
         status = cli("status", state=state)
         assert status.returncode == 0
         assert f"pid {pid}" in status.stdout
+        assert '"workers"' in status.stdout
 
         # Then down stops the server and every worker
         down = cli("down", state=state)

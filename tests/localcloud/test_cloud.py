@@ -17,7 +17,7 @@ from typing import Any
 
 import pytest
 
-from localcloud import Config, LocalCloud, outputs, patches
+from localcloud import Config, LocalCloud, control, outputs, patches
 from tests.localcloud.conftest import ASSEMBLY
 
 pytestmark = pytest.mark.slow
@@ -273,3 +273,19 @@ def test_crash_points_are_configuration_for_new_workers(cloud, tmp_path):
         cloud.set_crash_points(None)
     payload, _ = invoke(cloud, {"action": "ok"})
     assert payload["crash_points"] is None
+
+
+def test_control_routes_switch_crash_points_of_a_running_cloud(cloud, tmp_path):
+    endpoint = cloud.outputs.endpoint
+    invoke(cloud, {"action": "ok"})
+    assert "fx-local-step" in control.status(endpoint)["workers"]
+
+    switched = control.set_crash_points(endpoint, "after:DynamoDB.PutItem@step", state_dir=str(tmp_path))
+
+    assert switched["crash"]["RETRYSAFE_CRASH_POINTS"] == "after:DynamoDB.PutItem@step"
+    assert switched["crash"]["RETRYSAFE_CRASH_STATE_DIR"] == str(tmp_path)
+    assert switched["workers"] == {}  # warm workers retired
+    payload, _ = invoke(cloud, {"action": "ok"})
+    assert payload["crash_points"] == "after:DynamoDB.PutItem@step"
+    assert control.set_crash_points(endpoint, None)["crash"] == {}
+    assert len(control.status(endpoint)["mappings"]) == 1

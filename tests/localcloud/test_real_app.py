@@ -106,5 +106,7 @@ def test_an_order_completes_end_to_end(cloud):
     assert status.get("status") == "COMPLETED", status
     sqs = cloud.client("sqs")
     for dlq in ("OrdersDlqUrl", "NotifyDlqUrl", "AnalyticsDlqUrl"):
-        attributes = sqs.get_queue_attributes(QueueUrl=cloud.outputs[dlq], AttributeNames=["All"])["Attributes"]
+        attributes = sqs.get_queue_attributes(QueueUrl=cloud.outputs[dlq], AttributeNames=["All"])[
+            "Attributes"
+        ]
         assert attributes["ApproximateNumberOfMessages"] == "0", dlq

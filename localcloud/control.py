@@ -1,0 +1,44 @@
+"""Talk to a running local cloud's control routes (`/_localcloud/...` on its AWS endpoint).
+
+For the demo, chaos and e2e code that use a local cloud started elsewhere (`make local-up`):
+
+    from localcloud import control, outputs
+    endpoint = outputs.load().endpoint
+    control.set_crash_points(endpoint, "after:DynamoDB.PutItem@charge-payment=1")
+    control.status(endpoint)["workers"]     # {function name: [worker pids]}
+    control.set_crash_points(endpoint, None)  # off again
+
+Changing crash points retires the warm workers: the next call of each function starts a fresh
+worker process that reads the new RETRYSAFE_CRASH_* variables at its cold start.
+"""
+
+from __future__ import annotations
+
+import json
+import urllib.request
+from typing import Any
+
+
+def _call(endpoint: str, path: str, document: dict[str, Any] | None = None) -> dict[str, Any]:
+    request = urllib.request.Request(  # noqa: S310 - a local cloud's http endpoint
+        f"{endpoint.rstrip('/')}/_localcloud/{path}",
+        data=json.dumps(document).encode("utf-8") if document is not None else None,
+        headers={"Content-Type": "application/json"},
+        method="POST" if document is not None else "GET",
+    )
+    with urllib.request.urlopen(request, timeout=30) as response:  # noqa: S310
+        return dict(json.loads(response.read()))
+
+
+def status(endpoint: str) -> dict[str, Any]:
+    """Workers by function, polled event source mappings, crash points in force."""
+    return _call(endpoint, "status")
+
+
+def set_crash_points(
+    endpoint: str, crash_points: str | None, *, state_dir: str | None = None, mode: str | None = None
+) -> dict[str, Any]:
+    """Switch crash injection for new workers (None: off); returns the new status."""
+    return _call(
+        endpoint, "crash-points", {"crash_points": crash_points, "state_dir": state_dir, "mode": mode}
+    )
