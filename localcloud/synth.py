@@ -68,11 +68,30 @@ def synth_command(project: Path, stage: str, outdir: Path) -> tuple[list[str], d
     return str(cdk_json["app"]).split(), env
 
 
+def stacks_of_stage(assembly: Path, stage: str) -> bool:
+    """True when every stack in the assembly is a `{service}-{stage}-...` stack."""
+    try:
+        manifest = json.loads((assembly / "manifest.json").read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return False
+    stacks = [
+        name
+        for name, artifact in manifest.get("artifacts", {}).items()
+        if artifact.get("type") == "aws:cloudformation:stack"
+    ]
+    return bool(stacks) and all(f"-{stage}-" in name for name in stacks)
+
+
 def ensure_assembly(config: Config, *, log: Callable[[str], None] = print) -> Path:
-    """`state_dir/cdk.out` for the configured stage, synthesized first when missing or stale."""
+    """A fresh assembly of the configured stage: `cdk.out/` when `make synth STAGE=<stage>` made
+    it and it is newer than the sources, else `state_dir/cdk.out`, synthesized when missing or
+    stale (so a dev-stage `cdk.out/` is never deployed by mistake, nor overwritten)."""
     project = config.project_dir.resolve()
+    default = project / "cdk.out"
+    if stacks_of_stage(default, config.stage) and not is_stale(default, project):
+        return default
     outdir = (config.state_dir / "cdk.out").resolve()
-    if not is_stale(outdir, project):
+    if stacks_of_stage(outdir, config.stage) and not is_stale(outdir, project):
         return outdir
     if not (project / "app.py").is_file():
         raise SynthError(f"no app.py in {project}: pass --assembly DIR (a synthesized cdk.out)")

@@ -23,7 +23,7 @@ from localcloud.deploy import (
     zip_directory,
 )
 from localcloud.pollers import failed_ids, sqs_record
-from localcloud.synth import is_stale
+from localcloud.synth import is_stale, stacks_of_stage
 
 
 def test_assembly_stacks_in_dependency_order_with_their_assets(assembly):
@@ -171,3 +171,9 @@ def test_assembly_is_stale_when_sources_are_newer(tmp_path: Path):
     assert not is_stale(assembly, project)
     os.utime(project / "infra" / "x.py", (time.time() + 10, time.time() + 10))
     assert is_stale(assembly, project)
+
+
+def test_only_an_assembly_of_the_wanted_stage_is_reused(assembly, tmp_path: Path):
+    assert stacks_of_stage(assembly, "local")
+    assert not stacks_of_stage(assembly, "dev")
+    assert not stacks_of_stage(tmp_path, "local")
