@@ -19,6 +19,7 @@ from collections.abc import Callable
 from http import HTTPStatus
 from typing import Any
 
+from moto.core.config import default_user_config
 from moto.moto_server.werkzeug_app import DomainDispatcherApplication, MotoRequestHandler, create_backend_app
 from werkzeug.serving import BaseWSGIServer, make_server
 
@@ -98,6 +99,7 @@ class MotoEndpoint:
         except SystemExit as exc:  # werkzeug prints "Address already in use" and exits on a lost race
             raise PortInUseError("AWS endpoint", port) from exc
         self.port = int(self._server.server_address[1])
+        self._previous_sfn_config: dict[str, Any] = {}
         # The Step Functions interpreter calls Lambda back at http://localhost:$MOTO_PORT. Set once,
         # before anything runs; never changed per call; restored by stop().
         self._previous_moto_port = os.environ.get("MOTO_PORT")
@@ -110,7 +112,8 @@ class MotoEndpoint:
 
     def start(self) -> None:
         self._thread.start()
-        self.configure({"stepfunctions": {"execute_state_machine": True}})
+        self._previous_sfn_config = dict(default_user_config.get("stepfunctions", {}))
+        self.configure({"stepfunctions": {**self._previous_sfn_config, "execute_state_machine": True}})
 
     def configure(self, config: dict[str, object]) -> dict[str, object]:
         request = urllib.request.Request(  # noqa: S310 - our own http://127.0.0.1 endpoint
@@ -123,6 +126,8 @@ class MotoEndpoint:
             return dict(json.loads(response.read()))
 
     def stop(self) -> None:
+        if self._thread.is_alive():  # moto's config is process-global: give back what we found
+            self.configure({"stepfunctions": self._previous_sfn_config})
         self._server.shutdown()
         self._server.server_close()
         self._thread.join(5)
