@@ -6,10 +6,8 @@ Env-agnostic and offline: no account, region, credentials or network are read he
 
 from aws_cdk import App
 
-from infra.app import build
-from infra.config import CONTEXT_KEY, load_config
+from infra.app import build, config_of
 
 app = App()
-config = load_config(app.node.try_get_context(CONTEXT_KEY) or {}, app.node.try_get_context("stage"))
-build(app, config)
+build(app, config_of(app))
 app.synth()

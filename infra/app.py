@@ -4,10 +4,15 @@ from __future__ import annotations
 
 from aws_cdk import App, Tags
 
-from infra.config import StageConfig
+from infra.config import CONTEXT_KEY, StageConfig, load_config
 from infra.nag import add_nag_checks
 from infra.stacks.app import AppStack
 from infra.stacks.data import DataStack
+
+
+def config_of(app: App) -> StageConfig:
+    """The stage config from the app's context (`cdk.json` + `-c stage=...`)."""
+    return load_config(app.node.try_get_context(CONTEXT_KEY) or {}, app.node.try_get_context("stage"))
 
 
 def build(app: App, config: StageConfig) -> tuple[DataStack, AppStack]:

@@ -1,7 +1,9 @@
 """Synthesize a stage once per test session into `.cache/test-cdk.out/<stage>`.
 
 Runs `app.py` in a subprocess (as `cdk synth` does, with the cdk.json context plus `stage`),
-so a test process never loads the jsii runtime just to read templates. cdk-nag runs in that
+so a test process never loads the jsii runtime just to read templates; `synthesize_stages`
+does several stages in one subprocess (tests/support/_synth_stages.py), which takes about half
+the time of one process per stage. cdk-nag runs in that
 synth: a finding nobody acknowledged makes it fail with SynthError. An assembly whose inputs
 (app, infra, functions, cdk.json, pins) are unchanged since the last run is reused; set
 RETRYSAFE_FRESH_SYNTH=1 to force a new one.
@@ -10,7 +12,6 @@ RETRYSAFE_FRESH_SYNTH=1 to force a new one.
 from __future__ import annotations
 
 import contextlib
-import functools
 import hashlib
 import json
 import os
@@ -18,6 +19,7 @@ import shutil
 import subprocess
 import sys
 import tempfile
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -76,11 +78,9 @@ def _env() -> dict[str, str]:
     return env
 
 
-def synth_into(outdir: Path, stage: str) -> subprocess.CompletedProcess[str]:
-    """Run app.py for one stage into `outdir`; raise SynthError with its output if it fails."""
-    env = _env() | {"CDK_OUTDIR": str(outdir), "CDK_CONTEXT_JSON": json.dumps(cdk_context(stage))}
+def _run(args: list[str], env: dict[str, str], what: str) -> subprocess.CompletedProcess[str]:
     proc = subprocess.run(
-        [sys.executable, str(ROOT / "app.py")],
+        [sys.executable, *args],
         cwd=ROOT,
         env=env,
         capture_output=True,
@@ -89,10 +89,14 @@ def synth_into(outdir: Path, stage: str) -> subprocess.CompletedProcess[str]:
         check=False,
     )
     if proc.returncode != 0:
-        raise SynthError(
-            f"synth of stage {stage!r} failed ({proc.returncode}):\n{proc.stdout}\n{proc.stderr}"
-        )
+        raise SynthError(f"synth of {what} failed ({proc.returncode}):\n{proc.stdout}\n{proc.stderr}")
     return proc
+
+
+def synth_into(outdir: Path, stage: str) -> subprocess.CompletedProcess[str]:
+    """Run app.py, exactly as `cdk synth -c stage=<stage>` does, into `outdir`."""
+    env = _env() | {"CDK_OUTDIR": str(outdir), "CDK_CONTEXT_JSON": json.dumps(cdk_context(stage))}
+    return _run([str(ROOT / "app.py")], env, f"stage {stage!r}")
 
 
 def _swap_in(staging: Path, outdir: Path) -> None:
@@ -113,28 +117,57 @@ def _swap_in(staging: Path, outdir: Path) -> None:
         shutil.rmtree(retired, ignore_errors=True)
 
 
-@functools.cache
-def synthesize(stage: str = "dev") -> Path:
-    """The cloud assembly directory of `stage` (manifest.json, <stack>.template.json, reports)."""
-    outdir = CACHE_DIR / stage
-    fingerprint = _fingerprint(stage)
+_done: dict[str, Path] = {}
+
+
+def _is_current(outdir: Path, fingerprint: str) -> bool:
     marker = outdir / _FINGERPRINT
-    if (
+    return (
         os.environ.get("RETRYSAFE_FRESH_SYNTH") != "1"
         and marker.is_file()
         and marker.read_text() == fingerprint
         and (outdir / "manifest.json").is_file()
-    ):
-        return outdir
+    )
+
+
+def synthesize_stages(stages: Sequence[str]) -> dict[str, Path]:
+    """Like `synthesize`, for several stages; the stale ones are synthesized in one process."""
+    fingerprints = {stage: _fingerprint(stage) for stage in stages if stage not in _done}
+    stale = [s for s, fp in fingerprints.items() if not _is_current(CACHE_DIR / s, fp)]
+    if len(stale) == 1:
+        _synth_fresh(stale, lambda staging: synth_into(staging[stale[0]], stale[0]), fingerprints)
+    elif stale:
+        _synth_fresh(
+            stale,
+            lambda staging: _run(
+                ["-m", "tests.support._synth_stages", json.dumps({s: str(p) for s, p in staging.items()})],
+                _env(),
+                f"stages {stale}",
+            ),
+            fingerprints,
+        )
+    _done.update({stage: CACHE_DIR / stage for stage in fingerprints})
+    return {stage: _done[stage] for stage in stages}
+
+
+def _synth_fresh(
+    stages: list[str], run: Callable[[dict[str, Path]], object], fingerprints: Mapping[str, str]
+) -> None:
     CACHE_DIR.mkdir(parents=True, exist_ok=True)
-    staging = Path(tempfile.mkdtemp(prefix=f".{stage}-", dir=CACHE_DIR))
+    staging = {s: Path(tempfile.mkdtemp(prefix=f".{s}-", dir=CACHE_DIR)) for s in stages}
     try:
-        synth_into(staging, stage)
-        (staging / _FINGERPRINT).write_text(fingerprint)
-        _swap_in(staging, outdir)
+        run(staging)
+        for stage, path in staging.items():
+            (path / _FINGERPRINT).write_text(fingerprints[stage])
+            _swap_in(path, CACHE_DIR / stage)
     finally:
-        shutil.rmtree(staging, ignore_errors=True)
-    return outdir
+        for path in staging.values():
+            shutil.rmtree(path, ignore_errors=True)
+
+
+def synthesize(stage: str = "dev") -> Path:
+    """The cloud assembly directory of `stage` (manifest.json, <stack>.template.json, reports)."""
+    return synthesize_stages([stage])[stage]
 
 
 def stack_names(assembly: Path) -> list[str]:
