@@ -110,6 +110,7 @@ def test_stage_throttling_access_logs_and_tracing(dev_app: Template) -> None:
             "ThrottlingRateLimit": throttle.rate,
             "ThrottlingBurstLimit": throttle.burst,
             "DataTraceEnabled": False,
+            "LoggingLevel": "ERROR",
         }
     ]
     access = props["AccessLogSetting"]
