@@ -42,6 +42,30 @@ RETRY_MAX_DELAY = Duration.seconds(30)
 SUCCEED_STATE = "Done"
 
 
+def _targets(step: StepSpec) -> list[str]:
+    return [step.next, *step.catch] if step.next else list(step.catch)
+
+
+def _check_graph(steps: Sequence[StepSpec]) -> None:
+    """Unique names, no dangling routes, every step reachable from the first (CDK would
+    silently leave an unreachable step out of the definition)."""
+    names = [step.name for step in steps]
+    if not steps or len(set(names)) != len(names) or SUCCEED_STATE in names:
+        raise ValueError(f"step names must be unique, non-empty and not {SUCCEED_STATE!r}: {names}")
+    by_name = {step.name: step for step in steps}
+    for step in steps:
+        if missing := [t for t in _targets(step) if t not in by_name]:
+            raise ValueError(f"{step.name} routes to unknown steps {missing}")
+    reached, frontier = {steps[0].name}, [steps[0].name]
+    while frontier:
+        for target in _targets(by_name[frontier.pop()]):
+            if target not in reached:
+                reached.add(target)
+                frontier.append(target)
+    if unreachable := [n for n in names if n not in reached]:
+        raise ValueError(f"steps {unreachable} cannot be reached from {steps[0].name}")
+
+
 @dataclass(frozen=True, kw_only=True)
 class StepSpec:
     """One task: its state name, its function, where it goes next, and which errors it catches.
@@ -70,15 +94,10 @@ class FencedWorkflow(Construct):
         retain_logs: bool,
     ) -> None:
         super().__init__(scope, construct_id)
-        names = [step.name for step in steps]
-        if len(set(names)) != len(names) or SUCCEED_STATE in names or not steps:
-            raise ValueError(f"step names must be unique, non-empty and not {SUCCEED_STATE!r}: {names}")
+        _check_graph(steps)
         done = sfn.Succeed(self, SUCCEED_STATE)
         states = {step.name: self._task(step) for step in steps}
         for step in steps:
-            targets = [step.next, *step.catch] if step.next else list(step.catch)
-            if missing := [t for t in targets if t not in states]:
-                raise ValueError(f"{step.name} routes to unknown steps {missing}")
             task = states[step.name]
             for target, errors in step.catch.items():
                 task.add_catch(states[target], errors=list(errors), result_path="$.error")
