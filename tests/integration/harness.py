@@ -24,6 +24,7 @@ import io
 import json
 import threading
 import time
+import traceback
 import uuid
 import zipfile
 from collections.abc import Iterator, Mapping
@@ -35,6 +36,8 @@ from unittest import mock
 
 import boto3
 from moto.awslambda.models import LambdaFunction
+from moto.dynamodb.responses import DynamoHandler
+from moto.sqs.responses import SQSResponse
 
 from ops.invariants import Stores, peek_dead_letters
 from orders import runtime as orders_runtime
@@ -107,6 +110,7 @@ class Invocation:
     event: Any
     result: Any
     error_type: str | None
+    traceback: str | None = None
 
 
 class _Resolver:
@@ -151,6 +155,21 @@ def _template(assembly: Path, suffix: str) -> dict[str, Any]:
 
 def _resources(template: Mapping[str, Any], kind: str) -> dict[str, dict[str, Any]]:
     return {k: v for k, v in template["Resources"].items() if v["Type"] == kind}
+
+
+_REQUEST_LOCK = threading.RLock()
+
+
+@contextmanager
+def _atomic_requests(handler_class: type) -> Iterator[None]:
+    original = handler_class.call_action  # type: ignore[attr-defined]
+
+    def call_action(self: Any) -> Any:
+        with _REQUEST_LOCK:
+            return original(self)
+
+    with mock.patch.object(handler_class, "call_action", call_action):
+        yield
 
 
 def _dummy_zip() -> bytes:
@@ -300,13 +319,25 @@ class InProcessCloud:
     # --- running function code ------------------------------------------------------------------
     @contextmanager
     def installed(self) -> Iterator[InProcessCloud]:
-        """Route moto's Lambda invocations to the real handlers in this process."""
+        """Route moto's Lambda invocations to the real handlers in this process, and make each
+        DynamoDB and SQS request atomic with respect to the others.
+
+        Handlers run concurrently on moto's Step Functions threads; moto's backends are not
+        thread-safe (TransactWriteItems deep-copies a table that another thread's PutItem may
+        be changing: "dictionary changed size during iteration"). AWS applies each request
+        atomically, so one lock per request keeps the interleavings between requests, which is
+        what races are made of, and removes only the emulator's own data races.
+        """
         cloud = self
 
         def invoke(function: LambdaFunction, event: Any = None) -> tuple[str, bool, str]:
             return cloud._invoke(function.function_name, event)
 
-        with mock.patch.object(LambdaFunction, "_invoke_lambda", invoke):
+        with (
+            mock.patch.object(LambdaFunction, "_invoke_lambda", invoke),
+            _atomic_requests(DynamoHandler),
+            _atomic_requests(SQSResponse),
+        ):
             yield self
 
     def runtime_for(self, function_name: str) -> orders_runtime.Runtime:
@@ -340,7 +371,9 @@ class InProcessCloud:
         except BaseException as error:
             if isinstance(error, KeyboardInterrupt | SystemExit):
                 raise
-            self.invocations.append(Invocation(function_name, event, None, type(error).__name__))
+            self.invocations.append(
+                Invocation(function_name, event, None, type(error).__name__, traceback.format_exc())
+            )
             payload = {"errorType": type(error).__name__, "errorMessage": str(error)}
             return json.dumps(payload), True, ""
         self.invocations.append(Invocation(function_name, event, result, None))

@@ -176,6 +176,6 @@ def test_many_orders_settle_with_every_invariant_holding(cloud: InProcessCloud):
     cloud.settle()
 
     report = check(cloud.stores())
-    assert report.ok, report.to_text()
+    assert report.ok, report.to_text() + "".join(i.traceback or "" for i in cloud.invocations)
     assert sorted(row.verdict for row in report.orders) == ["compensated"] + ["completed"] * 8
     assert {row.order_id for row in report.orders} == set(ids)
