@@ -28,6 +28,7 @@ from typing import Any
 
 from boto3.dynamodb.types import TypeDeserializer
 
+from ops.target import Target
 from orders.contract import OrderStatus
 
 _deserializer = TypeDeserializer()
@@ -389,8 +390,6 @@ def _expect_one(violations: list[str], name: str, value: int) -> None:
 
 
 def main(argv: Iterable[str] | None = None) -> int:
-    from ops.target import Target  # noqa: PLC0415 - only the CLI needs a resolved target
-
     parser = argparse.ArgumentParser(description="Check the order workflow's invariants.")
     parser.add_argument("--allow-in-flight", action="store_true", help="tolerate orders still running")
     parser.add_argument("--json", action="store_true", help="print the per-order rows as JSON")
