@@ -13,6 +13,16 @@ from tests.integration.harness import InProcessCloud, running_cloud
 STAGE = "local"
 
 
+@pytest.fixture(autouse=True)
+def _offline_aws(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Never reach a real account or a developer's endpoint from these tests."""
+    monkeypatch.setenv("AWS_ACCESS_KEY_ID", "testing")
+    monkeypatch.setenv("AWS_SECRET_ACCESS_KEY", "testing")
+    monkeypatch.setenv("AWS_DEFAULT_REGION", "us-east-1")
+    for name in ("AWS_PROFILE", "AWS_ENDPOINT_URL", "AWS_SESSION_TOKEN", "RETRYSAFE_CRASH_POINTS"):
+        monkeypatch.delenv(name, raising=False)
+
+
 @pytest.fixture(scope="session")
 def assembly(synthesized) -> Path:
     return synthesized(STAGE)
