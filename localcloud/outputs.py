@@ -8,8 +8,6 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-DEFAULT_PATH = Path(".localcloud/outputs.json")
-
 
 @dataclass(frozen=True)
 class Outputs:
@@ -54,9 +52,14 @@ class Outputs:
         )
 
 
-def load(path: str | os.PathLike[str] = DEFAULT_PATH) -> Outputs:
+def default_path() -> Path:
+    """`$LOCALCLOUD_DIR/outputs.json` (default `.localcloud/outputs.json` in the working directory)."""
+    return Path(os.environ.get("LOCALCLOUD_DIR") or ".localcloud") / "outputs.json"
+
+
+def load(path: str | os.PathLike[str] | None = None) -> Outputs:
     """Read the outputs a running local cloud wrote; FileNotFoundError when none is running."""
-    return Outputs.from_json(json.loads(Path(path).read_text(encoding="utf-8")))
+    return Outputs.from_json(json.loads(Path(path or default_path()).read_text(encoding="utf-8")))
 
 
 def write(outputs: Outputs, path: str | os.PathLike[str]) -> None:

@@ -10,8 +10,11 @@ import zipfile
 from pathlib import Path
 
 import pytest
+from moto.awslambda.models import LambdaFunction
+from moto.sqs.models import Queue
+from moto.stepfunctions import models as sfn_models
 
-from localcloud import outputs
+from localcloud import outputs, patches
 from localcloud.config import Config
 from localcloud.deploy import (
     EMULATED_TYPES,
@@ -22,6 +25,7 @@ from localcloud.deploy import (
     unsupported_types,
     zip_directory,
 )
+from localcloud.lambdas import LambdaRuntime
 from localcloud.pollers import failed_ids, sqs_record
 from localcloud.synth import is_stale, stacks_of_stage
 
@@ -177,3 +181,31 @@ def test_only_an_assembly_of_the_wanted_stage_is_reused(assembly, tmp_path: Path
     assert stacks_of_stage(assembly, "local")
     assert not stacks_of_stage(assembly, "dev")
     assert not stacks_of_stage(tmp_path, "local")
+
+
+def test_outputs_default_path_follows_localcloud_dir(monkeypatch, tmp_path: Path):
+    monkeypatch.setenv("LOCALCLOUD_DIR", str(tmp_path))
+    outputs.write(
+        outputs.Outputs(endpoint="http://127.0.0.1:1", api_url=None, region="r"), tmp_path / "outputs.json"
+    )
+
+    assert outputs.load().endpoint == "http://127.0.0.1:1"
+
+
+def test_patches_install_and_uninstall_restore_moto(tmp_path: Path):
+    original_invoke = LambdaFunction._invoke_lambda
+    original_backends = sfn_models.stepfunctions_backends
+    runtime = LambdaRuntime(state_dir=tmp_path, endpoint="http://127.0.0.1:9")
+    try:
+        patches.install(runtime)
+        assert LambdaFunction._invoke_lambda is not original_invoke
+        assert isinstance(Queue.__dict__["lambda_event_source_mappings"], property)
+        assert sfn_models.stepfunctions_backends is not original_backends
+    finally:
+        patches.uninstall()
+        runtime.close()
+
+    assert LambdaFunction._invoke_lambda is original_invoke
+    assert "lambda_event_source_mappings" not in Queue.__dict__
+    assert sfn_models.stepfunctions_backends is original_backends
+    assert not patches.installed()
