@@ -294,18 +294,21 @@ class FunctionPool:
         with self._cond:
             return sorted(w.pid for w in [*self._busy, *(w for w, _ in self._idle)])
 
-    def _acquire(self) -> Worker | None:
-        """A warm worker, or None when the caller should start a new one."""
+    def _acquire(self) -> tuple[Worker, bool]:
+        """A warm worker, else a new one (True) while under the cap, else wait for one."""
         with self._cond:
             while True:
                 while self._idle:
                     worker, _ = self._idle.pop()
                     if worker.alive():
                         self._busy.add(worker)
-                        return worker
+                        return worker, False
                     worker.kill()
                 if len(self._busy) < self._max:
-                    return None
+                    # Spawned under the lock, so concurrent callers cannot overshoot the cap.
+                    worker = Worker(self.spec, task_root=self._task_root, env=self._env, sink=self._sink)
+                    self._busy.add(worker)
+                    return worker, True
                 self._cond.wait()
 
     def _release(self, worker: Worker) -> None:
@@ -320,11 +323,8 @@ class FunctionPool:
 
     def invoke(self, event: Any) -> InvokeResult:
         request_id = str(uuid.uuid4())
-        worker = self._acquire()
-        if worker is None:
-            with self._cond:
-                worker = Worker(self.spec, task_root=self._task_root, env=self._env, sink=self._sink)
-                self._busy.add(worker)
+        worker, fresh = self._acquire()
+        if fresh:
             self._on_change()
             failure = worker.start()
             if failure is not None:
@@ -346,10 +346,11 @@ class FunctionPool:
         if stale:
             self._on_change()
 
-    def close(self) -> None:
+    def close(self, *, force: bool = True) -> None:
+        """Stop the idle workers; the busy ones too when `force`, else when their call returns."""
         with self._cond:
             self._closed = True
-            workers = [w for w, _ in self._idle] + list(self._busy)
+            workers = [w for w, _ in self._idle] + (list(self._busy) if force else [])
             self._idle = []
             self._cond.notify_all()
         for worker in workers:
@@ -394,7 +395,7 @@ class LambdaRuntime:
             pools = list(self._pools.values())
             self._pools.clear()
         for pool in pools:
-            pool.close()
+            pool.close(force=False)  # calls in flight finish with the environment they started with
         self._write_workers_file()
 
     def worker_env(self, spec: FunctionSpec, task_root: Path) -> dict[str, str]:
@@ -473,7 +474,7 @@ class LambdaRuntime:
             )
             self._pools[spec.arn] = pool
         if stale is not None:
-            stale.close()
+            stale.close(force=False)
         return pool
 
     def invoke(self, spec: FunctionSpec, event: Any) -> InvokeResult:

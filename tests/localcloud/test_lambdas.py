@@ -161,3 +161,19 @@ def test_close_leaves_no_worker(runtime, handlers_zip):
     runtime.close()
 
     assert not alive(pid)
+
+
+def test_retiring_workers_lets_a_call_in_flight_finish(runtime, handlers_zip):
+    # Given a call in flight; When crash injection is switched (workers retired); Then it completes
+    results: list = []
+    call = threading.Thread(
+        target=lambda: results.append(runtime.invoke(spec(handlers_zip), {"action": "sleep", "seconds": 1}))
+    )
+    call.start()
+    time.sleep(0.5)
+
+    runtime.set_extra_env({"RETRYSAFE_CRASH_POINTS": "x"})
+    call.join()
+
+    assert not results[0].errored
+    assert not alive(json.loads(results[0].payload)["pid"])
