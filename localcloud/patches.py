@@ -107,12 +107,16 @@ def _patch_stepfunctions() -> None:
 
 # 6. moto's CloudFormation logs a warning and a UserWarning per skipped resource. `localcloud.deploy`
 #    prints one list of the types moto cannot create, with what the local cloud does about each.
+#    moto's Step Functions interpreter logs an ERROR with a multi-kilobyte repr of the state for
+#    every task error, including the ones a Retry or Catch handles (a FenceBusy retry loop fills
+#    the live log); GetExecutionHistory has the same facts, so that one logger is silenced.
 def _skip_notice(record: logging.LogRecord) -> bool:
     return not str(record.msg).startswith("No Moto CloudFormation support")
 
 
 def _quiet_skipped_resources() -> None:
     logging.getLogger("moto").addFilter(_skip_notice)
+    logging.getLogger("moto.stepfunctions.parser.asl.component.eval_component").setLevel(logging.CRITICAL)
     warnings.filterwarnings("ignore", message="Tried to parse AWS::", category=UserWarning)
 
 
