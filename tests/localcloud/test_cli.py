@@ -13,6 +13,7 @@ from pathlib import Path
 
 import pytest
 
+from localcloud import process
 from localcloud.__main__ import alive
 from tests.localcloud.conftest import ASSEMBLY, free_port
 
@@ -91,3 +92,14 @@ def test_taken_port_is_a_clear_error(tmp_path):
     assert f"port {port} on 127.0.0.1" in run.stderr
     assert "already in use" in run.stderr
     assert time.monotonic() - started < 60
+
+
+def test_background_context_manager_on_any_free_ports(tmp_path):
+    state = tmp_path / "bg"
+    with process.background(state_dir=state, assembly=ASSEMBLY) as out:
+        pid = int((state / "localcloud.pid").read_text())
+        with urllib.request.urlopen(f"{out.api_url}orders/7", timeout=60) as response:
+            assert response.status == 200
+        assert out.endpoint != "http://127.0.0.1:0"
+
+    assert not alive(pid)
