@@ -22,8 +22,8 @@ from constructs import Construct
 
 from infra.nag import acknowledge
 
-# Transient failures only: the Lambda service, the runtime dying, a busy fence, an unavailable
-# store. Business errors (OutOfStock, PaymentDeclined) are never retried; they are caught.
+# Transient failures only: the Lambda service, the runtime dying, an unavailable store. Business
+# errors (OutOfStock, PaymentDeclined) are never retried; they are caught.
 RETRYABLE_ERRORS = (
     "Lambda.ServiceException",
     "Lambda.AWSLambdaException",
@@ -32,14 +32,27 @@ RETRYABLE_ERRORS = (
     "Lambda.Unknown",
     "Runtime.ExitError",
     "Sandbox.Timedout",
-    "FenceBusy",
     "StoreUnavailable",
 )
 RETRY_INTERVAL = Duration.seconds(1)
 RETRY_BACKOFF_RATE = 2.0
 RETRY_MAX_ATTEMPTS = 6
 RETRY_MAX_DELAY = Duration.seconds(30)
+# FenceBusy means an earlier attempt holds the step's lease, typically one that died (its retry
+# arrives here at once). Waiting it out is paced by the lease, not by jitter: retries at 1/4,
+# 3/4 and 7/4 of the lease, so the third comes after any dead attempt's lease has expired. No
+# jitter: the contention is one execution with itself, never a herd.
+FENCE_BUSY_ERROR = "FenceBusy"
+FENCE_BUSY_BACKOFF_RATE = 2.0
+FENCE_BUSY_MAX_ATTEMPTS = 4
 SUCCEED_STATE = "Done"
+
+
+def _lease_seconds(step: StepSpec) -> int:
+    """An attempt holds the step's fence for at most the function's timeout."""
+    if step.function.timeout is None:
+        raise ValueError(f"{step.name}: a fenced step's function needs an explicit timeout (its lease)")
+    return int(step.function.timeout.to_seconds())
 
 
 def _targets(step: StepSpec) -> list[str]:
@@ -71,11 +84,11 @@ class StepSpec:
     """One task: its state name, its function, where it goes next, and which errors it catches.
 
     `next` is another step's name, or None for the final Succeed state. `catch` maps a state
-    name to the error names that route there.
+    name to the error names that route there. The function's timeout is the step's fence lease.
     """
 
     name: str
-    function: lambda_.IFunction
+    function: lambda_.Function
     next: str | None
     catch: Mapping[str, Sequence[str]] = field(default_factory=dict)
 
@@ -154,6 +167,13 @@ class FencedWorkflow(Construct):
             payload_response_only=True,  # the whole state in, the function's return value out
             retry_on_service_exceptions=False,  # replaced by the single Retry below
             result_path=f"$.results.{step.name}",
+        )
+        task.add_retry(
+            errors=[FENCE_BUSY_ERROR],
+            interval=Duration.seconds(max(1, _lease_seconds(step) // 4)),
+            backoff_rate=FENCE_BUSY_BACKOFF_RATE,
+            max_attempts=FENCE_BUSY_MAX_ATTEMPTS,
+            jitter_strategy=sfn.JitterType.NONE,
         )
         task.add_retry(
             errors=list(RETRYABLE_ERRORS),

@@ -3,29 +3,53 @@
 from __future__ import annotations
 
 import pytest
-from aws_cdk import App, Stack
+from aws_cdk import App, Duration, Stack
 from aws_cdk import aws_lambda as lambda_
 
 from infra.constructs.workflow import FencedWorkflow, StepSpec
 
-
-@pytest.fixture(scope="module")
-def function() -> lambda_.IFunction:
-    stack = Stack(App(), "Functions")
-    return lambda_.Function.from_function_arn(stack, "Fn", "arn:aws:lambda:us-east-1:123456789012:function:f")
+STEP_TIMEOUT = Duration.seconds(20)
 
 
-def _build(steps: list[StepSpec]) -> None:
-    FencedWorkflow(Stack(App(), "S"), "Flow", state_machine_name="s-dev-flow", steps=steps, retain_logs=False)
+def _function(stack: Stack, *, timeout: Duration | None = STEP_TIMEOUT) -> lambda_.Function:
+    return lambda_.Function(
+        stack,
+        f"Fn{len(stack.node.children)}",
+        runtime=lambda_.Runtime.PYTHON_3_13,
+        handler="index.handler",
+        code=lambda_.Code.from_inline("def handler(event, context): return event"),
+        timeout=timeout,
+    )
 
 
-def test_a_valid_graph_builds(function: lambda_.IFunction) -> None:
+@pytest.fixture
+def stack() -> Stack:
+    return Stack(App(), "S")
+
+
+@pytest.fixture
+def function(stack: Stack) -> lambda_.Function:
+    return _function(stack)
+
+
+def _build(stack: Stack, steps: list[StepSpec]) -> None:
+    FencedWorkflow(stack, "Flow", state_machine_name="s-dev-flow", steps=steps, retain_logs=False)
+
+
+def test_a_step_without_a_timeout_has_no_lease_and_is_refused(stack: Stack) -> None:
+    untimed = _function(stack, timeout=None)
+    with pytest.raises(ValueError, match="explicit timeout"):
+        _build(stack, [StepSpec(name="A", function=untimed, next=None)])
+
+
+def test_a_valid_graph_builds(stack: Stack, function: lambda_.Function) -> None:
     _build(
+        stack,
         [
             StepSpec(name="A", function=function, next="B", catch={"C": ["Boom"]}),
             StepSpec(name="B", function=function, next=None),
             StepSpec(name="C", function=function, next=None),
-        ]
+        ],
     )
 
 
@@ -40,7 +64,9 @@ def test_a_valid_graph_builds(function: lambda_.IFunction) -> None:
         ([("A", None, {}), ("B", None, {})], r"\['B'\] cannot be reached"),
     ],
 )
-def test_an_invalid_graph_is_refused(function: lambda_.IFunction, steps: list[tuple], message: str) -> None:
+def test_an_invalid_graph_is_refused(
+    stack: Stack, function: lambda_.Function, steps: list[tuple], message: str
+) -> None:
     specs = [StepSpec(name=name, function=function, next=nxt, catch=catch) for name, nxt, catch in steps]
     with pytest.raises(ValueError, match=message):
-        _build(specs)
+        _build(stack, specs)
