@@ -35,7 +35,7 @@ def invoke(lambda_client: Any, *, function_name: str, event: Any) -> tuple[Any, 
 
 def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m ops.invoke", description=__doc__.splitlines()[0])
-    parser.add_argument("event", type=Path, help="a JSON event file, e.g. events/api/new-order.json")
+    parser.add_argument("event", type=Path, help="a JSON event file, e.g. events/api/create_order.json")
     parser.add_argument("--function", help="function name suffix (default: the event's folder)")
     args = parser.parse_args(argv)
 
