@@ -87,6 +87,19 @@ local-up: install ## Start the local cloud in the background; returns once .loca
 local-down: install ## Stop the local cloud and every Lambda worker process it started
 	$(PY) -m localcloud down
 
+seed: install ## Load the catalog (sku-1..sku-20) into the target's inventory table (local cloud, or AWS_PROFILE/AWS_ENDPOINT_URL)
+	$(PY) -m ops.seed
+
+invoke: install ## Send a sample event to its function: make invoke EVENT=events/worker/<file>.json [FN=worker]
+	@test -n "$(EVENT)" || { echo "usage: make invoke EVENT=events/<function>/<file>.json [FN=<function>]"; ls events; exit 2; }
+	$(PY) -m ops.invoke $(EVENT) $(if $(FN),--function $(FN))
+
+redrive-dlq: install ## Move a DLQ back to its source queue: make redrive-dlq QUEUE=orders|notify|analytics
+	$(PY) -m ops.redrive dlq $(or $(QUEUE),orders)
+
+redrive-workflow: install ## Redrive failed workflow executions (all, or EXECUTION_ARN=...)
+	$(PY) -m ops.redrive workflow $(if $(EXECUTION_ARN),--execution-arn $(EXECUTION_ARN))
+
 constraints: ## Re-pin transitive dependencies after editing requirements*.txt
 	rm -rf $(VENV) && $(PYTHON) -m venv $(VENV)
 	$(VENV)/bin/pip install --quiet -r requirements-dev.txt
