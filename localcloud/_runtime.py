@@ -111,7 +111,12 @@ def _invoke(handler: Callable[[Any, LambdaContext], Any], request: dict[str, Any
 def main() -> None:
     # The parent owns shutdown: Ctrl-C in a foreground `make local` must not kill a step midway.
     signal.signal(signal.SIGINT, signal.SIG_IGN)
+    # Private copies of the pipes; the handler's stdin is /dev/null and its stdout goes to the log.
     channel = os.fdopen(os.dup(1), "w", encoding="utf-8")
+    requests = os.fdopen(os.dup(0), "r", encoding="utf-8")
+    devnull = os.open(os.devnull, os.O_RDONLY)
+    os.dup2(devnull, 0)
+    os.close(devnull)
     os.dup2(2, 1)
     sys.stdout.reconfigure(line_buffering=True)  # type: ignore[union-attr]
     sys.stderr.reconfigure(line_buffering=True)  # type: ignore[union-attr]
@@ -127,7 +132,7 @@ def main() -> None:
         _send(channel, {"ready": False, "error": _error(exc)})
         return
     _send(channel, {"ready": True})
-    for line in sys.stdin:
+    for line in requests:
         if line.strip():
             _send(channel, _invoke(handler, json.loads(line)))
 
