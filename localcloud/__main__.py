@@ -45,6 +45,7 @@ def _parser() -> argparse.ArgumentParser:
     parser.add_argument("--crash-state-dir", type=Path, help="RETRYSAFE_CRASH_STATE_DIR for the workers")
     parser.add_argument("--crash-mode", choices=("exit", "raise"), help="RETRYSAFE_CRASH_MODE (default exit)")
     parser.add_argument("--quiet", action="store_true", help="run: no live function log on the console")
+    parser.add_argument("--prewarm", action="store_true", help="start one worker per function after deploy")
     return parser
 
 
@@ -60,6 +61,7 @@ def _config(args: argparse.Namespace) -> Config:
         crash_points=args.crash_points,
         crash_state_dir=args.crash_state_dir.resolve() if args.crash_state_dir else None,
         crash_mode=args.crash_mode,
+        prewarm=args.prewarm or None,
         live_log=not args.quiet,
     )
 

@@ -13,6 +13,7 @@ import json
 import logging
 import re
 import threading
+import time
 from pathlib import Path
 from typing import IO, Any
 
@@ -106,6 +107,9 @@ class LocalCloud:
             self._say(
                 f"polling {mapping.queue_arn.rsplit(':', 1)[-1]} -> {mapping.function_arn.rsplit(':', 1)[-1]}"
             )
+        if self.config.prewarm:
+            self.prewarm()
+        # Written last: `up` returns when this file appears, so everything above is ready.
         self._outputs = self._build_outputs()
         outputs_file.write(self._outputs, self.config.outputs_path)
         if self._outputs.api_url:
@@ -241,6 +245,19 @@ class LocalCloud:
             aws_secret_access_key="testing",  # noqa: S106 - moto accepts any credentials
             config=BotoConfig(read_timeout=960, retries={"max_attempts": 0, "mode": "standard"}),
         )
+
+    def prewarm(self) -> dict[str, str | None]:
+        """Start one worker per deployed function now, so the first calls skip the cold start."""
+        if self.runtime is None:
+            raise RuntimeError("the local cloud is not running")
+        specs = patches.deployed_functions(region=self.config.region, account_id=ACCOUNT_ID)
+        started = time.monotonic()
+        results = self.runtime.prewarm(specs)
+        failed = {name: error for name, error in results.items() if error}
+        self._say(f"prewarmed {len(results) - len(failed)} function(s) in {time.monotonic() - started:.1f}s")
+        for name, error in failed.items():
+            self._say(f"  {name}: init failed: {error}")
+        return results
 
     def workers(self) -> dict[str, list[int]]:
         """Live Lambda worker process ids by function name."""

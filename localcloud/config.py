@@ -39,6 +39,7 @@ class Config:
     max_workers: int = DEFAULT_MAX_WORKERS
     idle_seconds: float = DEFAULT_IDLE_SECONDS
     live_log: bool = False
+    prewarm: bool = False  # one warm worker per function right after deploy (no cold starts)
     crash_points: str | None = None
     crash_state_dir: Path | None = None
     crash_mode: str | None = None

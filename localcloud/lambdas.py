@@ -335,6 +335,13 @@ class FunctionPool:
         finally:
             self._release(worker)
 
+    def prewarm(self) -> InvokeResult | None:
+        """Start one worker through its init phase without invoking it (None: it is warm)."""
+        worker, fresh = self._acquire()
+        failure = worker.start() if fresh else None
+        self._release(worker)
+        return failure
+
     def reap_idle(self, older_than: float) -> None:
         now = time.monotonic()
         with self._cond:
@@ -487,6 +494,25 @@ class LambdaRuntime:
         except (ValueError, zipfile.BadZipFile, OSError) as exc:
             return InvokeResult(_error_payload("Runtime.InvalidEntrypoint", str(exc)), True)
         return pool.invoke(event)
+
+    def prewarm(self, specs: list[FunctionSpec]) -> dict[str, str | None]:
+        """One warm worker per function, started in parallel; function name -> init error or None."""
+        results: dict[str, str | None] = {}
+
+        def warm(spec: FunctionSpec) -> None:
+            try:
+                failure = self._pool(spec).prewarm()
+            except (ValueError, zipfile.BadZipFile, OSError) as exc:
+                results[spec.name] = str(exc)
+                return
+            results[spec.name] = failure.payload if failure else None
+
+        threads = [threading.Thread(target=warm, args=(spec,), daemon=True) for spec in specs]
+        for thread in threads:
+            thread.start()
+        for thread in threads:
+            thread.join(INIT_TIMEOUT_SECONDS + 5)
+        return results
 
     def workers(self) -> dict[str, list[int]]:
         """Live worker process ids by function name (chaos tooling kills these)."""

@@ -201,6 +201,11 @@ def put_public_ssm_parameter(name: str, value: str, *, region: str, account_id: 
     )
 
 
+def deployed_functions(*, region: str, account_id: str) -> list[FunctionSpec]:
+    """The $LATEST specs of every function in moto's Lambda backend (for prewarming)."""
+    return [_spec(fn) for fn in lambda_models.lambda_backends[account_id][region].list_functions()]
+
+
 def reset_moto() -> None:
     """Forget every resource, as a fresh moto server would (the next local cloud starts empty).
 

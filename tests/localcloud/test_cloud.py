@@ -289,3 +289,10 @@ def test_control_routes_switch_crash_points_of_a_running_cloud(cloud, tmp_path):
     assert payload["crash_points"] == "after:DynamoDB.PutItem@step"
     assert control.set_crash_points(endpoint, None)["crash"] == {}
     assert len(control.status(endpoint)["mappings"]) == 1
+
+
+def test_prewarm_leaves_a_warm_worker_per_function(cloud):
+    results = cloud.prewarm()
+
+    assert results == {"fx-local-api": None, "fx-local-step": None, "fx-local-batch": None}
+    assert set(cloud.workers()) == set(results)

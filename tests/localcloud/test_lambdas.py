@@ -177,3 +177,15 @@ def test_retiring_workers_lets_a_call_in_flight_finish(runtime, handlers_zip):
 
     assert not results[0].errored
     assert not alive(json.loads(results[0].payload)["pid"])
+
+
+def test_prewarm_starts_one_worker_per_function(runtime, handlers_zip):
+    broken = FunctionSpec(
+        **{**spec(handlers_zip).__dict__, "name": "fx-broken", "arn": "arn:x:broken", "handler": "nope.h"}
+    )
+
+    results = runtime.prewarm([spec(handlers_zip), broken])
+
+    assert results["fx-step"] is None
+    assert "Runtime.ImportModuleError" in (results["fx-broken"] or "")
+    assert list(runtime.workers()) == ["fx-step"]
