@@ -134,7 +134,8 @@ def up(config: Config, argv: list[str]) -> int:
     config.state_dir.mkdir(parents=True, exist_ok=True)
     config.outputs_path.unlink(missing_ok=True)
     log_path = config.state_dir / "localcloud.log"
-    forwarded = [arg for arg in argv if arg not in ("up",)]
+    forwarded = list(argv)
+    forwarded.remove("up")  # the command itself; every option goes on to `run`
     with log_path.open("w", encoding="utf-8") as log:
         child = subprocess.Popen(  # noqa: S603 - our own module
             [sys.executable, "-m", "localcloud", "run", *forwarded],
