@@ -14,6 +14,7 @@ import logging
 import threading
 import uuid
 import warnings
+from collections.abc import Callable
 from typing import Any
 
 from moto.awslambda import models as lambda_models
@@ -134,6 +135,31 @@ def _patch_execution_names() -> None:
         return original(self, state_machine_arn, name or str(uuid.uuid4()), *args, **kwargs)
 
     backend_cls.start_execution = start_execution  # type: ignore[method-assign]
+
+
+# 8. moto's server runs requests on concurrent threads with no lock around a DynamoDB operation, so
+#    two conditional writes of the same item can both pass their condition (check and write are
+#    separate steps), and two StartExecution calls with the same name can both create an execution.
+#    DynamoDB's single-item atomicity and Step Functions' execution-name uniqueness are what this
+#    project's idempotency, dedup and fences rely on, so those requests are serialized. (SQS is
+#    left concurrent: long polls must not block, and a message seen twice is what SQS may do.)
+SERIALIZED_TARGETS = ("DynamoDB_20120810.", "AWSStepFunctions.StartExecution")
+
+
+class SerializeAtomicRequests:
+    """WSGI wrapper around moto's app: one DynamoDB / StartExecution request at a time."""
+
+    def __init__(self, app: Callable[..., Any]) -> None:
+        self._app = app
+        self._lock = threading.Lock()
+
+    def __call__(self, environ: dict[str, Any], start_response: Callable[..., Any]) -> Any:
+        target = str(environ.get("HTTP_X_AMZ_TARGET", ""))
+        if not target.startswith(SERIALIZED_TARGETS):
+            return self._app(environ, start_response)
+        with self._lock:
+            # moto builds the whole response inside this call; materialize it under the lock.
+            return list(self._app(environ, start_response))
 
 
 def install(runtime: LambdaRuntime) -> None:

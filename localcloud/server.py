@@ -23,6 +23,8 @@ from moto.core.config import default_user_config
 from moto.moto_server.werkzeug_app import DomainDispatcherApplication, MotoRequestHandler, create_backend_app
 from werkzeug.serving import BaseWSGIServer, make_server
 
+from localcloud.patches import SerializeAtomicRequests
+
 logger = logging.getLogger("localcloud.server")
 
 
@@ -84,7 +86,7 @@ class MotoEndpoint:
         if port and not is_port_free(port, host):
             raise PortInUseError("AWS endpoint", port)
         try:
-            app: Any = DomainDispatcherApplication(create_backend_app)
+            app: Any = SerializeAtomicRequests(DomainDispatcherApplication(create_backend_app))
             self._server: BaseWSGIServer = make_server(
                 host,
                 port,

@@ -9,6 +9,7 @@ from __future__ import annotations
 import json
 import os
 import signal
+import threading
 import time
 import urllib.error
 import urllib.request
@@ -16,6 +17,7 @@ from collections.abc import Callable, Iterator
 from typing import Any
 
 import pytest
+from botocore.exceptions import ClientError
 
 from localcloud import Config, LocalCloud, control, outputs, patches
 from tests.localcloud.conftest import ASSEMBLY
@@ -296,3 +298,64 @@ def test_prewarm_leaves_a_warm_worker_per_function(cloud):
 
     assert results == {"fx-local-api": None, "fx-local-step": None, "fx-local-batch": None}
     assert set(cloud.workers()) == set(results)
+
+
+def test_concurrent_conditional_writes_of_one_item_admit_exactly_one(cloud):
+    # Given 16 clients racing to create the same item with attribute_not_exists
+    outcomes: list[str] = []
+    barrier = threading.Barrier(16)
+
+    def put(n: int) -> None:
+        client = cloud.client("dynamodb")
+        barrier.wait()
+        try:
+            client.put_item(
+                TableName="fx-local-table",
+                Item={"id": {"S": "race"}, "writer": {"N": str(n)}},
+                ConditionExpression="attribute_not_exists(id)",
+            )
+            outcomes.append("won")
+        except ClientError as error:
+            outcomes.append(error.response["Error"]["Code"])
+
+    threads = [threading.Thread(target=put, args=(n,)) for n in range(16)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+
+    # Then exactly one wins, as DynamoDB guarantees
+    assert outcomes.count("won") == 1
+    assert outcomes.count("ConditionalCheckFailedException") == 15
+
+
+def test_concurrent_start_execution_with_one_name_creates_one_execution(cloud):
+    arns: list[str] = []
+    errors: list[str] = []
+    barrier = threading.Barrier(8)
+
+    def start() -> None:
+        client = cloud.client("stepfunctions")
+        barrier.wait()
+        try:
+            arns.append(
+                client.start_execution(
+                    stateMachineArn=cloud.outputs["StateMachineArn"],
+                    name="same-name",
+                    input='{"action": "ok"}',
+                )["executionArn"]
+            )
+        except client.exceptions.ExecutionAlreadyExists:
+            errors.append("exists")
+
+    threads = [threading.Thread(target=start) for _ in range(8)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+
+    executions = cloud.client("stepfunctions").list_executions(
+        stateMachineArn=cloud.outputs["StateMachineArn"]
+    )
+    assert [e["name"] for e in executions["executions"]].count("same-name") == 1
+    assert len(set(arns)) == 1
