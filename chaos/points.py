@@ -113,7 +113,10 @@ class FunctionPlan(CrashPlan):
         def after(model: Any, **_: Any) -> None:
             self.hit(f"after:{model.service_model.service_id}.{model.name}")
 
-        client.meta.events.register("before-call", before, unique_id=f"chaos-before-{id(self)}")
-        client.meta.events.register("after-call", after, unique_id=f"chaos-after-{id(self)}")
+        # One pair of hooks per client: a client reused by a later world drops the earlier plan's.
+        for event, hook in (("before-call", before), ("after-call", after)):
+            unique_id = f"chaos-{event}"
+            client.meta.events.unregister(event, unique_id=unique_id)
+            client.meta.events.register(event, hook, unique_id=unique_id)
         self.controller._clients.add(client)
         return client

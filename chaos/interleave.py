@@ -1,0 +1,348 @@
+"""Systematic interleavings of two attempts of the same work, at the granularity of a storage call.
+
+Two attempts (the same HTTP request, the same SQS record, the same saga step) each run on their
+own thread. The `CrashController` listener parks an attempt at every `before:` point (before each
+AWS call), so exactly one attempt runs at a time and only between two calls. At every point where
+both are parked, a chooser decides which one proceeds; a depth-first search over those choices
+enumerates every interleaving, each from a fresh moto world (replaying the choice prefix, then
+taking the first untried branch). A schedule of two attempts with a and b calls has at most
+C(a+b, a) interleavings; attempts that stop early (a lost claim) make the tree smaller.
+
+Zombies: with `late=True`, the second attempt runs with its clock one lease later (a per-thread
+skew of the harness clock), so it sees the first attempt's lease as expired: it takes over while
+the first, still alive, resumes afterwards and tries to complete (StaleFence, its effect not
+recorded).
+
+After each interleaving the parked world is released, recovered to rest and judged like every
+other schedule (`chaos.scenarios.verdict`), and each attempt's outcome must be acceptable: a
+result, or a retryable refusal (FenceBusy, StaleFence, a 409 to the client).
+"""
+
+from __future__ import annotations
+
+import json
+import threading
+from collections import Counter
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from chaos.cloud import ChaosCloud, chaos_cloud, rest_post
+from chaos.points import CrashController
+from chaos.scenarios import PlacedOrder, order_body, verdict
+from orders.domain import WorkflowInput
+from reliability.keys import execution_token
+from tests.integration.harness import Clock, sqs_record
+
+PARK_TIMEOUT_SECONDS = 60
+# What a losing attempt may answer: retryable refusals the platform retries or ignores.
+ACCEPTABLE_ERRORS = frozenset({"FenceBusy", "StaleFence"})
+STEP_ORDER = ("ReserveInventory", "ChargePayment", "RecordLedger", "PublishEvents", "MarkCompleted")
+STEP_FUNCTION = {
+    "ReserveInventory": "ReserveInventory",
+    "ChargePayment": "ChargePayment",
+    "RecordLedger": "RecordLedger",
+    "PublishEvents": "PublishEvents",
+    "MarkCompleted": "MarkCompleted",
+}
+
+
+class SkewClock(Clock):
+    """The harness clock plus a per-thread skew (a zombie's view of time is one lease behind)."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self._local = threading.local()
+
+    def __call__(self) -> float:
+        return super().__call__() + getattr(self._local, "skew", 0.0)
+
+    def skew_this_thread(self, seconds: float) -> None:
+        self._local.skew = seconds
+
+
+class Chooser:
+    """Replays a prefix of choices, then always takes the first enabled attempt; keeps the trace."""
+
+    def __init__(self, prefix: list[int]) -> None:
+        self.prefix = prefix
+        self.trace: list[tuple[list[int], int]] = []
+
+    def __call__(self, enabled: list[int]) -> int:
+        k = len(self.trace)
+        pick = self.prefix[k] if k < len(self.prefix) and self.prefix[k] in enabled else enabled[0]
+        self.trace.append((list(enabled), pick))
+        return pick
+
+
+def next_prefix(trace: list[tuple[list[int], int]]) -> list[int] | None:
+    """The depth-first successor of a trace: the deepest choice with an untried branch."""
+    for i in range(len(trace) - 1, -1, -1):
+        enabled, chosen = trace[i]
+        position = enabled.index(chosen)
+        if position + 1 < len(enabled):
+            return [c for _, c in trace[:i]] + [enabled[position + 1]]
+    return None
+
+
+@dataclass
+class Attempt:
+    run: Callable[[], Any]
+    skew: float = 0.0
+    result: Any = None
+    error: BaseException | None = None
+    calls: int = 0
+
+
+class Scheduler:
+    """Runs attempts one storage call at a time, in the order the chooser says."""
+
+    def __init__(self, controller: CrashController, clock: SkewClock) -> None:
+        self._controller = controller
+        self._clock = clock
+        self._cond = threading.Condition()
+        self._turn: int | None = None
+        self._done: set[int] = set()
+        self.finished: list[int] = []
+        self._local = threading.local()
+
+    def _listener(self, _function: str, point: str) -> None:
+        index = getattr(self._local, "index", None)
+        if index is None or not point.startswith("before:"):
+            return
+        self._park(index)
+
+    def _park(self, index: int) -> None:
+        with self._cond:
+            self._turn = None
+            self._cond.notify_all()
+            if not self._cond.wait_for(lambda: self._turn == index, timeout=PARK_TIMEOUT_SECONDS):
+                raise TimeoutError(f"attempt {index} was never resumed")
+
+    def _resume(self, index: int) -> None:
+        with self._cond:
+            self._turn = index
+            self._cond.notify_all()
+            if not self._cond.wait_for(lambda: self._turn is None, timeout=PARK_TIMEOUT_SECONDS):
+                raise TimeoutError(f"attempt {index} neither parked nor finished")
+
+    def run(self, attempts: list[Attempt], choose: Callable[[list[int]], int]) -> None:
+        def body(index: int, attempt: Attempt) -> None:
+            self._local.index = index
+            self._clock.skew_this_thread(attempt.skew)
+            with self._cond:
+                self._cond.wait_for(lambda: self._turn == index)
+            try:
+                attempt.result = attempt.run()
+            except BaseException as error:  # noqa: BLE001 - the outcome is judged, not raised
+                attempt.error = error
+            finally:
+                with self._cond:
+                    self._done.add(index)
+                    self.finished.append(index)
+                    self._turn = None
+                    self._cond.notify_all()
+
+        self._controller.listener = self._listener
+        threads = [
+            threading.Thread(target=body, args=(i, a), daemon=True, name=f"attempt-{i}")
+            for i, a in enumerate(attempts)
+        ]
+        try:
+            for thread in threads:
+                thread.start()
+            for index in range(len(attempts)):  # each to its first call: no storage touched yet
+                self._resume(index)
+            while len(self._done) < len(attempts):
+                enabled = [i for i in range(len(attempts)) if i not in self._done]
+                pick = choose(enabled) if len(enabled) > 1 else enabled[0]
+                attempts[pick].calls += 1
+                self._resume(pick)
+        finally:
+            self._controller.listener = None
+            for thread in threads:
+                thread.join(timeout=PARK_TIMEOUT_SECONDS)
+
+
+@dataclass
+class PairResult:
+    name: str
+    interleavings: int = 0
+    violations: list[str] = field(default_factory=list)
+    outcomes: Counter[str] = field(default_factory=Counter)
+    points: set[str] = field(default_factory=set)
+    max_calls: tuple[int, int] = (0, 0)
+
+
+def _outcome(attempt: Attempt) -> str:
+    if attempt.error is None:
+        result = attempt.result
+        if isinstance(result, dict) and "statusCode" in result:
+            return str(result["statusCode"])
+        if isinstance(result, dict) and result.get("batchItemFailures"):
+            return "batch-failure"
+        return "ok"
+    return type(attempt.error).__name__
+
+
+@contextmanager
+def _world(assembly: Path, *, control: bool) -> Iterator[tuple[ChaosCloud, CrashController, SkewClock]]:
+    controller = CrashController()
+    clock = SkewClock()
+    with chaos_cloud(assembly, controller=controller, control=control, clock=clock) as cloud:
+        yield cloud, controller, clock
+
+
+@dataclass(frozen=True)
+class Pair:
+    """Two attempts of one piece of work: `prepare` builds the world up to it and returns the
+    attempt bodies' argument; `target` is `api`, `worker` or a step name."""
+
+    target: str
+    late: bool = False
+
+    @property
+    def name(self) -> str:
+        return f"{self.target}{' (zombie: 2nd attempt one lease later)' if self.late else ''}"
+
+
+def _lease(cloud: ChaosCloud, output_prefix: str) -> float:
+    return float(cloud.functions[cloud.function(output_prefix)].timeout) + 1
+
+
+def _run_pair(
+    pair: Pair, cloud: ChaosCloud, scheduler: Scheduler, choose: Callable[[list[int]], int]
+) -> tuple[list[Attempt], PlacedOrder]:
+    key = "pair-key"
+    body = order_body("completed")
+    if pair.target == "api":
+        event = rest_post(key, body)
+        api = cloud.function("Api")
+        attempts = [Attempt(lambda: cloud.call(api, json.loads(json.dumps(event)))) for _ in range(2)]
+        if pair.late:
+            attempts[1].skew = _lease(cloud, "Api")
+        scheduler.run(attempts, choose)
+        for index in scheduler.finished:  # the client sees answers in the order they complete
+            _record_exchange(cloud, key, attempts[index])
+        response = cloud.post_order(key, body)  # the client's retry of whatever was refused
+        order_id = str(response.body["order_id"]) if response is not None and response.status == 202 else None
+        return attempts, PlacedOrder("completed", key, order_id)
+
+    response = cloud.post_order(key, body)
+    if response is None or response.status != 202:
+        raise RuntimeError(f"setup: POST /orders answered {response}")
+    order_id = str(response.body["order_id"])
+    placed = PlacedOrder("completed", key, order_id)
+    if pair.target == "worker":
+        url = cloud.outputs["OrdersQueueUrl"]
+        (message,) = cloud.sqs.receive_message(QueueUrl=url, AttributeNames=["All"], MaxNumberOfMessages=1)[
+            "Messages"
+        ]
+        event = {"Records": [sqs_record(message, queue_arn=f"arn:aws:sqs:::{url.rsplit('/', 1)[-1]}")]}
+        worker = cloud.function("Worker")
+        attempts = [Attempt(lambda: cloud.call(worker, json.loads(json.dumps(event)))) for _ in range(2)]
+        if pair.late:
+            attempts[1].skew = _lease(cloud, "Worker")
+        with cloud.holding_steps():
+            scheduler.run(attempts, choose)
+        # The record goes back to the queue (as after its visibility timeout): a redelivery
+        # must be harmless too, and recover() handles it.
+        cloud.sqs.change_message_visibility(
+            QueueUrl=url, ReceiptHandle=message["ReceiptHandle"], VisibilityTimeout=0
+        )
+        return attempts, placed
+
+    # A saga step: run the steps before it directly (as the execution would), then the pair.
+    state: dict[str, Any] = WorkflowInput(
+        order_id=order_id,
+        run=1,
+        token=execution_token(stage=_stage(cloud), business_id=order_id, run=1),
+    ).as_dict()
+    results: dict[str, Any] = {}
+    for step in STEP_ORDER[: STEP_ORDER.index(pair.target)]:
+        results[step] = cloud.call(cloud.function(STEP_FUNCTION[step]), {**state, "results": dict(results)})
+    step_event = {**state, "results": dict(results)}
+    function = cloud.function(STEP_FUNCTION[pair.target])
+    attempts = [Attempt(lambda: cloud.call(function, json.loads(json.dumps(step_event)))) for _ in range(2)]
+    if pair.late:
+        attempts[1].skew = _lease(cloud, STEP_FUNCTION[pair.target])
+    scheduler.run(attempts, choose)
+    # The attempts' leases pass before the workflow (started by recover()) gets there.
+    cloud.clock.advance(_lease(cloud, STEP_FUNCTION[pair.target]))
+    return attempts, placed
+
+
+def _stage(cloud: ChaosCloud) -> str:
+    return cloud.functions[cloud.function("Api")].environment["STAGE"]
+
+
+def _record_exchange(cloud: ChaosCloud, key: str, attempt: Attempt) -> None:
+    from chaos.cloud import Exchange  # noqa: PLC0415
+
+    result = attempt.result
+    if attempt.error is not None or not isinstance(result, dict):
+        cloud.exchanges.append(Exchange(key, 502, None, replayed=False))
+        return
+    headers = {k: v[-1] for k, v in (result.get("multiValueHeaders") or {}).items() if v}
+    headers.update(result.get("headers") or {})
+    replayed = any(k.lower() == "idempotent-replayed" and v == "true" for k, v in headers.items())
+    body = json.loads(result["body"]) if result.get("body") else None
+    cloud.exchanges.append(Exchange(key, int(result["statusCode"]), body, replayed))
+
+
+def _judge_attempts(pair: Pair, attempts: list[Attempt]) -> list[str]:
+    problems = []
+    for index, attempt in enumerate(attempts):
+        outcome = _outcome(attempt)
+        if attempt.error is not None and outcome not in ACCEPTABLE_ERRORS:
+            problems.append(f"attempt {index} raised {outcome}: {attempt.error}")
+        if outcome not in ("ok", "202", "409", "batch-failure", *ACCEPTABLE_ERRORS):
+            problems.append(f"attempt {index} answered {outcome}")
+    done = [a.result for a in attempts if a.error is None]
+    if pair.target not in ("api", "worker") and len(done) == 2 and done[0] != done[1]:
+        problems.append(f"two attempts of one step returned different results: {done[0]} / {done[1]}")
+    return problems
+
+
+def explore(
+    assembly: Path,
+    pair: Pair,
+    *,
+    control: bool = False,
+    limit: int | None = None,
+    progress: Callable[[int], None] | None = None,
+) -> PairResult:
+    """Every interleaving of the pair (or the first `limit`), each judged from a fresh world."""
+    result = PairResult(pair.name)
+    prefix: list[int] | None = []
+    while prefix is not None and (limit is None or result.interleavings < limit):
+        chooser = Chooser(prefix)
+        with _world(assembly, control=control) as (cloud, controller, clock):
+            scheduler = Scheduler(controller, clock)
+            attempts, placed = _run_pair(pair, cloud, scheduler, chooser)
+            cloud.recover()
+            judged = verdict(cloud, [placed])
+            result.points |= {h.label for h in controller.reached}
+        result.interleavings += 1
+        result.outcomes["+".join(sorted(_outcome(a) for a in attempts))] += 1
+        calls = (attempts[0].calls, attempts[1].calls)
+        result.max_calls = (max(result.max_calls[0], calls[0]), max(result.max_calls[1], calls[1]))
+        problems = judged.violations + _judge_attempts(pair, attempts)
+        trace = "".join(str(c) for _, c in chooser.trace)
+        result.violations.extend(f"interleaving {trace}: {p}" for p in problems)
+        if progress is not None:
+            progress(result.interleavings)
+        prefix = next_prefix(chooser.trace)
+    return result
+
+
+PAIRS = (
+    Pair("api"),
+    Pair("api", late=True),
+    Pair("worker"),
+    Pair("worker", late=True),
+    *(Pair(step) for step in STEP_ORDER),
+    *(Pair(step, late=True) for step in STEP_ORDER),
+)

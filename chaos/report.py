@@ -1,0 +1,245 @@
+"""The report of one chaos run: JSON for machines, a Markdown table for the README."""
+
+from __future__ import annotations
+
+import json
+import re
+from collections import Counter
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from chaos.cloud import Recovery
+from chaos.interleave import PairResult
+from chaos.points import PointHit
+from chaos.single import ScheduleResult
+
+MAX_LISTED = 40
+# How a violation message names the effect that happened more than once (ops.invariants wording).
+_KINDS = (
+    ("double charge", re.compile(r"\d+ charges \(at most 1\)|succeeded charge")),
+    ("double notification", re.compile(r"\d+ notifications \(at most 1\)")),
+    ("double count", re.compile(r"aggregate counts \(at most 1\)|the counter says")),
+    ("double reservation", re.compile(r"reservations \(at most 1\)|stock fell by")),
+    ("double ledger entry", re.compile(r"ledger entries \(at most 1\)")),
+    ("order not finished", re.compile(r"neither completed|ended RUNNING|ended ACCEPTED|never got a 202")),
+    ("HTTP replay differs", re.compile(r"differs from the first")),
+)
+
+
+def classify(violation: str) -> str:
+    return next((name for name, pattern in _KINDS if pattern.search(violation)), "other")
+
+
+@dataclass
+class Section:
+    """A family of schedules and what they found."""
+
+    schedules: int = 0
+    faults: int = 0
+    violating: int = 0
+    violations: list[str] = field(default_factory=list)
+    kinds: Counter[str] = field(default_factory=Counter)
+    recovery: Recovery = field(default_factory=Recovery)
+
+    def add(self, result: ScheduleResult) -> None:
+        self.schedules += 1
+        self.faults += len(result.faults) + result.recovery.duplicate_deliveries
+        self.recovery.add(result.recovery)
+        if result.violations:
+            self.violating += 1
+            self.violations.extend(f"{result.name}: {v}" for v in result.violations)
+            self.kinds.update({classify(v) for v in result.violations})
+
+    def add_pair(self, pair: PairResult) -> None:
+        self.schedules += pair.interleavings
+        if pair.violations:
+            self.violating += len({v.split(":", 1)[0] for v in pair.violations})
+            self.violations.extend(f"{pair.name}: {v}" for v in pair.violations)
+            self.kinds.update(classify(v) for v in pair.violations)
+
+    def as_dict(self) -> dict[str, Any]:
+        return {
+            "schedules": self.schedules,
+            "faults_injected": self.faults,
+            "violating_schedules": self.violating,
+            "violations": len(self.violations),
+            "violation_kinds": dict(self.kinds),
+            "recovery": vars(self.recovery),
+            "examples": self.violations[:MAX_LISTED],
+        }
+
+
+@dataclass
+class Report:
+    command: str
+    seed: int
+    catalogue: dict[str, list[PointHit]]
+    single: Section = field(default_factory=Section)
+    random: Section = field(default_factory=Section)
+    concurrency: Section = field(default_factory=Section)
+    zombies: Section = field(default_factory=Section)
+    pairs: list[PairResult] = field(default_factory=list)
+    control: Section = field(default_factory=Section)
+    exercised: set[str] = field(default_factory=set)
+    wall_seconds: float = 0.0
+
+    def add_pair(self, pair: PairResult, *, zombie: bool) -> None:
+        self.pairs.append(pair)
+        (self.zombies if zombie else self.concurrency).add_pair(pair)
+
+    def crash_points(self) -> dict[str, Any]:
+        points: dict[str, set[str]] = {}
+        for hits in self.catalogue.values():
+            for hit in hits:
+                points.setdefault(hit.function, set()).add(hit.label)
+        per_function = {
+            function: {"points": len(labels), "exercised": len(labels & self.exercised)}
+            for function, labels in sorted(points.items())
+        }
+        every = set().union(*points.values()) if points else set()
+        return {
+            "functions": len(points),
+            "points": len(every),
+            "exercised": len(every & self.exercised),
+            "missing": sorted(every - self.exercised)[:MAX_LISTED],
+            "per_function": per_function,
+        }
+
+    @property
+    def violations(self) -> int:
+        return sum(len(s.violations) for s in (self.single, self.random, self.concurrency, self.zombies))
+
+    @property
+    def ok(self) -> bool:
+        points = self.crash_points()
+        return (
+            self.violations == 0
+            and len(self.control.violations) > 0
+            and points["exercised"] == points["points"]
+        )
+
+    def as_dict(self) -> dict[str, Any]:
+        return {
+            "command": self.command,
+            "seed": self.seed,
+            "wall_seconds": round(self.wall_seconds, 1),
+            "ok": self.ok,
+            "invariant_violations": self.violations,
+            "control_violations": len(self.control.violations),
+            "crash_points": self.crash_points(),
+            "categories": {
+                "single_faults": self.single.as_dict(),
+                "random_schedules": self.random.as_dict(),
+                "concurrency": self.concurrency.as_dict(),
+                "zombies": self.zombies.as_dict(),
+            },
+            "interleavings": {
+                "total": sum(p.interleavings for p in self.pairs),
+                "pairs": [
+                    {
+                        "pair": p.name,
+                        "interleavings": p.interleavings,
+                        "storage_calls_per_attempt": list(p.max_calls),
+                        "outcomes": dict(p.outcomes),
+                        "violations": len(p.violations),
+                    }
+                    for p in self.pairs
+                ],
+            },
+            "control": self.control.as_dict(),
+        }
+
+    def write(self, directory: Path) -> tuple[Path, Path]:
+        directory.mkdir(parents=True, exist_ok=True)
+        data = self.as_dict()
+        json_path = directory / "report.json"
+        json_path.write_text(json.dumps(data, indent=2, sort_keys=False) + "\n")
+        md_path = directory / "report.md"
+        md_path.write_text(markdown(data))
+        return json_path, md_path
+
+
+def _rows(header: Sequence[str], rows: Iterable[Sequence[Any]]) -> list[str]:
+    lines = ["| " + " | ".join(header) + " |", "|" + "|".join(" --- " for _ in header) + "|"]
+    lines.extend("| " + " | ".join(str(c) for c in row) + " |" for row in rows)
+    return lines
+
+
+def markdown(data: dict[str, Any]) -> str:
+    points = data["crash_points"]
+    lines = [
+        "# Chaos report",
+        "",
+        f"`{data['command']}` (seed {data['seed']}, {data['wall_seconds']} s wall): "
+        f"**{data['invariant_violations']} invariant violations** in the real run, "
+        f"**{data['control_violations']} in the control** (fences, HTTP idempotency and dedup off). "
+        f"Verdict: {'PASS' if data['ok'] else 'FAIL'}.",
+        "",
+        "## Schedules",
+        "",
+    ]
+    categories = data["categories"]
+    lines += _rows(
+        ("category", "schedules", "faults injected", "violating schedules", "violations"),
+        [
+            (
+                name.replace("_", " "),
+                c["schedules"],
+                c["faults_injected"],
+                c["violating_schedules"],
+                c["violations"],
+            )
+            for name, c in categories.items()
+        ]
+        + [
+            (
+                "**control** (guards off)",
+                data["control"]["schedules"],
+                data["control"]["faults_injected"],
+                data["control"]["violating_schedules"],
+                data["control"]["violations"],
+            )
+        ],
+    )
+    lines += [
+        "",
+        f"Crash points: {points['exercised']} of {points['points']} exercised (a crash injected there at "
+        f"least once) across {points['functions']} functions.",
+        "",
+    ]
+    lines += _rows(
+        ("function", "crash points", "exercised"),
+        [(f, p["points"], p["exercised"]) for f, p in points["per_function"].items()],
+    )
+    lines += ["", f"## Interleavings ({data['interleavings']['total']} in all)", ""]
+    lines += _rows(
+        ("pair", "interleavings", "storage calls per attempt", "outcomes", "violations"),
+        [
+            (
+                p["pair"],
+                p["interleavings"],
+                "/".join(str(n) for n in p["storage_calls_per_attempt"]),
+                ", ".join(f"{k}: {v}" for k, v in sorted(p["outcomes"].items())),
+                p["violations"],
+            )
+            for p in data["interleavings"]["pairs"]
+        ],
+    )
+    recovery: Counter[str] = Counter()
+    for c in categories.values():
+        recovery.update(c["recovery"])
+    lines += ["", "## Recovery used (real run)", ""]
+    lines += _rows(("mechanism", "count"), sorted(recovery.items()))
+    control = data["control"]
+    lines += ["", "## Control: what the guards prevent", ""]
+    lines += _rows(("violation", "schedules"), sorted(control["violation_kinds"].items()))
+    if control["examples"]:
+        lines += ["", "Examples:", ""]
+        lines += [f"- {v}" for v in control["examples"][:8]]
+    real = [v for c in categories.values() for v in c["examples"]]
+    if real:
+        lines += ["", "## Violations in the real run", ""]
+        lines += [f"- {v}" for v in real[:MAX_LISTED]]
+    return "\n".join(lines) + "\n"
