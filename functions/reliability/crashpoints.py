@@ -2,11 +2,12 @@
 
 Syntax (comma separated entries)::
 
-    RETRYSAFE_CRASH_POINTS="after:DynamoDB.TransactWriteItems@charge-payment=1,fence:after-effect:charge-payment=2"
+    RETRYSAFE_CRASH_POINTS="after:DynamoDB.TransactWriteItems@reserve-inventory,fence:after-effect:ChargePayment=2"
 
     entry  := point ["@" scope] ["=" hits]
     point  := "before:<Service>.<Operation>" | "after:<Service>.<Operation>" | "fence:after-effect:<step>"
-              (any other name reached with ``crash_point(name)`` works too)
+              (<Service> is botocore's service id, <step> the fence's step name as in the state
+              machine, e.g. ChargePayment; any other name reached with ``crash_point(name)`` works too)
     scope  := a function name suffix; the entry only arms in a process whose
               AWS_LAMBDA_FUNCTION_NAME equals it or ends with "-<scope>" (or RETRYSAFE_CRASH_SCOPE)
     hits   := how many times the point crashes before it lets calls through (default 1)

@@ -35,19 +35,22 @@ def _error(status: int, code: str, message: str, headers: dict[str, str] | None 
 
 
 def _from_http(response: HttpResponse) -> Response:
-    """reliability's responses nest errors as {"error": {"code", "message"}}: flatten to the contract."""
-    body = response.body
-    nested = body.get("error")
-    if isinstance(nested, dict):
-        body = {"error": str(nested.get("code", "error")), "message": str(nested.get("message", ""))}
-    return _json(response.status, body, dict(response.headers))
+    return _json(response.status, response.body, dict(response.headers))
 
 
 def _status_base() -> str:
-    """`https://<domain>/<stage>` when API Gateway tells us, else "" (a path-only status URL)."""
-    context = app.current_event.request_context
+    """`<scheme>://<domain>/<stage>` when API Gateway tells us, else "" (a path-only status URL).
+
+    The scheme is the one the client used, as API Gateway forwards it in `X-Forwarded-Proto`
+    (always https on AWS; http on the local cloud's REST API).
+    """
+    event = app.current_event
+    context = event.request_context
     domain, stage = context.domain_name, context.stage
-    return f"https://{domain}/{stage}" if domain and stage else ""
+    scheme = (event.headers.get("X-Forwarded-Proto") or "https").split(",")[0].strip().lower()
+    if scheme not in ("http", "https"):
+        scheme = "https"
+    return f"{scheme}://{domain}/{stage}" if domain and stage else ""
 
 
 @app.post("/orders")
