@@ -72,9 +72,8 @@ class HttpResponse:
 def error_response(
     status: int, code: str, message: str, headers: Mapping[str, str] | None = None
 ) -> HttpResponse:
-    return HttpResponse(
-        status=status, body={"error": {"code": code, "message": message}}, headers=dict(headers or {})
-    )
+    """The service's one error body shape: `{"error": <code>, "message": <what is wrong>}`."""
+    return HttpResponse(status=status, body={"error": code, "message": message}, headers=dict(headers or {}))
 
 
 class _NotStored(Exception):

@@ -78,7 +78,7 @@ def test_missing_empty_or_overlong_key_is_400_and_nothing_runs(api: Api, key: st
     response = api.call(key=key)
     # Then 400 with a JSON error, and nothing ran or was stored
     assert response.status == 400
-    assert response.body["error"]["code"].startswith("IdempotencyKey")
+    assert response.body["error"].startswith("IdempotencyKey")
     assert api.runs == 0
     assert records(ddb) == []
 
@@ -119,7 +119,7 @@ def test_same_key_different_payload_is_422(api: Api, capsys: pytest.CaptureFixtu
     api.call(payload='{"sku": "a", "qty": 1}')
     response = api.call(payload='{"sku": "a", "qty": 2}')
     assert response.status == 422
-    assert response.body["error"]["code"] == "IdempotencyKeyReused"
+    assert response.body["error"] == "IdempotencyKeyReused"
     assert api.runs == 1
     assert "PayloadMismatch" in read_emitted(capsys.readouterr().out).metric_names()
 
@@ -181,7 +181,7 @@ def test_an_exception_stores_nothing_and_propagates_intact(api: Api, ddb: Any) -
 
 def test_4xx_responses_are_not_stored(api: Api, ddb: Any) -> None:
     def invalid() -> HttpResponse:
-        return HttpResponse(400, {"error": {"code": "ValidationError", "message": "qty must be positive"}})
+        return HttpResponse(400, {"error": "ValidationError", "message": "qty must be positive"})
 
     assert api.call(execute=invalid).status == 400
     assert records(ddb) == []
