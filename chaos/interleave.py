@@ -31,7 +31,7 @@ from typing import Any
 
 from chaos.cloud import ChaosCloud, chaos_cloud, rest_post
 from chaos.points import CrashController
-from chaos.scenarios import PlacedOrder, order_body, verdict
+from chaos.scenarios import PlacedOrder, Verdict, order_body, verdict
 from orders.domain import WorkflowInput
 from reliability.keys import execution_token
 from tests.integration.harness import Clock, sqs_record
@@ -306,35 +306,70 @@ def _judge_attempts(pair: Pair, attempts: list[Attempt]) -> list[str]:
     return problems
 
 
+@dataclass
+class InterleavingRun:
+    """One interleaving, run and judged: the choices made, the attempts, the verdict."""
+
+    trace: str
+    attempts: list[Attempt]
+    verdict: Verdict
+    problems: list[str]
+    points: set[str]
+    choices: list[tuple[list[int], int]]
+
+
+def run_interleaving(
+    assembly: Path, pair: Pair, choose: Callable[[list[int]], int], *, control: bool = False
+) -> InterleavingRun:
+    """Build a fresh world, run the pair in the order `choose` dictates, recover, judge."""
+    with _world(assembly, control=control) as (cloud, controller, clock):
+        scheduler = Scheduler(controller, clock)
+        attempts, placed = _run_pair(pair, cloud, scheduler, choose)
+        cloud.recover()
+        judged = verdict(cloud, [placed])
+        points = {h.label for h in controller.reached}
+    choices = choose.trace if isinstance(choose, Chooser) else []
+    return InterleavingRun(
+        trace="".join(str(c) for _, c in choices),
+        attempts=attempts,
+        verdict=judged,
+        problems=judged.violations + _judge_attempts(pair, attempts),
+        points=points,
+        choices=choices,
+    )
+
+
+def dfs(run_one: Callable[[Chooser], None], *, limit: int | None = None) -> int:
+    """Depth-first over every sequence of choices `run_one` meets; returns how many it ran."""
+    prefix: list[int] | None = []
+    count = 0
+    while prefix is not None and (limit is None or count < limit):
+        chooser = Chooser(prefix)
+        run_one(chooser)
+        count += 1
+        prefix = next_prefix(chooser.trace)
+    return count
+
+
 def explore(
     assembly: Path,
     pair: Pair,
     *,
     control: bool = False,
     limit: int | None = None,
-    progress: Callable[[int], None] | None = None,
 ) -> PairResult:
     """Every interleaving of the pair (or the first `limit`), each judged from a fresh world."""
     result = PairResult(pair.name)
-    prefix: list[int] | None = []
-    while prefix is not None and (limit is None or result.interleavings < limit):
-        chooser = Chooser(prefix)
-        with _world(assembly, control=control) as (cloud, controller, clock):
-            scheduler = Scheduler(controller, clock)
-            attempts, placed = _run_pair(pair, cloud, scheduler, chooser)
-            cloud.recover()
-            judged = verdict(cloud, [placed])
-            result.points |= {h.label for h in controller.reached}
-        result.interleavings += 1
-        result.outcomes["+".join(sorted(_outcome(a) for a in attempts))] += 1
-        calls = (attempts[0].calls, attempts[1].calls)
+
+    def one(chooser: Chooser) -> None:
+        run = run_interleaving(assembly, pair, chooser, control=control)
+        result.points |= run.points
+        result.outcomes["+".join(sorted(_outcome(a) for a in run.attempts))] += 1
+        calls = (run.attempts[0].calls, run.attempts[1].calls)
         result.max_calls = (max(result.max_calls[0], calls[0]), max(result.max_calls[1], calls[1]))
-        problems = judged.violations + _judge_attempts(pair, attempts)
-        trace = "".join(str(c) for _, c in chooser.trace)
-        result.violations.extend(f"interleaving {trace}: {p}" for p in problems)
-        if progress is not None:
-            progress(result.interleavings)
-        prefix = next_prefix(chooser.trace)
+        result.violations.extend(f"interleaving {run.trace}: {p}" for p in run.problems)
+
+    result.interleavings = dfs(one, limit=limit)
     return result
 
 

@@ -13,7 +13,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from chaos.cloud import ChaosCloud
-from ops.invariants import check
+from ops.invariants import OrderRow, check
 
 KINDS: dict[str, dict[str, Any]] = {
     "completed": {"customer_id": "customer-1", "currency": "EUR", "items": [{"sku": "sku-5", "quantity": 2}]},
@@ -40,6 +40,7 @@ class Verdict:
     violations: list[str] = field(default_factory=list)
     statuses: dict[str, str] = field(default_factory=dict)
     dead_letters: int = 0
+    rows: dict[str, OrderRow] = field(default_factory=dict)
 
     @property
     def ok(self) -> bool:
@@ -68,6 +69,7 @@ def verdict(cloud: ChaosCloud, placed: Sequence[PlacedOrder]) -> Verdict:
     result = Verdict(violations=list(report.violations), dead_letters=len(report.dead_letters))
     result.violations.extend(cloud.http_violations())
     rows = {row.order_id: row for row in report.orders}
+    result.rows = rows
     for order in placed:
         if order.order_id is None:
             result.violations.append(f"{order.kind} order (key {order.key}): the client never got a 202")

@@ -1,0 +1,122 @@
+"""Crash points: one before and after every AWS call of every function, and between each external
+effect and its record; every client a runtime builds is instrumented."""
+
+from __future__ import annotations
+
+from collections import Counter
+from unittest import mock
+
+import pytest
+from botocore.client import BaseClient
+
+from chaos.cloud import ChaosCloud, chaos_cloud
+from chaos.points import CrashController, FunctionPlan, PointHit
+from chaos.scenarios import run_orders
+from reliability.crashpoints import CrashPlan, SimulatedCrash
+
+pytestmark = pytest.mark.filterwarnings("ignore:No application metrics:UserWarning")
+
+HAPPY_PATH = {
+    "api",
+    "worker",
+    "reserve-inventory",
+    "charge-payment",
+    "record-ledger",
+    "publish-events",
+    "mark-completed",
+    "notify",
+    "analytics",
+}
+
+
+def test_a_recording_run_reaches_points_in_every_function_of_the_happy_path(completed_points):
+    functions = {hit.function for hit in completed_points}
+    assert functions == HAPPY_PATH
+    # Every AWS call has a point before AND after it, in every function
+    for function in functions:
+        calls = Counter(
+            (hit.point.split(":", 1)[0], hit.point.split(":", 1)[1])
+            for hit in completed_points
+            if hit.function == function and hit.point.startswith(("before:", "after:"))
+        )
+        operations = {operation for _, operation in calls}
+        assert operations, function
+        for operation in operations:
+            assert calls[("before", operation)] == calls[("after", operation)] >= 1, (function, operation)
+    # Between each external effect and its record: the leased steps and the worker's start
+    explicit = {hit.label for hit in completed_points if hit.point.startswith("fence:")}
+    assert explicit == {
+        "charge-payment:fence:after-effect:ChargePayment#1",
+        "publish-events:fence:after-effect:PublishEvents#1",
+        "worker:fence:after-effect:worker#1",
+    }
+
+
+def test_the_provider_call_and_the_charge_each_have_their_own_points(completed_points):
+    charge = [hit.point for hit in completed_points if hit.function == "charge-payment"]
+    # claim, raw call, charge, [effect/record boundary], complete, step status
+    assert charge[charge.index("before:DynamoDB.UpdateItem") :] == [
+        "before:DynamoDB.UpdateItem",
+        "after:DynamoDB.UpdateItem",
+        "before:DynamoDB.PutItem",
+        "after:DynamoDB.PutItem",
+        "before:DynamoDB.PutItem",
+        "after:DynamoDB.PutItem",
+        "fence:after-effect:ChargePayment",
+        "before:DynamoDB.UpdateItem",
+        "after:DynamoDB.UpdateItem",
+        "before:DynamoDB.UpdateItem",
+        "after:DynamoDB.UpdateItem",
+    ]
+
+
+def test_every_aws_call_made_by_handler_code_goes_through_an_instrumented_client(assembly):
+    controller = CrashController()
+    uninstrumented: list[str] = []
+    calls = Counter[str]()
+    original = BaseClient._make_api_call
+    holder: dict[str, ChaosCloud] = {}
+
+    def spy(client, operation_name, api_params):
+        cloud = holder.get("cloud")
+        function = cloud.in_handler() if cloud is not None else None
+        if function is not None:
+            calls[function] += 1
+            if not controller.instrumented(client):
+                uninstrumented.append(f"{function}: {operation_name}")
+        return original(client, operation_name, api_params)
+
+    with (
+        mock.patch.object(BaseClient, "_make_api_call", spy),
+        chaos_cloud(assembly, controller=controller) as cloud,
+    ):
+        holder["cloud"] = cloud
+        verdict = run_orders(cloud, ["completed", "declined", "out-of-stock"])
+        runtimes = dict(cloud._runtimes)
+
+    assert verdict.ok, verdict.violations
+    assert uninstrumented == []
+    assert len(calls) == 11  # every function ran handler code that called AWS
+    # and each runtime's clients are the instrumented ones
+    for runtime in runtimes.values():
+        for service in ("dynamodb", "sqs", "stepfunctions"):
+            if service in vars(runtime):
+                assert controller.instrumented(vars(runtime)[service])
+
+
+def test_an_armed_hit_crashes_only_at_its_occurrence():
+    controller = CrashController()
+    plan = controller.plan_for("charge-payment")
+    controller.arm([PointHit("charge-payment", "after:DynamoDB.PutItem", 2)])
+    plan.hit("after:DynamoDB.PutItem")  # the 1st passes
+    with pytest.raises(SimulatedCrash, match=r"charge-payment:after:DynamoDB\.PutItem#2"):
+        plan.hit("after:DynamoDB.PutItem")
+    plan.hit("after:DynamoDB.PutItem")  # fired once, then disarmed
+    assert [h.label for h in controller.fired] == ["charge-payment:after:DynamoDB.PutItem#2"]
+    assert PointHit.parse("charge-payment:after:DynamoDB.PutItem#2") == controller.fired[0]
+
+
+def test_a_function_plan_is_the_crash_plan_type_the_runtime_and_fences_take():
+    plan = FunctionPlan(CrashController(), "api")
+    assert isinstance(plan, CrashPlan)
+    assert plan.armed("before:DynamoDB.PutItem")  # every point is live under the harness

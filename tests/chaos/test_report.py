@@ -1,0 +1,64 @@
+"""The report: figures, verdict (fails without a control violation or with an unexercised point)."""
+
+from __future__ import annotations
+
+import json
+
+from chaos.cloud import Recovery
+from chaos.interleave import PairResult
+from chaos.points import PointHit
+from chaos.report import Report, classify
+from chaos.single import ScheduleResult
+
+POINTS = {
+    "completed": [PointHit("api", "before:DynamoDB.PutItem"), PointHit("api", "after:DynamoDB.PutItem")]
+}
+
+
+def _result(label: str, violations: list[str]) -> ScheduleResult:
+    return ScheduleResult(
+        "single", label, [f"crash {label}"], [label], violations, Recovery(client_retries=1)
+    )
+
+
+def test_a_clean_run_with_a_caught_control_passes(tmp_path):
+    report = Report(command="make chaos", seed=1, catalogue=POINTS)
+    for hit in POINTS["completed"]:
+        report.single.add(_result(hit.label, []))
+        report.exercised.add(hit.label)
+    report.add_pair(PairResult("api", interleavings=10), zombie=False)
+    report.control.add(_result("api:after:DynamoDB.PutItem#1", ["o-1: 2 charges (at most 1)"]))
+
+    json_path, md_path = report.write(tmp_path)
+
+    data = json.loads(json_path.read_text())
+    assert data["ok"] is True
+    assert data["invariant_violations"] == 0
+    assert data["control_violations"] == 1
+    assert data["control"]["violation_kinds"] == {"double charge": 1}
+    assert data["crash_points"]["exercised"] == data["crash_points"]["points"] == 2
+    assert data["interleavings"]["total"] == 10
+    assert "| single faults | 2 | 2 | 0 | 0 |" in md_path.read_text()
+
+
+def test_no_control_violation_or_an_unexercised_point_fails_the_run():
+    report = Report(command="make chaos", seed=1, catalogue=POINTS)
+    report.exercised.add(POINTS["completed"][0].label)
+    assert not report.ok  # control found nothing, and one point never crashed
+    report.control.add(_result("x", ["o-1: 2 notifications (at most 1)"]))
+    assert not report.ok
+    report.exercised.add(POINTS["completed"][1].label)
+    assert report.ok
+    report.random.add(_result("y", ["o-2: 2 aggregate counts (at most 1)"]))
+    assert not report.ok
+
+
+def test_violations_are_classified_by_the_effect_repeated():
+    assert classify("o-1: 2 charges (at most 1)") == "double charge"
+    assert classify("o-1: 2 notifications (at most 1)") == "double notification"
+    assert (
+        classify("day#2026-11-22: the counter says 2 order(s) but 1 event(s) were counted") == "double count"
+    )
+    assert classify("o-1: RUNNING: neither completed, compensated, nor in a DLQ with a reason") == (
+        "order not finished"
+    )
