@@ -26,7 +26,7 @@ export JSII_SILENCE_WARNING_END_OF_LIFE_NODE_VERSION := $(NODE_MAJOR)
 export JSII_SILENCE_WARNING_UNTESTED_NODE_VERSION := 1
 
 .PHONY: help install synth nag lint format test test-unit test-integration test-infra test-e2e bench \
-        demo local local-up local-down invoke seed redrive-dlq redrive-workflow chaos constraints clean
+        demo summary local local-up local-down invoke seed invariants redrive-dlq redrive-workflow chaos constraints clean
 
 help: ## List every target with what it does
 	@awk 'BEGIN {FS = ":.*## "} /^[a-zA-Z_-]+:.*## / {printf "  \033[36m%-18s\033[0m %s\n", $$1, $$2}' $(MAKEFILE_LIST)
@@ -51,7 +51,10 @@ synth: install ## Synthesize both stacks of STAGE=dev|prod|local into cdk.out/; 
 nag: synth ## Synthesize, then list every acknowledged cdk-nag finding with the construct and reason
 	@$(PY) -m ops.summary --acknowledgments cdk.out
 
-demo: synth ## For now: synthesize and print the stack summary (resources per type, outputs, cdk-nag result)
+demo: install ## The service offline: local cloud up, orders, retries, duplicates, a crash, a redrive; report + invariants
+	PYTHONPATH=functions $(PY) -m ops.demo
+
+summary: synth ## Synthesize and print the stack summary (resources per type, outputs, cdk-nag result)
 	$(PY) -m ops.summary cdk.out
 
 lint: install ## ruff (lint + format check) and mypy
@@ -75,6 +78,9 @@ test-integration: install ## The whole chain in-process on moto
 test-infra: install ## Template assertions, cdk-nag and cfn-lint
 	$(PY) -m pytest tests/infra
 
+test-e2e: install ## End to end over HTTP and AWS APIs: a local cloud of its own, or RETRYSAFE_E2E_TARGET=outputs|aws
+	$(PY) -m pytest tests/e2e
+
 bench: install ## Count AWS round trips per fenced step on moto; writes bench/results/roundtrips.md
 	PYTHONPATH=functions $(PY) bench/roundtrips.py
 
@@ -86,6 +92,9 @@ local-up: install ## Start the local cloud in the background; returns once .loca
 
 local-down: install ## Stop the local cloud and every Lambda worker process it started
 	$(PY) -m localcloud down
+
+invariants: install ## Check the invariants on the target's stores (local cloud, or AWS_PROFILE/AWS_ENDPOINT_URL); exit 1 on a violation
+	PYTHONPATH=functions $(PY) -m ops.invariants
 
 seed: install ## Load the catalog (sku-1..sku-20) into the target's inventory table (local cloud, or AWS_PROFILE/AWS_ENDPOINT_URL)
 	$(PY) -m ops.seed

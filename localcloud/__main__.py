@@ -144,6 +144,18 @@ def up(config: Config, argv: list[str]) -> int:
             stdin=subprocess.DEVNULL,
             start_new_session=True,  # its own process group: `down` stops it and every worker
         )
+    # Recorded now, not only when `run` gets going: a `down` right away (Ctrl-C of a caller while
+    # the cloud deploys) must find it. `run` writes the same pid again.
+    config.pid_path.write_text(f"{child.pid}\n", encoding="utf-8")
+    try:
+        return _wait_ready(config, child, log_path)
+    except BaseException:  # Ctrl-C or SIGTERM while waiting: leave nothing behind
+        _terminate(child.pid)
+        config.pid_path.unlink(missing_ok=True)
+        raise
+
+
+def _wait_ready(config: Config, child: subprocess.Popen[bytes], log_path: Path) -> int:
     deadline = time.monotonic() + READY_TIMEOUT_SECONDS
     while time.monotonic() < deadline:
         if child.poll() is not None:

@@ -298,6 +298,9 @@ class LocalCloud:
                 document.get("crash_points"), Path(state_dir) if state_dir else None, document.get("mode")
             )
             return 200, self.status()
+        if method == "POST" and route == "prewarm":
+            results = self.prewarm()
+            return 200, {**self.status(), "prewarmed": results}
         return 404, {"message": f"no control route {method} {path}"}
 
 

@@ -7,6 +7,7 @@ For the demo, chaos and e2e code that use a local cloud started elsewhere (`make
     control.set_crash_points(endpoint, "after:DynamoDB.PutItem@charge-payment=1")
     control.status(endpoint)["workers"]     # {function name: [worker pids]}
     control.set_crash_points(endpoint, None)  # off again
+    control.prewarm(endpoint)               # one warm worker per function now (after a switch)
 
 Changing crash points retires the warm workers: the next call of each function starts a fresh
 worker process that reads the new RETRYSAFE_CRASH_* variables at its cold start.
@@ -19,14 +20,16 @@ import urllib.request
 from typing import Any
 
 
-def _call(endpoint: str, path: str, document: dict[str, Any] | None = None) -> dict[str, Any]:
+def _call(
+    endpoint: str, path: str, document: dict[str, Any] | None = None, *, timeout: float = 30
+) -> dict[str, Any]:
     request = urllib.request.Request(  # noqa: S310 - a local cloud's http endpoint
         f"{endpoint.rstrip('/')}/_localcloud/{path}",
         data=json.dumps(document).encode("utf-8") if document is not None else None,
         headers={"Content-Type": "application/json"},
         method="POST" if document is not None else "GET",
     )
-    with urllib.request.urlopen(request, timeout=30) as response:  # noqa: S310
+    with urllib.request.urlopen(request, timeout=timeout) as response:  # noqa: S310
         return dict(json.loads(response.read()))
 
 
@@ -42,3 +45,9 @@ def set_crash_points(
     return _call(
         endpoint, "crash-points", {"crash_points": crash_points, "state_dir": state_dir, "mode": mode}
     )
+
+
+def prewarm(endpoint: str, *, timeout: float = 120) -> dict[str, Any]:
+    """Start one worker per function now (in parallel), so the next calls skip cold starts;
+    returns the status plus `prewarmed`: {function name: init error or None}."""
+    return _call(endpoint, "prewarm", {}, timeout=timeout)

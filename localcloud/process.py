@@ -54,8 +54,10 @@ def background(
         args += ["--api-port", str(api_port)]
     if assembly is not None:
         args += ["--assembly", str(assembly)]
-    started = _run(["up", *args, *extra_args], env, timeout)
     try:
+        # Inside the try: Ctrl-C while `up` waits still runs `down` (up records the server's pid
+        # as soon as it spawns it, so `down` finds a server that is still starting).
+        started = _run(["up", *args, *extra_args], env, timeout)
         if started.returncode != 0:
             raise StartError(
                 f"local cloud did not start ({started.returncode}):\n{started.stdout}{started.stderr}"

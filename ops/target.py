@@ -3,7 +3,9 @@
 Precedence, so that the same command serves every environment:
 1. `AWS_ENDPOINT_URL` or `AWS_PROFILE` set: that endpoint or account (LocalStack, a real stage);
    outputs come from CloudFormation DescribeStacks of `{service}-{stage}-data` and `-app`.
-2. otherwise the local cloud: `.localcloud/outputs.json` written by `python -m localcloud up`.
+2. otherwise the local cloud: `.localcloud/outputs.json` written by `python -m localcloud up`
+   (`$LOCALCLOUD_DIR/outputs.json` when that variable names another state directory, as it does
+   for `make local-up`).
 """
 
 from __future__ import annotations
@@ -19,6 +21,14 @@ import boto3
 from botocore.config import Config
 
 DEFAULT_OUTPUTS_FILE = Path(".localcloud/outputs.json")
+
+
+def default_outputs_file() -> Path:
+    """Where the local cloud writes its outputs: `$LOCALCLOUD_DIR/outputs.json`, else the default."""
+    state_dir = os.environ.get("LOCALCLOUD_DIR")
+    return Path(state_dir) / "outputs.json" if state_dir else DEFAULT_OUTPUTS_FILE
+
+
 DEFAULT_SERVICE = "retrysafe"
 DEFAULT_STAGE = "dev"
 # The local cloud accepts any credentials; real AWS never sees these because an endpoint or
@@ -57,15 +67,15 @@ class Target:
             raise KeyError(f"stack output {key!r} not found (known: {known})") from None
 
     @classmethod
-    def from_outputs_file(cls, path: Path = DEFAULT_OUTPUTS_FILE) -> Target:
-        data = json.loads(path.read_text())
+    def from_outputs_file(cls, path: Path | None = None) -> Target:
+        data = json.loads((path or default_outputs_file()).read_text())
         return cls(endpoint_url=data["endpoint"], region=data["region"], outputs=data["outputs"], local=True)
 
     @classmethod
     def resolve(
         cls,
         *,
-        outputs_file: Path = DEFAULT_OUTPUTS_FILE,
+        outputs_file: Path | None = None,
         service: str = DEFAULT_SERVICE,
         stage: str | None = None,
     ) -> Target:
@@ -80,6 +90,7 @@ class Target:
                 stack = cfn.describe_stacks(StackName=f"{service}-{stage}-{suffix}")["Stacks"][0]
                 outputs.update({o["OutputKey"]: o["OutputValue"] for o in stack.get("Outputs", [])})
             return cls(endpoint_url=os.environ.get("AWS_ENDPOINT_URL"), region=region, outputs=outputs)
+        outputs_file = outputs_file or default_outputs_file()
         if outputs_file.exists():
             return cls.from_outputs_file(outputs_file)
         raise TargetNotFound(

@@ -1,0 +1,111 @@
+"""A small HTTP client for the orders API, as any client would use it (the demo and e2e use it).
+
+    api = ApiClient(target.output("ApiUrl"))                       # the local cloud (auth NONE)
+    api = ApiClient(url, sign_with=boto3.Session(), region="eu-west-1")  # a real stage (IAM auth)
+    response = api.post_order({"customer_id": ..., "items": [...]}, key="k-1")
+    response.status, response.json, response.header("Idempotent-Replayed")
+
+Only the standard library plus botocore's SigV4 signer; never an import of handler code.
+"""
+
+from __future__ import annotations
+
+import json
+import urllib.error
+import urllib.request
+from dataclasses import dataclass, field
+from typing import Any
+
+DEFAULT_TIMEOUT_SECONDS = 60.0
+
+
+@dataclass(frozen=True)
+class ApiResponse:
+    status: int
+    headers: dict[str, str]
+    text: str
+    _json: Any = field(default=None, repr=False)
+
+    @property
+    def json(self) -> Any:
+        """The decoded body (None when it is not JSON)."""
+        return self._json
+
+    def header(self, name: str) -> str | None:
+        lowered = name.lower()
+        return next((value for key, value in self.headers.items() if key.lower() == lowered), None)
+
+
+class ApiClient:
+    """Requests against the API's base URL (`.../<stage>/`), SigV4-signed when given a session."""
+
+    def __init__(
+        self,
+        base_url: str,
+        *,
+        sign_with: Any = None,
+        region: str | None = None,
+        timeout: float = DEFAULT_TIMEOUT_SECONDS,
+    ) -> None:
+        self.base_url = base_url if base_url.endswith("/") else base_url + "/"
+        self._session = sign_with
+        self._region = region
+        self._timeout = timeout
+
+    def request(
+        self,
+        method: str,
+        path: str,
+        *,
+        body: str | bytes | dict[str, Any] | None = None,
+        headers: dict[str, str] | None = None,
+    ) -> ApiResponse:
+        url = path if path.startswith(("http://", "https://")) else self.base_url + path.lstrip("/")
+        data: bytes | None
+        if isinstance(body, dict):
+            data = json.dumps(body).encode("utf-8")
+        elif isinstance(body, str):
+            data = body.encode("utf-8")
+        else:
+            data = body
+        all_headers = {"Accept": "application/json", **(headers or {})}
+        if data is not None:
+            all_headers.setdefault("Content-Type", "application/json")
+        if self._session is not None:
+            all_headers = self._signed(method, url, data, all_headers)
+        request = urllib.request.Request(url, data=data, headers=all_headers, method=method)  # noqa: S310
+        try:
+            with urllib.request.urlopen(request, timeout=self._timeout) as response:  # noqa: S310
+                return _response(response.status, dict(response.headers), response.read())
+        except urllib.error.HTTPError as error:
+            return _response(error.code, dict(error.headers), error.read())
+
+    def post_order(self, order: dict[str, Any] | str, *, key: str | None) -> ApiResponse:
+        """`POST /orders` with `Idempotency-Key: key` (no header when key is None)."""
+        headers = {"Idempotency-Key": key} if key is not None else {}
+        return self.request("POST", "orders", body=order, headers=headers)
+
+    def get_order(self, order_id: str) -> ApiResponse:
+        return self.request("GET", f"orders/{order_id}")
+
+    def _signed(self, method: str, url: str, data: bytes | None, headers: dict[str, str]) -> dict[str, str]:
+        """SigV4 for `execute-api` (an API with IAM authorization)."""
+        from botocore.auth import SigV4Auth  # noqa: PLC0415 - only for signed targets
+        from botocore.awsrequest import AWSRequest  # noqa: PLC0415
+
+        credentials = self._session.get_credentials()
+        if credentials is None:
+            raise RuntimeError("no AWS credentials to sign the API request with")
+        region = self._region or self._session.region_name or "us-east-1"
+        aws_request = AWSRequest(method=method, url=url, data=data or b"", headers=headers)
+        SigV4Auth(credentials.get_frozen_credentials(), "execute-api", region).add_auth(aws_request)
+        return dict(aws_request.headers.items())
+
+
+def _response(status: int, headers: dict[str, str], raw: bytes) -> ApiResponse:
+    text = raw.decode("utf-8", "replace")
+    try:
+        decoded = json.loads(text) if text else None
+    except ValueError:
+        decoded = None
+    return ApiResponse(status=status, headers=headers, text=text, _json=decoded)

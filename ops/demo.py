@@ -1,0 +1,563 @@
+"""`make demo`: the whole service offline, driven as a client would, ending with the invariants.
+
+    python -m ops.demo            # uses a running local cloud, else starts one and stops it after
+
+What it does, with progress on the way (each scenario checks what a client can see):
+1. seeds the catalog;
+2. places an order over HTTP and sends the same request again (identical replays), the same key
+   with another body (422), no key (400) and a body that is not JSON (400);
+3. a declined payment: the saga compensates (stock released), the order ends FAILED;
+4. a crash inside ChargePayment after the provider call: crash injection armed through the local
+   cloud's control route (exit mode: the Lambda worker process really dies); the stuck execution
+   is stopped, as an operator would, rather than waiting out its retries;
+5. meanwhile, duplicate deliveries: the first order's queue message sent again straight to SQS
+   (the worker's dedup answers, still one execution);
+6. once the dead attempt's lease has run out, `ops.redrive` restarts the execution with the same
+   token: ReserveInventory is skipped by its fence, the provider is called twice, charges once;
+then a report per order (steps run / skipped by fence, dedup hits, replays, charges, provider
+calls) and a last line `invariants: OK` or `invariants: VIOLATED: <what>` (exit 1).
+
+A local cloud the demo started is stopped at the end, also on errors and Ctrl-C; a running one is
+left running (crash injection put back as it was).
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import json
+import os
+import re
+import shutil
+import signal
+import sys
+import tempfile
+import time
+import uuid
+from collections import Counter
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import IO, Any, TypeVar
+
+import boto3
+from botocore.config import Config as BotoConfig
+from botocore.exceptions import ClientError
+
+from localcloud import control, process
+from localcloud import outputs as outputs_file
+from localcloud.outputs import Outputs
+from ops import redrive
+from ops.api_client import ApiClient, ApiResponse
+from ops.invariants import Report, Stores, check
+from ops.seed import seed_inventory
+
+T = TypeVar("T")
+
+FINAL = frozenset({"COMPLETED", "FAILED"})
+WAIT_SECONDS = 120.0  # any single wait; a healthy local cloud needs a fraction of it
+POLL_SECONDS = 0.3
+CONSUMERS = ("worker", "notify", "analytics")
+_ORDER_ID = re.compile(r"o-[0-9a-f]{32}")
+CRASH_SPEC = "fence:after-effect:ChargePayment@charge-payment=1"
+
+
+class DemoError(RuntimeError):
+    """A scenario did not behave as the service promises (or the local cloud did not answer)."""
+
+
+@dataclass
+class DemoOrder:
+    label: str
+    key: str
+    order_id: str = ""
+    replays: int = 0
+    notes: list[str] = field(default_factory=list)
+
+
+class Demo:
+    """The scenarios, against one local cloud's outputs (HTTP for the API, boto3 for the rest)."""
+
+    def __init__(self, out: Outputs, *, console: IO[str] = sys.stdout) -> None:
+        if not out.api_url:
+            raise DemoError("the local cloud serves no REST API")
+        self.out = out
+        self.console = console
+        self.started = time.monotonic()
+        self.run_id = uuid.uuid4().hex[:8]
+        self.api = ApiClient(out.api_url)
+        config = BotoConfig(retries={"mode": "standard", "max_attempts": 3})
+        session = boto3.session.Session(
+            aws_access_key_id="local",
+            aws_secret_access_key="local",  # noqa: S106 - the local cloud accepts any credentials
+            region_name=out.region,
+        )
+
+        def client(name: str) -> Any:
+            return session.client(name, endpoint_url=out.endpoint, config=config)
+
+        self.client = client
+        self.ddb = client("dynamodb")
+        self.sqs = client("sqs")
+        self.sfn = client("stepfunctions")
+        self.logs = client("logs")
+        self.orders: list[DemoOrder] = []
+        self.problems: list[str] = []
+
+    # -- output -------------------------------------------------------------------------------
+    def say(self, message: str) -> None:
+        elapsed = time.monotonic() - self.started
+        self.console.write(f"[{elapsed:5.1f}s] {message}\n")
+        self.console.flush()
+
+    def section(self, title: str) -> None:
+        self.console.write(f"\n== {title}\n")
+        self.console.flush()
+
+    def expect(self, condition: bool, what: str) -> None:
+        """A promise of the service, checked as a client sees it; a broken one is reported."""
+        self.say(f"  {'ok' if condition else 'UNEXPECTED'}: {what}")
+        if not condition:
+            self.problems.append(what)
+
+    # -- helpers ------------------------------------------------------------------------------
+    def wait_for(self, what: str, probe: Callable[[], T | None], timeout: float = WAIT_SECONDS) -> T:
+        deadline = time.monotonic() + timeout
+        while True:
+            value = probe()
+            if value is not None:
+                return value
+            if time.monotonic() > deadline:
+                raise DemoError(f"timed out after {timeout:.0f}s waiting for {what}")
+            time.sleep(POLL_SECONDS)
+
+    def new_order(self, label: str) -> DemoOrder:
+        order = DemoOrder(label=label, key=f"demo-{self.run_id}-{len(self.orders) + 1}")
+        self.orders.append(order)
+        return order
+
+    def place(self, order: DemoOrder, body: dict[str, Any]) -> ApiResponse:
+        response = self.api.post_order(body, key=order.key)
+        if response.status != 202 or not isinstance(response.json, dict):
+            raise DemoError(f"POST /orders answered {response.status}: {response.text[:300]}")
+        order.order_id = str(response.json["order_id"])
+        self.say(f"POST /orders (Idempotency-Key {order.key}) -> 202 {order.order_id}")
+        return response
+
+    def final_view(self, order: DemoOrder, url: str | None = None) -> dict[str, Any]:
+        def probe() -> dict[str, Any] | None:
+            response = self.api.request("GET", url) if url else self.api.get_order(order.order_id)
+            view = response.json if response.status == 200 else None
+            return view if isinstance(view, dict) and view.get("status") in FINAL else None
+
+        view = self.wait_for(f"{order.order_id} to finish", probe)
+        steps = ", ".join(f"{name} {status}" for name, status in view["steps"].items())
+        self.say(f"GET {order.order_id} -> {view['status']} ({steps})")
+        return view
+
+    def stock(self, sku: str) -> int:
+        item = self.ddb.get_item(
+            TableName=self.out["InventoryTableName"],
+            Key={"pk": {"S": f"sku#{sku}"}, "sk": {"S": "catalog"}},
+            ConsistentRead=True,
+        )["Item"]
+        return int(item["stock"]["N"])
+
+    def order_item(self, order_id: str) -> dict[str, Any]:
+        item = self.ddb.get_item(
+            TableName=self.out["OrdersTableName"],
+            Key={"pk": {"S": f"order#{order_id}"}, "sk": {"S": "order"}},
+            ConsistentRead=True,
+        ).get("Item")
+        return {key: next(iter(value.values())) for key, value in (item or {}).items()}
+
+    def executions_of(self, order_id: str) -> list[dict[str, Any]]:
+        return [
+            e
+            for page in self.sfn.get_paginator("list_executions").paginate(
+                stateMachineArn=self.out["StateMachineArn"]
+            )
+            for e in page["executions"]
+            if e["name"].startswith(order_id)
+        ]
+
+    def dedup_hits(self) -> Counter[str]:
+        """DedupHit decisions per order id, from the consumers' logs (CloudWatch Logs, as on AWS)."""
+        hits: Counter[str] = Counter()
+        for consumer in CONSUMERS:
+            group = f"/aws/lambda/{self.out[_function_output(consumer)]}"
+            with contextlib.suppress(self.logs.exceptions.ResourceNotFoundException):
+                pages = self.logs.get_paginator("filter_log_events").paginate(
+                    logGroupName=group, filterPattern='"DedupHit"'
+                )
+                for page in pages:
+                    for event in page.get("events", []):
+                        hits.update(_dedup_hit_orders(event.get("message", "")))
+        return hits
+
+    # -- scenarios ----------------------------------------------------------------------------
+    def seed(self) -> None:
+        self.section("catalog")
+        written = seed_inventory(self.ddb, self.out["InventoryTableName"])
+        self.say(f"seeded {written} sku(s) (skus already there are kept)")
+
+    def happy_path(self) -> DemoOrder:
+        self.section("an order, and the same request again (a client retrying)")
+        order = self.new_order("order + 4 retries")
+        body = {"customer_id": "customer-demo", "currency": "EUR", "items": [{"sku": "sku-1", "quantity": 2}]}
+        first = self.place(order, body)
+        status_url = str(first.json["status_url"])
+        self.say(f"  status_url {status_url}")
+        for _ in range(4):
+            again = self.api.post_order(body, key=order.key)
+            if again.header("Idempotent-Replayed") == "true" and again.json == first.json:
+                order.replays += 1
+        self.expect(
+            order.replays == 4,
+            f"4 more sends -> {order.replays} identical replays (Idempotent-Replayed: true)",
+        )
+        conflict = self.api.post_order({**body, "items": [{"sku": "sku-1", "quantity": 3}]}, key=order.key)
+        self.expect(
+            conflict.status == 422 and _code(conflict) == "IdempotencyKeyReused",
+            f"same key, another body -> {conflict.status} {_code(conflict)}",
+        )
+        missing = self.api.post_order(body, key=None)
+        self.expect(
+            missing.status == 400 and _code(missing) == "IdempotencyKeyMissing",
+            f"no Idempotency-Key -> {missing.status} {_code(missing)}",
+        )
+        malformed = self.api.post_order("{not json", key=f"demo-{self.run_id}-malformed")
+        # The API's body model answers before the function (InvalidRequest); without one, the
+        # function says MalformedBody. Either way a 400 with a JSON error body.
+        self.expect(
+            malformed.status == 400 and _code(malformed) in {"InvalidRequest", "MalformedBody"},
+            f"a body that is not JSON -> {malformed.status} {_code(malformed)}",
+        )
+        view = self.final_view(order, status_url)
+        self.expect(view["status"] == "COMPLETED", "the order completes (followed through its status_url)")
+        self.expect(len(view["charges"]) == 1, f"{len(view['charges'])} charge")
+        return order
+
+    def declined(self) -> DemoOrder:
+        self.section("a declined payment: the saga compensates")
+        order = self.new_order("declined payment")
+        sku = "sku-7"  # no other demo order takes this sku, so its stock tells the story
+        before = self.stock(sku)
+        self.place(
+            order,
+            {"customer_id": "declined-demo", "currency": "EUR", "items": [{"sku": sku, "quantity": 3}]},
+        )
+        view = self.final_view(order)
+        self.expect(view["status"] == "FAILED", "the order ends FAILED")
+        self.expect(
+            view["steps"].get("ChargePayment") == "FAILED"
+            and view["steps"].get("ReserveInventory") == "COMPENSATED",
+            "ChargePayment FAILED (declined), ReserveInventory COMPENSATED by ReleaseInventory",
+        )
+        after = self.stock(sku)
+        self.expect(after == before, f"{sku} stock back where it was ({before} -> {after})")
+        return order
+
+    def crash(self, crash_dir: Path) -> tuple[DemoOrder, str]:
+        """Arm the crash, place an order, watch the worker die after the provider call, stop it."""
+        self.section("a crash inside ChargePayment, after the provider call")
+        status = control.set_crash_points(
+            self.out.endpoint, CRASH_SPEC, state_dir=str(crash_dir), mode="exit"
+        )
+        self.say(f"armed {CRASH_SPEC} (exit mode: the worker process dies, as on a real crash)")
+        status = control.prewarm(self.out.endpoint)  # the switch retired the warm workers
+        charge_fn = self.out["ChargePaymentFunctionName"]
+        pids = set(status.get("workers", {}).get(charge_fn, []))
+        self.say(f"workers warm again; {charge_fn} pid(s) {sorted(pids)}")
+        order = self.new_order("crash + redrive")
+        self.place(
+            order,
+            {"customer_id": "customer-demo", "currency": "EUR", "items": [{"sku": "sku-3", "quantity": 1}]},
+        )
+
+        def crashed() -> str | None:
+            arn = self.order_item(order.order_id).get("execution_arn")
+            if not arn:
+                return None
+            events = self.sfn.get_execution_history(executionArn=arn)["events"]
+            return arn if any("Runtime.ExitError" in json.dumps(e, default=str) for e in events) else None
+
+        arn = self.wait_for("the crash in ChargePayment", crashed)
+        dead = sorted(pid for pid in pids if not _alive(pid))
+        self.say(f"ChargePayment failed with Runtime.ExitError; worker pid(s) {dead or '?'} gone")
+        view = self.api.get_order(order.order_id).json or {}
+        calls, charges = len(view.get("provider_calls", [])), len(view.get("charges", []))
+        self.expect(calls == 1 and charges == 1, f"the provider was called ({calls} call, {charges} charge)")
+        self.expect(view.get("status") == "RUNNING", f"the order is {view.get('status')}, not finished")
+        self.sfn.stop_execution(
+            executionArn=arn, error="Demo.Stopped", cause="the ChargePayment worker crashed; redrive later"
+        )
+        stopped = self.wait_for(
+            "the execution to stop",
+            lambda: (
+                s if (s := self.sfn.describe_execution(executionArn=arn)["status"]) != "RUNNING" else None
+            ),
+        )
+        self.say(f"operator stops the stuck execution (its retries would wait for the lease) -> {stopped}")
+        return order, arn
+
+    def duplicates(self, order: DemoOrder) -> None:
+        self.section("duplicate deliveries of the first order's queue message")
+        item = self.order_item(order.order_id)
+        message = {
+            "order_id": order.order_id,
+            "run": int(item["run"]),
+            "idempotency_key": item["idempotency_key"],
+        }
+        before = self.dedup_hits()[order.order_id]
+        for _ in range(2):
+            self.sqs.send_message(QueueUrl=self.out["OrdersQueueUrl"], MessageBody=json.dumps(message))
+        self.say(f"sent {json.dumps(message)[:90]}... twice more to the orders queue")
+        hits = self.wait_for(
+            "the worker to see both copies",
+            lambda: n if (n := self.dedup_hits()[order.order_id] - before) >= 2 else None,
+        )
+        self.expect(hits == 2, f"the worker's dedup answered both copies ({hits} dedup hits)")
+        executions = self.executions_of(order.order_id)
+        self.expect(len(executions) == 1, f"{len(executions)} workflow execution for the order")
+
+    def redrive(self, order: DemoOrder, failed_arn: str) -> None:
+        self.section("redrive: the same execution token again")
+        lease = self.lease_expiry(order.order_id)
+        if lease is not None and (left := lease - time.time()) > 0:
+            self.say(f"the dead attempt holds the ChargePayment fence for {left:.0f}s more; waiting it out")
+            time.sleep(left + 0.5)
+        result = redrive.redrive_execution(self.sfn, execution_arn=failed_arn)
+        self.say(f"ops.redrive: {result.method.value} -> {result.execution_arn.rsplit(':', 1)[-1]}")
+        status = self.wait_for(
+            "the redriven execution",
+            lambda: (
+                s
+                if (s := self.sfn.describe_execution(executionArn=result.execution_arn)["status"])
+                != "RUNNING"
+                else None
+            ),
+        )
+        view = self.final_view(order)
+        self.expect(status == "SUCCEEDED" and view["status"] == "COMPLETED", "the redriven order completes")
+        self.expect(
+            view["steps"].get("ReserveInventory") == "SKIPPED",
+            "ReserveInventory skipped by its fence (its stock was taken once, by the first run)",
+        )
+        calls, charges = len(view["provider_calls"]), len(view["charges"])
+        self.expect(
+            calls == 2 and charges == 1,
+            f"{calls} provider calls with the same key, {charges} charge",
+        )
+
+    def lease_expiry(self, order_id: str) -> float | None:
+        items = self.ddb.scan(
+            TableName=self.out["FenceTableName"],
+            FilterExpression="#s = :step AND contains(#t, :order)",
+            ExpressionAttributeNames={"#s": "step", "#t": "token"},
+            ExpressionAttributeValues={":step": {"S": "ChargePayment"}, ":order": {"S": order_id}},
+            ConsistentRead=True,
+        ).get("Items", [])
+        leases = [
+            float(i["lease_expires"]["N"]) for i in items if i.get("state", {}).get("S") == "IN_PROGRESS"
+        ]
+        return max(leases) if leases else None
+
+    def settle(self) -> Report:
+        """Wait until the consumers caught up (or give up and report what is there)."""
+        self.section("settling: consumers, then the invariant checker")
+        stores = Stores.from_outputs(self.out.outputs, self.client)
+        deadline = time.monotonic() + 60
+        report = check(stores)
+        while not report.ok and time.monotonic() < deadline:
+            time.sleep(1.0)
+            report = check(stores)
+        self.say(f"invariant checker read {len(report.orders)} order(s)")
+        return report
+
+    # -- report ---------------------------------------------------------------------------------
+    def steps(self, order_id: str) -> tuple[list[str], list[str]]:
+        """(steps run, steps skipped by a fence) with counts, from the order's step records."""
+        items = self.ddb.query(
+            TableName=self.out["OrdersTableName"],
+            KeyConditionExpression="pk = :pk AND begins_with(sk, :step)",
+            ExpressionAttributeValues={":pk": {"S": f"order#{order_id}"}, ":step": {"S": "step#"}},
+            ConsistentRead=True,
+        )["Items"]
+        ran, skipped = [], []
+        for item in items:
+            name = item["sk"]["S"].removeprefix("step#")
+            runs, skips = int(item.get("runs", {}).get("N", 0)), int(item.get("skips", {}).get("N", 0))
+            if runs:
+                ran.append(name + (f" x{runs}" if runs > 1 else ""))
+            if skips:
+                skipped.append(name + (f" x{skips}" if skips > 1 else ""))
+        return ran, skipped
+
+    def report(self, report: Report) -> str:
+        rows = {row.order_id: row for row in report.orders}
+        hits = self.dedup_hits()
+        lines = [
+            "",
+            "== report",
+            f"{'order':<36} {'scenario':<18} {'status':<10} {'replays':>7} {'dedup':>5} "
+            f"{'charges':>7} {'calls':>5}",
+        ]
+        details = []
+        for order in self.orders:
+            if not order.order_id:
+                continue
+            row = rows.get(order.order_id)
+            status = row.status if row else "?"
+            charges, calls = (row.charges, row.provider_calls) if row else (0, 0)
+            lines.append(
+                f"{order.order_id:<36} {order.label:<18} {status:<10} {order.replays:>7} "
+                f"{hits[order.order_id]:>5} {charges:>7} {calls:>5}"
+            )
+            ran, skipped = self.steps(order.order_id)
+            ran_text, skipped_text = ", ".join(ran) or "-", ", ".join(skipped) or "-"
+            details.append(f"  {order.order_id}: ran {ran_text}; skipped by fence {skipped_text}")
+        lines += ["", "steps per order (latest counters on the order's step records):", *details]
+        lines.append(
+            "dedup = duplicate messages/events the worker and consumers recognised; "
+            "calls = raw calls the payment provider received"
+        )
+        return "\n".join(lines)
+
+
+def _function_output(function: str) -> str:
+    return "".join(part.capitalize() for part in function.split("-")) + "FunctionName"
+
+
+def _dedup_hit_orders(message: str) -> list[str]:
+    try:
+        record = json.loads(message)
+    except ValueError:
+        return []
+    if not isinstance(record, dict) or record.get("decision") != "DedupHit":
+        return []
+    return _ORDER_ID.findall(str(record.get("token", "")))[:1]
+
+
+def _code(response: ApiResponse) -> str | None:
+    body = response.json
+    return str(body.get("error")) if isinstance(body, dict) else None
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except (ProcessLookupError, PermissionError):
+        return False
+    return True
+
+
+# -- lifecycle ----------------------------------------------------------------------------------
+
+
+@contextlib.contextmanager
+def local_cloud(state_dir: Path, say: Callable[[str], None]) -> Iterator[tuple[Outputs, bool]]:
+    """The running local cloud (left running), else one started here and stopped on the way out."""
+    path = state_dir / "outputs.json"
+    existing: Outputs | None = None
+    if path.exists():
+        try:
+            existing = outputs_file.load(path)
+            control.status(existing.endpoint)
+        except (OSError, ValueError, KeyError):
+            existing = None  # a stale file from a cloud that is gone
+    if existing is not None:
+        say(f"using the running local cloud at {existing.endpoint} (left running)")
+        yield existing, False
+        return
+    say("starting a local cloud (the first run synthesizes the local stage, ~40 s) ...")
+    started = time.monotonic()
+    port = int(os.environ.get("LOCALCLOUD_PORT") or 0)  # 0: free ports, no clash with anything
+    with process.background(state_dir=state_dir, port=port, extra_args=["--prewarm"]) as out:
+        say(
+            f"local cloud up in {time.monotonic() - started:.1f}s: API {out.api_url}, endpoint {out.endpoint}"
+        )
+        try:
+            yield out, True
+        finally:
+            say("stopping the local cloud it started ...")
+
+
+@contextlib.contextmanager
+def crash_dir_for(out: Outputs, restore: bool) -> Iterator[Path]:
+    """A fresh hit-marker directory (so the armed crash fires once); put crash points back after."""
+    previous = control.status(out.endpoint).get("crash", {}) if restore else {}
+    directory = Path(tempfile.mkdtemp(prefix="retrysafe-demo-crash-"))
+    try:
+        yield directory
+    finally:
+        if restore:
+            with contextlib.suppress(OSError):
+                control.set_crash_points(
+                    out.endpoint,
+                    previous.get("RETRYSAFE_CRASH_POINTS"),
+                    state_dir=previous.get("RETRYSAFE_CRASH_STATE_DIR"),
+                    mode=previous.get("RETRYSAFE_CRASH_MODE"),
+                )
+        shutil.rmtree(directory, ignore_errors=True)
+
+
+def run(state_dir: Path, console: IO[str] = sys.stdout) -> int:
+    started = time.monotonic()
+
+    def say(message: str) -> None:
+        console.write(f"[{time.monotonic() - started:5.1f}s] {message}\n")
+        console.flush()
+
+    with local_cloud(state_dir, say) as (out, started_here):
+        demo = Demo(out, console=console)
+        demo.started = started
+        failure: str | None = None
+        try:
+            with crash_dir_for(out, restore=not started_here) as crash_dir:
+                demo.seed()
+                first = demo.happy_path()
+                demo.declined()
+                crashed, arn = demo.crash(crash_dir)
+                demo.duplicates(first)  # while the dead attempt's lease runs out
+                demo.redrive(crashed, arn)
+        except (DemoError, ClientError, OSError) as error:
+            failure = str(error)
+            say(f"demo stopped: {failure}")
+        report = demo.settle()
+        console.write(demo.report(report) + "\n\n")
+        console.write(report.to_text() + "\n\n")
+        problems = [*(f"demo: {p}" for p in demo.problems), *([f"demo: {failure}"] if failure else [])]
+        problems += report.violations
+        say(f"demo took {time.monotonic() - started:.1f}s")
+    console.write("invariants: OK\n" if not problems else f"invariants: VIOLATED: {'; '.join(problems)}\n")
+    console.flush()
+    return 0 if not problems else 1
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m ops.demo", description=__doc__.splitlines()[0])
+    parser.add_argument(
+        "--dir",
+        type=Path,
+        default=Path(os.environ.get("LOCALCLOUD_DIR") or ".localcloud"),
+        help="the local cloud's state directory (env LOCALCLOUD_DIR, default .localcloud)",
+    )
+    args = parser.parse_args(argv)
+
+    def on_term(_signum: int, _frame: object) -> None:
+        raise KeyboardInterrupt  # unwinds through the finally blocks that stop the local cloud
+
+    signal.signal(signal.SIGTERM, on_term)
+    try:
+        return run(args.dir)
+    except KeyboardInterrupt:
+        print("\ninterrupted; nothing left running", file=sys.stderr)
+        return 130
+    except process.StartError as error:
+        print(f"error: {error}", file=sys.stderr)
+        return 2
+
+
+if __name__ == "__main__":
+    sys.exit(main())
