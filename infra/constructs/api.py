@@ -44,11 +44,13 @@ CREATE_ORDER_SCHEMA = apigw.JsonSchema(
 
 # Edge rejections answer in the function's error shape and with the code the function itself
 # gives for the same fault, so a client sees one answer whether the edge or the code refused.
+# The body model cannot tell a body that is not JSON (MalformedBody in the function) from JSON
+# outside the contract (InvalidRequest): both are the same "invalid request body" at the edge.
 # The only required request parameter is the Idempotency-Key header (the path parameter always
 # exists on a matched route).
 _ERROR_RESPONSES = {
     "BadRequestParameters": (apigw.ResponseType.BAD_REQUEST_PARAMETERS, "IdempotencyKeyMissing"),
-    "BadRequestBody": (apigw.ResponseType.BAD_REQUEST_BODY, "validation_error"),
+    "BadRequestBody": (apigw.ResponseType.BAD_REQUEST_BODY, "InvalidRequest"),
 }
 
 _ACCESS_LOG_FORMAT = apigw.AccessLogFormat.custom(

@@ -73,7 +73,7 @@ def test_body_model_is_the_create_order_contract(dev_app: Template) -> None:
 def test_edge_rejections_answer_with_the_json_error_shape(dev_app: Template) -> None:
     for response_type, error in (
         ("BAD_REQUEST_PARAMETERS", "IdempotencyKeyMissing"),
-        ("BAD_REQUEST_BODY", "validation_error"),
+        ("BAD_REQUEST_BODY", "InvalidRequest"),
     ):
         (response,) = dev_app.find_resources(
             "AWS::ApiGateway::GatewayResponse", {"Properties": {"ResponseType": response_type}}

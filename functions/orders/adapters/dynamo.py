@@ -278,7 +278,8 @@ class DynamoOrderStore:
             self._client.update_item(**entry)
 
     def step_write(self, order_id: str, step: str, status: StepStatus) -> Write:
-        counter = "skips" if status is StepStatus.SKIPPED else "runs"
+        # A compensation is not a run of the step it undoes (ReleaseInventory marks ReserveInventory).
+        counter = {StepStatus.SKIPPED: "skips", StepStatus.COMPENSATED: "compensations"}.get(status, "runs")
         return Write(
             entry={
                 "Update": {
