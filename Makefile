@@ -84,6 +84,9 @@ test-e2e: install ## End to end over HTTP and AWS APIs: a local cloud of its own
 bench: install ## Count AWS round trips per fenced step on moto; writes bench/results/roundtrips.md
 	PYTHONPATH=functions $(PY) bench/roundtrips.py
 
+chaos: install ## Crash at every crash point, random fault schedules, all interleavings, the control; writes chaos/results/report.{json,md}
+	PYTHONPATH=functions:. $(PY) -m chaos $(CHAOS_ARGS)
+
 local: install ## Run the local cloud in the foreground with a live function log (Ctrl-C stops it); LOCALCLOUD_PORT=4599
 	$(PY) -m localcloud run $(LOCALCLOUD_ARGS)
 

@@ -76,7 +76,8 @@ def main(argv: list[str] | None = None) -> int:
     from tests.support.synth import synthesize  # noqa: PLC0415 - synthesizes `local` if stale
 
     started = time.monotonic()
-    command = "make chaos" if not argv and not args.quick else "python -m chaos " + " ".join(argv or [])
+    given = sys.argv[1:] if argv is None else argv
+    command = "make chaos" + (f" CHAOS_ARGS='{' '.join(given)}'" if given else "")
     assembly = synthesize("local")
     with quiet():
         say("recording crash points ...")
