@@ -1,0 +1,112 @@
+"""The end-to-end target: HTTP for the API, AWS APIs for the rest, never handler code in-process.
+
+`RETRYSAFE_E2E_TARGET` picks it:
+- unset (what `make test` does): a local cloud of the suite's own, in its own process on free
+  ports (`localcloud.process.background`), deploying the session's synthesized `local` assembly;
+  stopped with every worker when the session ends;
+- `outputs`: the local cloud that `.localcloud/outputs.json` (or `$LOCALCLOUD_DIR`) names, e.g.
+  after `make local-up`; left running;
+- `aws`: the stage `AWS_ENDPOINT_URL` / `AWS_PROFILE` and `RETRYSAFE_STAGE` name (stack outputs
+  from CloudFormation, see ops.target); API requests are SigV4-signed unless an endpoint is set.
+  Tests that need the local cloud's process control skip there.
+"""
+
+from __future__ import annotations
+
+import os
+import time
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, TypeVar
+
+import boto3
+import pytest
+
+from localcloud import control, process
+from localcloud import outputs as outputs_file
+from ops.api_client import ApiClient
+from ops.seed import seed_inventory
+from ops.target import Target
+
+T = TypeVar("T")
+TARGET_ENV = "RETRYSAFE_E2E_TARGET"
+WAIT_SECONDS = float(os.environ.get("RETRYSAFE_E2E_WAIT", "90"))
+
+
+@dataclass(frozen=True)
+class E2ETarget:
+    api: ApiClient
+    outputs: dict[str, str]
+    client: Callable[[str], Any]
+    control_endpoint: str | None  # the local cloud's AWS endpoint (crash/worker control); None on AWS
+
+    def output(self, key: str) -> str:
+        return self.outputs[key]
+
+
+def wait_for(what: str, probe: Callable[[], T | None], timeout: float = WAIT_SECONDS) -> T:
+    """Poll `probe` until it returns something other than None."""
+    deadline = time.monotonic() + timeout
+    while True:
+        value = probe()
+        if value is not None:
+            return value
+        if time.monotonic() > deadline:
+            raise AssertionError(f"timed out after {timeout:.0f}s waiting for {what}")
+        time.sleep(0.3)
+
+
+def _local_target(out: outputs_file.Outputs) -> E2ETarget:
+    session = boto3.session.Session(
+        aws_access_key_id="local", aws_secret_access_key="local", region_name=out.region
+    )
+    assert out.api_url, "the local cloud serves no REST API"
+    return E2ETarget(
+        api=ApiClient(out.api_url),
+        outputs=dict(out.outputs),
+        client=lambda name: session.client(name, endpoint_url=out.endpoint),
+        control_endpoint=out.endpoint,
+    )
+
+
+def _aws_target() -> E2ETarget:
+    target = Target.resolve(stage=os.environ.get("RETRYSAFE_STAGE"))
+    session = boto3.session.Session()
+    signed = target.endpoint_url is None
+    return E2ETarget(
+        api=ApiClient(target.output("ApiUrl"), sign_with=session if signed else None, region=target.region),
+        outputs=dict(target.outputs),
+        client=target.client,
+        control_endpoint=None,
+    )
+
+
+@pytest.fixture(scope="session")
+def e2e(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory) -> Iterator[E2ETarget]:
+    choice = os.environ.get(TARGET_ENV, "").strip().lower()
+    if choice == "aws":
+        target = _aws_target()
+    elif choice == "outputs":
+        target = _local_target(outputs_file.load())
+    elif choice:
+        raise pytest.UsageError(f"{TARGET_ENV} must be unset, 'outputs' or 'aws', not {choice!r}")
+    else:
+        assembly: Path = request.getfixturevalue("local_assembly")
+        state_dir = tmp_path_factory.mktemp("e2e-localcloud")
+        with process.background(state_dir=state_dir, assembly=assembly, extra_args=["--prewarm"]) as out:
+            target = _local_target(out)
+            seed_inventory(target.client("dynamodb"), target.output("InventoryTableName"))
+            yield target
+        return
+    seed_inventory(target.client("dynamodb"), target.output("InventoryTableName"))
+    yield target
+
+
+@pytest.fixture
+def local_control(e2e: E2ETarget) -> str:
+    """The local cloud's endpoint for its control routes; skips against AWS."""
+    if e2e.control_endpoint is None:
+        pytest.skip("needs the local cloud's worker processes")
+    control.status(e2e.control_endpoint)  # answers, or the test errors here
+    return e2e.control_endpoint
