@@ -1,0 +1,172 @@
+"""The large run behind `make chaos` (`python -m chaos`); writes chaos/results/report.{json,md}.
+
+    python -m chaos                                  # everything, defaults below
+    python -m chaos --random 1000 --seed 7           # a larger random set on demand
+    python -m chaos --quick                          # a few of each, for a smoke run
+
+Exit status 1 when the real run has an invariant violation, the control found none, or a crash
+point was never exercised.
+"""
+
+from __future__ import annotations
+
+import argparse
+import concurrent.futures
+import contextlib
+import logging
+import multiprocessing
+import os
+import sys
+import time
+import warnings
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+
+from chaos.control import UnfencedRuntime  # noqa: F401 - imported early: fail fast if it breaks
+from chaos.interleave import PAIRS, Pair, PairResult, explore
+from chaos.points import PointHit
+from chaos.report import Report
+from chaos.schedules import run_random
+from chaos.single import ScheduleResult, catalogue, run_all
+
+Points = dict[str, list[PointHit]]
+RESULTS = Path(__file__).resolve().parent / "results"
+CONTROL_PAIRS = (Pair("ChargePayment", late=True), Pair("PublishEvents", late=True))
+QUICK_PAIRS = (Pair("MarkCompleted"), Pair("api"))
+
+
+def _every(_kind: str, _hit: PointHit) -> bool:
+    return True
+
+
+def _after_points(_kind: str, hit: PointHit) -> bool:
+    return hit.point.startswith("after:")
+
+
+def _quick_points(_kind: str, hit: PointHit) -> bool:
+    return (
+        hit.occurrence == 1 and hit.point.startswith("after:") and hit.function in ("api", "charge-payment")
+    )
+
+
+@contextlib.contextmanager
+def quiet() -> Iterator[None]:
+    """The functions log and flush EMF metrics to stdout on every invocation, and moto logs every
+    failed execution: thousands of lines nobody reads. Progress goes to stderr."""
+    from orders.observability import logger  # noqa: PLC0415
+
+    logger.setLevel("CRITICAL")
+    logging.getLogger("moto").setLevel(logging.CRITICAL)
+    warnings.filterwarnings("ignore")
+    with open(os.devnull, "w") as devnull, contextlib.redirect_stdout(devnull):
+        yield
+
+
+def say(message: str) -> None:
+    print(message, file=sys.stderr, flush=True)
+
+
+@dataclass(frozen=True)
+class Job:
+    """One independent piece of the run (its own moto worlds), so `--jobs` can spread them."""
+
+    kind: str  # single | random | pair | control-single | control-random | control-pair
+    assembly: Path
+    quick: bool = False
+    examples: int = 0
+    seed: int = 0
+    pair: Pair | None = None
+    limit: int | None = None
+    points: tuple[tuple[str, tuple[PointHit, ...]], ...] = ()
+
+
+def _run_job(job: Job) -> tuple[Job, list[ScheduleResult], PairResult | None]:
+    with quiet():
+        points = {kind: list(hits) for kind, hits in job.points}
+        every = sorted({hit for hits in points.values() for hit in hits})
+        control = job.kind.startswith("control")
+        if job.kind in ("single", "control-single"):
+            select = _quick_points if job.quick else (_after_points if control else _every)
+            return job, run_all(job.assembly, points, control=control, select=select), None
+        if job.kind in ("random", "control-random"):
+            results = run_random(job.assembly, every, examples=job.examples, seed=job.seed, control=control)
+            return job, results, None
+        if job.pair is None:
+            raise ValueError(f"job {job.kind} needs a pair")
+        return job, [], explore(job.assembly, job.pair, control=control, limit=job.limit)
+
+
+def _jobs(args: argparse.Namespace, assembly: Path, points: Points, control_points: Points) -> list[Job]:
+    quick = args.quick
+    real = tuple((kind, tuple(hits)) for kind, hits in points.items())
+    control = tuple((kind, tuple(hits)) for kind, hits in control_points.items())
+    examples = 5 if quick else args.random
+    chunks = max(1, min(args.jobs, examples))
+    sizes = [examples // chunks + (i < examples % chunks) for i in range(chunks)]
+    control_examples = 5 if quick else args.control_random
+    control_limit = 10 if quick else args.interleavings
+    pairs = QUICK_PAIRS if quick else PAIRS
+    # the longest first, so the pool's processes finish at about the same time
+    return [
+        *(Job("random", assembly, quick, n, args.seed + i, points=real) for i, n in enumerate(sizes)),
+        *(Job("pair", assembly, quick, pair=p, limit=args.interleavings) for p in pairs),
+        *(Job("single", assembly, quick, points=((kind, hits),)) for kind, hits in real),
+        Job("control-single", assembly, quick, points=control),
+        Job("control-random", assembly, quick, control_examples, args.seed, points=control),
+        *(Job("control-pair", assembly, quick, pair=p, limit=control_limit) for p in CONTROL_PAIRS),
+    ]
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m chaos", description=__doc__.splitlines()[0])
+    parser.add_argument("--random", type=int, default=300, help="random multi-fault schedules (300)")
+    parser.add_argument("--control-random", type=int, default=60, help="random schedules in the control (60)")
+    parser.add_argument("--seed", type=int, default=20261122, help="hypothesis seed (chunk i uses seed + i)")
+    parser.add_argument("--interleavings", type=int, default=None, help="limit per pair (default: all)")
+    parser.add_argument("--jobs", type=int, default=2, help="worker processes (2)")
+    parser.add_argument("--quick", action="store_true", help="a few of each (smoke run)")
+    parser.add_argument("--out", type=Path, default=RESULTS)
+    args = parser.parse_args(argv)
+
+    from tests.support.synth import synthesize  # noqa: PLC0415 - synthesizes `local` if stale
+
+    started = time.monotonic()
+    given = sys.argv[1:] if argv is None else argv
+    command = "make chaos" + (f" CHAOS_ARGS='{' '.join(given)}'" if given else "")
+    assembly = synthesize("local")
+    with quiet():
+        say("recording crash points ...")
+        points = catalogue(assembly)
+        control_points = catalogue(assembly, control=True)
+    report = Report(command=command, seed=args.seed, catalogue=points)
+    every = sorted({hit for hits in points.values() for hit in hits})
+    say(f"  {len(every)} crash points in {len({h.function for h in every})} functions")
+    jobs = _jobs(args, assembly, points, control_points)
+    say(f"{len(jobs)} jobs on {args.jobs} worker process(es) ...")
+    context = multiprocessing.get_context("spawn")
+    with concurrent.futures.ProcessPoolExecutor(max_workers=args.jobs, mp_context=context) as pool:
+        for job, results, pair_result in pool.map(_run_job, jobs):
+            section = {"single": report.single, "random": report.random}.get(job.kind, report.control)
+            for result in results:
+                section.add(result)
+                if not job.kind.startswith("control"):
+                    report.exercised.update(result.fired)
+            if pair_result is not None:
+                if job.kind == "control-pair":
+                    report.control.add_pair(pair_result)
+                else:
+                    report.add_pair(pair_result, zombie=bool(job.pair and job.pair.late))
+            label = job.pair.name if job.pair else f"{len(results)} schedules"
+            found = len(pair_result.violations) if pair_result else sum(len(r.violations) for r in results)
+            count = f"{pair_result.interleavings} interleavings, " if pair_result else ""
+            say(f"  {job.kind} {label}: {count}{found} violations ({time.monotonic() - started:.0f} s)")
+    report.wall_seconds = time.monotonic() - started
+    json_path, md_path = report.write(args.out)
+    data = report.as_dict()
+    say(
+        f"{data['invariant_violations']} invariant violations, {data['control_violations']} in the control; "
+        f"crash points {data['crash_points']['exercised']}/{data['crash_points']['points']}; "
+        f"{data['interleavings']['total']} interleavings; {data['wall_seconds']} s -> {json_path}, {md_path}"
+    )
+    return 0 if report.ok else 1
