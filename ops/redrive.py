@@ -4,6 +4,8 @@ Each uses the native API where the endpoint has it (`StartMessageMoveTask`, `Red
 and otherwise a fallback with the same guarantees for this service (moto has neither):
 - DLQ: receive, send to the source queue, delete; a message is deleted from the DLQ only after
   its copy was accepted, so a crash mid-move duplicates at worst, which the consumers dedupe.
+  Only messages that were in the DLQ when the move started are moved: one that a consumer
+  dead-letters again meanwhile (a poison message) stays there, instead of going round forever.
 - workflow: a new execution with the same input, hence the same execution token, so every step
   whose fence completed is skipped and only the unfinished work runs.
 The result says which method was used.
@@ -14,6 +16,7 @@ from __future__ import annotations
 import argparse
 import json
 import sys
+import time
 from collections.abc import Sequence
 from dataclasses import asdict, dataclass
 from enum import StrEnum
@@ -92,14 +95,24 @@ def redrive_dlq(sqs: Any, *, dlq_url: str, destination_url: str | None = None) -
         if not _unsupported(error):
             raise
     destination = destination_url or _source_queue(sqs, dlq_url)
+    started_ms = int(time.time() * 1000)
     moved = 0
     while True:
         messages = sqs.receive_message(
             QueueUrl=dlq_url,
             MaxNumberOfMessages=_RECEIVE_BATCH,
             MessageAttributeNames=["All"],
+            AttributeNames=["SentTimestamp"],
             WaitTimeSeconds=0,
         ).get("Messages", [])
+        # SentTimestamp of a message SQS dead-lettered is its original send; of one a handler
+        # dead-lettered, that send. Either way, newer than the start = it arrived during the move.
+        arrived = [m for m in messages if int(m.get("Attributes", {}).get("SentTimestamp", 0)) > started_ms]
+        for message in arrived:
+            sqs.change_message_visibility(
+                QueueUrl=dlq_url, ReceiptHandle=message["ReceiptHandle"], VisibilityTimeout=0
+            )
+        messages = [m for m in messages if m not in arrived]
         if not messages:
             return DlqRedrive(Method.RECEIVE_SEND_DELETE, dlq_url, destination, moved)
         for message in messages:
@@ -125,12 +138,22 @@ def redrive_execution(sfn: Any, *, execution_arn: str) -> WorkflowRedrive:
     # A new name is required (names are unique per state machine for 90 days); the input, and so
     # the execution token every fence is keyed by, stays the same.
     state_machine_arn = execution["stateMachineArn"]
-    taken = {
-        e["name"]
+    executions = [
+        e
         for page in sfn.get_paginator("list_executions").paginate(stateMachineArn=state_machine_arn)
         for e in page["executions"]
-    }
+    ]
+    taken = {e["name"] for e in executions}
     base = execution["name"].split("-restart-")[0]
+    attempts = sorted(
+        (e for e in executions if e["name"].split("-restart-")[0] == base), key=lambda e: e["startDate"]
+    )
+    if attempts and attempts[-1]["executionArn"] != execution_arn:
+        latest = attempts[-1]
+        if latest["status"] not in REDRIVABLE_STATUSES:
+            raise RedriveError(
+                f"{execution_arn} was redriven already: {latest['name']} is {latest['status']}"
+            )
     attempt = next(n for n in range(1, len(taken) + 2) if f"{base}-restart-{n}" not in taken)
     started = sfn.start_execution(
         stateMachineArn=state_machine_arn, name=f"{base}-restart-{attempt}", input=execution["input"]
@@ -170,14 +193,18 @@ def main(argv: Sequence[str] | None = None) -> int:
 
     target = Target.resolve()
     result: object
-    if args.command == "dlq":
-        result = redrive_dlq(target.client("sqs"), dlq_url=target.output(_DLQ_OUTPUTS[args.queue]))
-    elif args.execution_arn:
-        result = redrive_execution(target.client("stepfunctions"), execution_arn=args.execution_arn)
-    else:
-        result = redrive_failed_executions(
-            target.client("stepfunctions"), state_machine_arn=target.output("StateMachineArn")
-        )
+    try:
+        if args.command == "dlq":
+            result = redrive_dlq(target.client("sqs"), dlq_url=target.output(_DLQ_OUTPUTS[args.queue]))
+        elif args.execution_arn:
+            result = redrive_execution(target.client("stepfunctions"), execution_arn=args.execution_arn)
+        else:
+            result = redrive_failed_executions(
+                target.client("stepfunctions"), state_machine_arn=target.output("StateMachineArn")
+            )
+    except RedriveError as error:
+        print(f"error: {error}", file=sys.stderr)
+        return 1
     items = result if isinstance(result, list) else [result]
     print(json.dumps([asdict(item) for item in items], indent=2))
     return 0

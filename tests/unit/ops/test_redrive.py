@@ -192,3 +192,52 @@ def test_workflow_uses_redrive_execution_where_the_endpoint_has_it() -> None:
         stub.add_response("redrive_execution", {"redriveDate": "2026-11-22T00:01:00Z"}, {"executionArn": arn})
         result = redrive_execution(sfn, execution_arn=arn)
     assert (result.method, result.execution_arn) == (Method.REDRIVE_EXECUTION, arn)
+
+
+def test_a_poison_message_dead_lettered_again_during_the_move_is_not_moved_twice(aws: None) -> None:
+    # Given a DLQ with one message, and a consumer that dead-letters it again at once (poison)
+    sqs = boto3.client("sqs", region_name=REGION)
+    source, dlq = _queue_with_dlq(sqs, "notify")
+    sqs.send_message(QueueUrl=dlq, MessageBody="poison")
+    time.sleep(0.01)  # its SentTimestamp is before the move starts
+    original_send = sqs.send_message
+
+    def consumer_rejects(**kwargs: Any) -> Any:
+        response = original_send(**kwargs)
+        if kwargs["QueueUrl"] == source:
+            time.sleep(0.01)
+            original_send(QueueUrl=dlq, MessageBody=kwargs["MessageBody"])  # the handler's own DLQ send
+        return response
+
+    sqs.send_message = consumer_rejects
+
+    # When the DLQ is redriven with the fallback
+    result = redrive_dlq(sqs, dlq_url=dlq)
+
+    # Then the move ends after the one message that was there; the new copy waits in the DLQ
+    assert result.moved == 1
+    assert [m["Body"] for m in _drain(sqs, dlq)] == ["poison"]
+
+
+def test_an_execution_redriven_already_is_not_restarted_again() -> None:
+    # Given an aborted execution whose restart (same token) succeeded
+    sfn = boto3.client("stepfunctions", region_name=REGION, aws_access_key_id="x", aws_secret_access_key="x")
+    machine = "arn:aws:states:us-east-1:123:stateMachine:wf"
+    arn = "arn:aws:states:us-east-1:123:execution:wf:o-1-r1"
+    first = {"executionArn": arn, "stateMachineArn": machine, "name": "o-1-r1", "status": "ABORTED"}
+    restart = {**first, "executionArn": arn + "-restart-1", "name": "o-1-r1-restart-1", "status": "SUCCEEDED"}
+    with Stubber(sfn) as stub:
+        stub.add_response("describe_execution", {**first, "startDate": "2026-11-22T00:00:00Z", "input": "{}"})
+        stub.add_client_error("redrive_execution", "500", http_status_code=500)
+        stub.add_response(
+            "list_executions",
+            {
+                "executions": [
+                    {**restart, "startDate": "2026-11-22T00:01:00Z"},
+                    {**first, "startDate": "2026-11-22T00:00:00Z"},
+                ]
+            },
+        )
+        # When it is redriven by its ARN again / Then the tool refuses and says where the work went
+        with pytest.raises(RedriveError, match="o-1-r1-restart-1 is SUCCEEDED"):
+            redrive_execution(sfn, execution_arn=arn)
