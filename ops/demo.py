@@ -502,6 +502,38 @@ def crash_dir_for(out: Outputs, restore: bool) -> Iterator[Path]:
         shutil.rmtree(directory, ignore_errors=True)
 
 
+def play(
+    out: Outputs, *, restore: bool, console: IO[str] = sys.stdout, started: float | None = None
+) -> list[str]:
+    """Every scenario against a running local cloud, the report, and what went wrong (empty: all
+    promises kept and every invariant holds). `restore`: put its crash injection back after."""
+    demo = Demo(out, console=console)
+    if started is not None:
+        demo.started = started
+    failure: str | None = None
+    try:
+        with crash_dir_for(out, restore=restore) as crash_dir:
+            demo.seed()
+            first = demo.happy_path()
+            demo.declined()
+            crashed, arn = demo.crash(crash_dir)
+            demo.duplicates(first)  # while the dead attempt's lease runs out
+            demo.redrive(crashed, arn)
+    except (DemoError, ClientError, OSError) as error:
+        failure = str(error)
+        demo.say(f"demo stopped: {failure}")
+    report = demo.settle()
+    console.write(demo.report(report) + "\n\n")
+    console.write(report.to_text() + "\n\n")
+    problems = [*(f"demo: {p}" for p in demo.problems), *([f"demo: {failure}"] if failure else [])]
+    return problems + report.violations
+
+
+def verdict(problems: list[str]) -> str:
+    """The demo's last line."""
+    return "invariants: OK" if not problems else f"invariants: VIOLATED: {'; '.join(problems)}"
+
+
 def run(state_dir: Path, console: IO[str] = sys.stdout) -> int:
     started = time.monotonic()
 
@@ -510,27 +542,9 @@ def run(state_dir: Path, console: IO[str] = sys.stdout) -> int:
         console.flush()
 
     with local_cloud(state_dir, say) as (out, started_here):
-        demo = Demo(out, console=console)
-        demo.started = started
-        failure: str | None = None
-        try:
-            with crash_dir_for(out, restore=not started_here) as crash_dir:
-                demo.seed()
-                first = demo.happy_path()
-                demo.declined()
-                crashed, arn = demo.crash(crash_dir)
-                demo.duplicates(first)  # while the dead attempt's lease runs out
-                demo.redrive(crashed, arn)
-        except (DemoError, ClientError, OSError) as error:
-            failure = str(error)
-            say(f"demo stopped: {failure}")
-        report = demo.settle()
-        console.write(demo.report(report) + "\n\n")
-        console.write(report.to_text() + "\n\n")
-        problems = [*(f"demo: {p}" for p in demo.problems), *([f"demo: {failure}"] if failure else [])]
-        problems += report.violations
+        problems = play(out, restore=not started_here, console=console, started=started)
         say(f"demo took {time.monotonic() - started:.1f}s")
-    console.write("invariants: OK\n" if not problems else f"invariants: VIOLATED: {'; '.join(problems)}\n")
+    console.write(verdict(problems) + "\n")
     console.flush()
     return 0 if not problems else 1
 

@@ -40,6 +40,7 @@ class E2ETarget:
     outputs: dict[str, str]
     client: Callable[[str], Any]
     control_endpoint: str | None  # the local cloud's AWS endpoint (crash/worker control); None on AWS
+    local: outputs_file.Outputs | None = None  # the local cloud's outputs; None on AWS
 
     def output(self, key: str) -> str:
         return self.outputs[key]
@@ -67,6 +68,7 @@ def _local_target(out: outputs_file.Outputs) -> E2ETarget:
         outputs=dict(out.outputs),
         client=lambda name: session.client(name, endpoint_url=out.endpoint),
         control_endpoint=out.endpoint,
+        local=out,
     )
 
 
