@@ -20,13 +20,11 @@ CASES = [
     ("completed", "worker:after:SFN.StartExecution#1"),
     # Step Functions retries (Runtime.ExitError): the provider charged, the fence never completed
     ("completed", "charge-payment:fence:after-effect:ChargePayment#1"),
-    # Step Functions retries: one of the two events was sent, then the function died
-    ("completed", "publish-events:after:SQS.SendMessage#1"),
     # SQS redelivers a consumer's batch: the transaction committed, the response was lost
     ("completed", "analytics:after:DynamoDB.TransactWriteItems#1"),
+    ("completed", "notify:after:DynamoDB.TransactWriteItems#1"),
     # compensation: the decline was recorded, then ChargePayment died
     ("declined", "charge-payment:after:DynamoDB.PutItem#2"),
-    ("declined", "release-inventory:after:DynamoDB.TransactWriteItems#1"),
     ("out-of-stock", "mark-failed:after:DynamoDB.TransactWriteItems#1"),
 ]
 
