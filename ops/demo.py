@@ -36,7 +36,7 @@ import time
 import uuid
 from collections import Counter
 from collections.abc import Callable, Iterator
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 from typing import IO, Any, TypeVar
 
@@ -50,6 +50,7 @@ from localcloud.outputs import Outputs
 from ops import redrive
 from ops.api_client import ApiClient, ApiResponse
 from ops.invariants import Report, Stores, check
+from ops.invoke import function_output_key
 from ops.seed import seed_inventory
 
 T = TypeVar("T")
@@ -72,7 +73,6 @@ class DemoOrder:
     key: str
     order_id: str = ""
     replays: int = 0
-    notes: list[str] = field(default_factory=list)
 
 
 class Demo:
@@ -185,7 +185,7 @@ class Demo:
         """DedupHit decisions per order id, from the consumers' logs (CloudWatch Logs, as on AWS)."""
         hits: Counter[str] = Counter()
         for consumer in CONSUMERS:
-            group = f"/aws/lambda/{self.out[_function_output(consumer)]}"
+            group = f"/aws/lambda/{self.out[function_output_key(consumer)]}"
             with contextlib.suppress(self.logs.exceptions.ResourceNotFoundException):
                 pages = self.logs.get_paginator("filter_log_events").paginate(
                     logGroupName=group, filterPattern='"DedupHit"'
@@ -423,10 +423,6 @@ class Demo:
             "calls = raw calls the payment provider received"
         )
         return "\n".join(lines)
-
-
-def _function_output(function: str) -> str:
-    return "".join(part.capitalize() for part in function.split("-")) + "FunctionName"
 
 
 def _dedup_hit_orders(message: str) -> list[str]:
