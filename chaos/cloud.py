@@ -19,6 +19,7 @@ synthesized assembly, real handler code). Added here, without touching the harne
 
 from __future__ import annotations
 
+import contextlib
 import datetime as dt
 import json
 import random
@@ -375,14 +376,17 @@ class ChaosCloud(InProcessCloud):
         return started
 
     def recover(self, *, rounds: int = 12) -> None:
-        """Drive everything to rest: the platform's own recovery, then an operator's redrives."""
+        """Drive everything to rest: the platform's own recovery, then an operator's redrives.
+        Ends with no execution running, so nothing of this world runs on into the next one
+        (moto's backends are process-global)."""
         for _ in range(rounds):
             moved = self.drain_queue("OrdersQueueUrl")
             self.wait_all()
             moved += self.drain_queue("NotifyQueueUrl") + self.drain_queue("AnalyticsQueueUrl")
             moved += self.redrive_failed()
             if moved == 0:
-                return
+                break
+        self.wait_all()
 
     def invocation_errors(self) -> Counter[str]:
         return Counter(i.error_type for i in self.invocations if i.error_type)
@@ -444,7 +448,12 @@ def chaos_cloud(
         cloud.deploy()
         seed_inventory(cloud.dynamodb, cloud.outputs["InventoryTableName"])
         setup_outcomes(cloud)
-        yield cloud
+        try:
+            yield cloud
+        finally:
+            # Whatever happened, no execution of this world may run on into the next one.
+            with contextlib.suppress(Exception):
+                cloud.wait_all(timeout=30)
 
 
 def rest_post(key: str, body: Mapping[str, Any]) -> dict[str, Any]:

@@ -82,6 +82,16 @@ class Job:
 
 
 def _run_job(job: Job) -> tuple[Job, list[ScheduleResult], PairResult | None]:
+    """Run one job; a harness error comes back as a violating result, never as a lost run."""
+    try:
+        return _run_job_body(job)
+    except Exception as error:  # noqa: BLE001 - reported in the run, which then fails
+        name = job.pair.name if job.pair else job.kind
+        failure = ScheduleResult(job.kind, name, [], [], [f"harness error: {type(error).__name__}: {error}"])
+        return job, [failure], None
+
+
+def _run_job_body(job: Job) -> tuple[Job, list[ScheduleResult], PairResult | None]:
     with quiet():
         points = {kind: list(hits) for kind, hits in job.points}
         every = sorted({hit for hits in points.values() for hit in hits})
@@ -147,7 +157,12 @@ def main(argv: list[str] | None = None) -> int:
     context = multiprocessing.get_context("spawn")
     with concurrent.futures.ProcessPoolExecutor(max_workers=args.jobs, mp_context=context) as pool:
         for job, results, pair_result in pool.map(_run_job, jobs):
-            section = {"single": report.single, "random": report.random}.get(job.kind, report.control)
+            if job.kind.startswith("control"):
+                section = report.control
+            elif job.kind == "pair":
+                section = report.zombies if job.pair is not None and job.pair.late else report.concurrency
+            else:
+                section = report.single if job.kind == "single" else report.random
             for result in results:
                 section.add(result)
                 if not job.kind.startswith("control"):
