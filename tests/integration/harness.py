@@ -8,10 +8,19 @@ resolved. Function code is the REAL handler code, run in this process: `install(
 moto's single code-running point, `LambdaFunction._invoke_lambda`, to import the function's
 handler (`module.function` under `functions/`) and call it with a Lambda-like context and a
 per-function `orders.runtime.Runtime` built from that function's own environment. A handler
-exception comes back with `errorType` = its class name, as on AWS, so Retry/Catch match.
+exception comes back with `errorType` = its class name, as on AWS, so Retry/Catch match; a
+`SimulatedCrash` (a raise-mode crash point) comes back as `Runtime.ExitError`, what Lambda reports
+for a sandbox that died, so the state machine retries it as it would on AWS.
 
 SQS has no poller here: `pump()` receives, invokes the consumer, deletes only what succeeded
-(`batchItemFailures` stay, visible again at once), like the Lambda event source mapping.
+(`batchItemFailures` stay, visible again at once), like the Lambda event source mapping; when the
+consumer's invocation dies the whole batch stays (visible again after the queue's visibility
+timeout, which the clock skips) and is reported failed.
+
+Time: one `Clock` (wall time plus an offset a test moves forward) drives what the handlers read
+(fence leases, TTLs, dates), Powertools' idempotency time (in-progress and record expiry) and the
+Step Functions Retry waits (moto would sleep them; here they move the clock instead, so a retry
+that waits out a dead attempt's lease costs no real time).
 
 The fault-injection work builds on this: pass a `CrashPlan`, move `clock` forward past a lease,
 redeliver a message, run `ops.invariants.check(cloud.stores())`.
@@ -19,16 +28,18 @@ redeliver a message, run `ops.invariants.check(cloud.stores())`.
 
 from __future__ import annotations
 
+import datetime as dt
 import importlib
 import io
 import json
 import threading
 import time
 import traceback
+import types
 import uuid
 import zipfile
-from collections.abc import Iterator, Mapping
-from contextlib import contextmanager
+from collections.abc import Callable, Iterator, Mapping
+from contextlib import ExitStack, contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -42,13 +53,25 @@ from moto.sqs.responses import SQSResponse
 from ops.invariants import Stores, peek_dead_letters
 from orders import runtime as orders_runtime
 from orders.config import Settings
-from reliability.crashpoints import CrashPlan
+from reliability.crashpoints import CrashPlan, SimulatedCrash
 from tests.support.templates import exports_of, function_specs, state_machine_definition
 
 REGION = "us-east-1"
 ACCOUNT = "123456789012"
 EVENTS_DIR = Path(__file__).resolve().parents[2] / "events"
 _TERMINAL = {"SUCCEEDED", "FAILED", "TIMED_OUT", "ABORTED"}
+# What Lambda reports when the sandbox died mid-invocation (every task's Retry lists it).
+EXIT_ERROR = "Runtime.ExitError"
+# Where Powertools (3.x) reads the time for idempotency: `dt.datetime.now()` in each of these
+# modules (in-progress expiry, record expiry, the conditional put, the inconsistency check).
+_POWERTOOLS_TIME_MODULES = (
+    "aws_lambda_powertools.utilities.idempotency.base",
+    "aws_lambda_powertools.utilities.idempotency.persistence.base",
+    "aws_lambda_powertools.utilities.idempotency.persistence.dynamodb",
+    "aws_lambda_powertools.utilities.idempotency.persistence.datarecord",
+)
+# moto's Step Functions interpreter sleeps a Retry's wait with this module's `time.sleep`.
+_SFN_RETRIER = "moto.stepfunctions.parser.asl.component.common.retry.retrier_decl"
 _PSEUDO = {
     "AWS::Region": REGION,
     "AWS::AccountId": ACCOUNT,
@@ -64,12 +87,27 @@ class Clock:
 
     def __init__(self) -> None:
         self.offset = 0.0
+        self._lock = threading.Lock()
 
     def __call__(self) -> float:
         return time.time() + self.offset
 
     def advance(self, seconds: float) -> None:
-        self.offset += seconds
+        with self._lock:  # Step Functions threads advance it concurrently (Retry waits)
+            self.offset += seconds
+
+
+def clocked_datetime_module(clock: Callable[[], float]) -> types.SimpleNamespace:
+    """The `datetime` module, except that `datetime.now()` reads `clock` (for `mock.patch` of a
+    library module's `dt` / `datetime` global)."""
+
+    class ClockedDatetime(dt.datetime):
+        @classmethod
+        def now(cls, tz: dt.tzinfo | None = None) -> dt.datetime:  # type: ignore[override]
+            return dt.datetime.fromtimestamp(clock(), tz)
+
+    names = {k: v for k, v in vars(dt).items() if not k.startswith("__")}
+    return types.SimpleNamespace(**{**names, "datetime": ClockedDatetime})
 
 
 @dataclass
@@ -110,7 +148,7 @@ class Invocation:
     event: Any
     result: Any
     error_type: str | None
-    traceback: str | None = None
+    traceback: str | None = None  # a crash's shows the SimulatedCrash and its point
 
 
 class _Resolver:
@@ -319,8 +357,9 @@ class InProcessCloud:
     # --- running function code ------------------------------------------------------------------
     @contextmanager
     def installed(self) -> Iterator[InProcessCloud]:
-        """Route moto's Lambda invocations to the real handlers in this process, and make each
-        DynamoDB and SQS request atomic with respect to the others.
+        """Route moto's Lambda invocations to the real handlers in this process, make each
+        DynamoDB and SQS request atomic with respect to the others, and put Powertools'
+        idempotency time and the Step Functions Retry waits on `self.clock`.
 
         Handlers run concurrently on moto's Step Functions threads; moto's backends are not
         thread-safe (TransactWriteItems deep-copies a table that another thread's PutItem may
@@ -333,11 +372,16 @@ class InProcessCloud:
         def invoke(function: LambdaFunction, event: Any = None) -> tuple[str, bool, str]:
             return cloud._invoke(function.function_name, event)
 
-        with (
-            mock.patch.object(LambdaFunction, "_invoke_lambda", invoke),
-            _atomic_requests(DynamoHandler),
-            _atomic_requests(SQSResponse),
-        ):
+        clocked = clocked_datetime_module(self.clock)
+        with ExitStack() as stack:
+            stack.enter_context(mock.patch.object(LambdaFunction, "_invoke_lambda", invoke))
+            stack.enter_context(_atomic_requests(DynamoHandler))
+            stack.enter_context(_atomic_requests(SQSResponse))
+            for module in _POWERTOOLS_TIME_MODULES:
+                stack.enter_context(mock.patch(f"{module}.dt", clocked))
+            stack.enter_context(
+                mock.patch(f"{_SFN_RETRIER}.time", types.SimpleNamespace(sleep=self.clock.advance))
+            )
             yield self
 
     def runtime_for(self, function_name: str) -> orders_runtime.Runtime:
@@ -371,10 +415,16 @@ class InProcessCloud:
         except BaseException as error:
             if isinstance(error, KeyboardInterrupt | SystemExit):
                 raise
+            if isinstance(error, SimulatedCrash):
+                # The sandbox died: Lambda reports the runtime's exit, never the process's last
+                # exception (the message names the crash point, for whoever reads the history).
+                error_type, message = EXIT_ERROR, f"Runtime exited with error: SimulatedCrash: {error}"
+            else:
+                error_type, message = type(error).__name__, str(error)
             self.invocations.append(
-                Invocation(function_name, event, None, type(error).__name__, traceback.format_exc())
+                Invocation(function_name, event, None, error_type, traceback.format_exc())
             )
-            payload = {"errorType": type(error).__name__, "errorMessage": str(error)}
+            payload = {"errorType": error_type, "errorMessage": message}
             return json.dumps(payload), True, ""
         self.invocations.append(Invocation(function_name, event, result, None))
         return json.dumps(result), False, ""
@@ -418,7 +468,12 @@ class InProcessCloud:
 
     def pump(self, queue_output: str, function_prefix: str, *, batch_size: int = 10) -> PumpResult:
         """Receive once, invoke the consumer with the batch, delete only the records that succeeded;
-        failed ones are made visible again at once (the visibility timeout, fast-forwarded)."""
+        failed ones are made visible again at once (the visibility timeout, fast-forwarded).
+
+        When the consumer's invocation fails (a crash or an unhandled error), nothing is deleted:
+        the whole batch is visible again, every record is reported failed with `error` set, and
+        the clock moves by the queue's visibility timeout, the time SQS keeps a dead invocation's
+        batch hidden (the claims the dead invocation left expire meanwhile, as on AWS)."""
         url = self.outputs[queue_output]
         messages = self.sqs.receive_message(
             QueueUrl=url,
@@ -430,7 +485,19 @@ class InProcessCloud:
         if not messages:
             return PumpResult(received=0, failed=[])
         event = {"Records": [sqs_record(m, queue_arn=self._queue_arn(queue_output)) for m in messages]}
-        response = self.invoke(function_prefix, event)
+        try:
+            response = self.invoke(function_prefix, event)
+        except LambdaError as error:
+            for message in messages:
+                self.sqs.change_message_visibility(
+                    QueueUrl=url, ReceiptHandle=message["ReceiptHandle"], VisibilityTimeout=0
+                )
+            self.clock.advance(self._visibility_timeout(url))
+            return PumpResult(
+                received=len(messages),
+                failed=sorted(m["MessageId"] for m in messages),
+                error=error.error_type,
+            )
         failed = {item["itemIdentifier"] for item in (response or {}).get("batchItemFailures", [])}
         for message in messages:
             if message["MessageId"] in failed:
@@ -449,6 +516,10 @@ class InProcessCloud:
                 return handled
             handled += result.received
         return handled
+
+    def _visibility_timeout(self, url: str) -> int:
+        attributes = self.sqs.get_queue_attributes(QueueUrl=url, AttributeNames=["VisibilityTimeout"])
+        return int(attributes["Attributes"].get("VisibilityTimeout", 30))
 
     def _queue_arn(self, queue_output: str) -> str:
         name = self.outputs[queue_output].rsplit("/", 1)[-1]
@@ -511,6 +582,7 @@ class ApiResponse:
 class PumpResult:
     received: int
     failed: list[str]
+    error: str | None = None  # the errorType when the consumer's invocation died (all failed)
 
 
 def rest_event(

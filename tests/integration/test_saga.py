@@ -13,6 +13,9 @@ from tests.integration.harness import Clock, InProcessCloud, LambdaError, runnin
 
 pytestmark = pytest.mark.filterwarnings("ignore:No application metrics:UserWarning")
 
+# FenceBusy is retried 4 times (5 s, 10 s, 20 s, 40 s): the first three wait out the first dead
+# attempt's 20 s lease, the fourth the second's, and after the third crash no FenceBusy retry is left.
+CRASHES_TO_EXHAUST_RETRIES = 3
 ORDER = {"customer_id": "customer-3", "currency": "EUR", "items": [{"sku": "sku-5", "quantity": 3}]}
 
 
@@ -31,10 +34,14 @@ def _place(cloud: InProcessCloud, body: dict, key: str) -> str:
 
 def test_a_crash_after_the_provider_call_then_a_restart_charges_once(assembly):
     clock = Clock()
-    plan = CrashPlan.parse("fence:after-effect:ChargePayment=1", mode="raise")
+    # A crash is a dead sandbox (Runtime.ExitError), which the state machine retries: each retry
+    # waits out the dead attempt's lease (FenceBusy, on the harness clock) and takes over. Three
+    # crashes use up the FenceBusy retries, so the execution fails and an operator restarts it.
+    plan = CrashPlan.parse(f"fence:after-effect:ChargePayment={CRASHES_TO_EXHAUST_RETRIES}", mode="raise")
     with running_cloud(assembly, crash_plan=plan, clock=clock) as cloud:
         before = _stock(cloud, "sku-5")
-        # Given ChargePayment dies after the provider charged and before its fence completed
+        # Given ChargePayment dies after the provider charged and before its fence completed,
+        # on its first attempt and on every retry that took over from a dead one
         order_id = _place(cloud, ORDER, "crash-in-charge")
         cloud.settle()
         (listed,) = cloud.executions()
@@ -42,8 +49,15 @@ def test_a_crash_after_the_provider_call_then_a_restart_charges_once(assembly):
         assert first["status"] == "FAILED"
         history = cloud.sfn.get_execution_history(executionArn=first["executionArn"])["events"]
         assert any("SimulatedCrash" in json.dumps(e, default=str) for e in history)
+        # Each crash was retried; each retry waited out the dead attempt's lease, then took over;
+        # after the third crash the FenceBusy retries were used up
+        charges = [i for i in cloud.invocations if i.function == cloud.function("ChargePayment")]
+        exit_, busy = "Runtime.ExitError", "FenceBusy"
+        assert [i.error_type for i in charges] == [exit_, busy, busy, busy, exit_, busy, exit_, busy]
+        assert all("SimulatedCrash" in (i.traceback or "") for i in charges if i.error_type == exit_)
         crashed = cloud.api("GET", f"/orders/{order_id}").body
-        assert (len(crashed["provider_calls"]), len(crashed["charges"])) == (1, 1)
+        # Every attempt that took over called the provider again with the same key: one charge
+        assert (len(crashed["provider_calls"]), len(crashed["charges"])) == (CRASHES_TO_EXHAUST_RETRIES, 1)
         assert crashed["steps"] == {"ReserveInventory": "DONE"}
 
         # When the dead attempt's lease has passed and the workflow is restarted with the same token
@@ -60,8 +74,8 @@ def test_a_crash_after_the_provider_call_then_a_restart_charges_once(assembly):
         assert status["steps"]["ReserveInventory"] == "SKIPPED"
         assert status["steps"]["ChargePayment"] == "DONE"
         assert len(status["charges"]) == 1
-        # The retried call is visible at the provider, and it carried the same idempotency key
-        assert len(status["provider_calls"]) == 2
+        # The retried calls are visible at the provider, and they carried the same idempotency key
+        assert len(status["provider_calls"]) == CRASHES_TO_EXHAUST_RETRIES + 1
         assert len({call["idempotency_key"] for call in status["provider_calls"]}) == 1
         assert _stock(cloud, "sku-5") == before - 3
         report = check(cloud.stores())
