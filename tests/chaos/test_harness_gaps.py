@@ -1,6 +1,8 @@
 """Regression tests for gaps found in the integration harness (tests/integration/harness.py) while
-building chaos/ on it. chaos.cloud.ChaosCloud works around each; these pin them in the harness
-itself, xfail(strict) until fixed at the root (then they turn green and the marker goes)."""
+building chaos/ on it (chaos.cloud.ChaosCloud worked around each). They were pinned here as
+xfail(strict) and are now fixed at the root in the harness: a crash comes back as
+`Runtime.ExitError`, `pump()` leaves a dead consumer's batch in the queue, and the harness `Clock`
+drives Powertools' idempotency time."""
 
 from __future__ import annotations
 
@@ -19,11 +21,6 @@ pytestmark = pytest.mark.filterwarnings("ignore:No application metrics:UserWarni
 ORDER = {"customer_id": "customer-9", "currency": "EUR", "items": [{"sku": "sku-9", "quantity": 1}]}
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="harness bug: a SimulatedCrash comes back as errorType 'SimulatedCrash', not "
-    "'Runtime.ExitError' (a dead sandbox), so the state machine's Retry never matches a crash",
-)
 def test_a_crash_in_raise_mode_is_retried_by_the_state_machine_like_a_dead_sandbox(assembly):
     # Given ReserveInventory (the first TransactWriteItems of the flow) dies after committing
     plan = CrashPlan.parse("after:DynamoDB.TransactWriteItems=1", mode="raise")
@@ -36,11 +33,6 @@ def test_a_crash_in_raise_mode_is_retried_by_the_state_machine_like_a_dead_sandb
         assert execution["status"] == "SUCCEEDED"
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="harness bug: pump() raises LambdaError when the consumer's invocation dies, instead of "
-    "leaving the batch in the queue for redelivery as the event source mapping does",
-)
 def test_pump_leaves_a_crashed_batch_in_the_queue(assembly):
     with running_cloud(assembly) as cloud:
         cloud.send(
@@ -55,11 +47,6 @@ def test_pump_leaves_a_crashed_batch_in_the_queue(assembly):
         assert result.failed  # back in the queue, as after the visibility timeout
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="harness bug: Clock does not drive Powertools' idempotency time, so an API request that "
-    "died in progress answers 409 however far the clock is moved",
-)
 def test_moving_the_clock_past_the_api_timeout_lets_the_client_retry_a_dead_request(assembly):
     # Given the api dies right after Powertools stored the request as in progress (its first PutItem)
     plan = CrashPlan.parse("after:DynamoDB.PutItem=1", mode="raise")
