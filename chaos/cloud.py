@@ -5,11 +5,9 @@ synthesized assembly, real handler code). Added here, without touching the harne
 
 - every function's runtime gets a `chaos.points.FunctionPlan` from one `CrashController`, and
   its class is injectable (`UnfencedRuntime` for the control run);
-- a `SimulatedCrash` comes back as errorType `Runtime.ExitError`, what Lambda reports for a
-  sandbox that died, so the state machine's Retry treats it as AWS would;
-- time: the harness `Clock` also drives Powertools' idempotency expiry (so an API request that
-  died in progress can be retried once its in-progress window passed) and the Step Functions
-  Retry waits (moto sleeps them; here they advance the clock instead);
+- every invocation is counted for the report (crashes, which the harness returns as
+  `Runtime.ExitError`, and the step retries they cause); the harness's `Clock` already drives
+  Powertools' idempotency time and the Step Functions Retry waits;
 - SQS delivery like the event source mapping, with faults: a crashed batch returns to the queue
   after its visibility timeout (the clock jumps by it), duplicate deliveries of the same records,
   the redrive policy moving a message to the DLQ after maxReceiveCount receives;
@@ -20,11 +18,9 @@ synthesized assembly, real handler code). Added here, without touching the harne
 from __future__ import annotations
 
 import contextlib
-import datetime as dt
 import json
 import random
 import threading
-import types
 from collections import Counter
 from collections.abc import Callable, Iterator, Mapping
 from contextlib import ExitStack, contextmanager
@@ -42,6 +38,7 @@ from orders import runtime as orders_runtime
 from orders.config import Settings
 from reliability.crashpoints import SimulatedCrash
 from tests.integration.harness import (
+    EXIT_ERROR,
     REGION,
     ApiResponse,
     Clock,
@@ -53,7 +50,6 @@ from tests.integration.harness import (
 )
 
 RuntimeFactory = Callable[..., orders_runtime.Runtime]
-EXIT_ERROR = "Runtime.ExitError"
 # Consumers of each queue (stack outputs contract).
 QUEUES = {"OrdersQueueUrl": "Worker", "NotifyQueueUrl": "Notify", "AnalyticsQueueUrl": "Analytics"}
 DLQS = {
@@ -70,13 +66,6 @@ STEP_FUNCTIONS = (
     "release-inventory",
     "mark-failed",
 )
-_POWERTOOLS_TIME_MODULES = (
-    "aws_lambda_powertools.utilities.idempotency.base",
-    "aws_lambda_powertools.utilities.idempotency.persistence.base",
-    "aws_lambda_powertools.utilities.idempotency.persistence.dynamodb",
-    "aws_lambda_powertools.utilities.idempotency.persistence.datarecord",
-)
-_RETRIER = "moto.stepfunctions.parser.asl.component.common.retry.retrier_decl"
 _SFN_LAMBDA = "moto.stepfunctions.parser.asl.component.state.exec.state_task.lambda_eval_utils"
 
 
@@ -392,21 +381,6 @@ class ChaosCloud(InProcessCloud):
         return Counter(i.error_type for i in self.invocations if i.error_type)
 
 
-class _ClockedDatetime(dt.datetime):
-    clock: Callable[[], float] = staticmethod(lambda: 0.0)
-
-    @classmethod
-    def now(cls, tz: dt.tzinfo | None = None) -> dt.datetime:  # type: ignore[override]
-        return dt.datetime.fromtimestamp(cls.clock(), tz)
-
-
-def _clocked_datetime_module(clock: Clock) -> types.SimpleNamespace:
-    clocked = type("ClockedDatetime", (_ClockedDatetime,), {"clock": staticmethod(clock)})
-    return types.SimpleNamespace(
-        datetime=clocked, timedelta=dt.timedelta, date=dt.date, time=dt.time, timezone=dt.timezone
-    )
-
-
 def setup_outcomes(cloud: ChaosCloud) -> None:
     """The last sku gets stock 1 (and `seeded_stock` 1), so an order of 2 is out of stock."""
     cloud.dynamodb.update_item(
@@ -439,10 +413,6 @@ def chaos_cloud(
     with ExitStack() as stack:
         stack.enter_context(mock_aws(config={"stepfunctions": {"execute_state_machine": True}}))
         cloud = ChaosCloud(assembly, controller=controller, clock=clock, runtime_factory=factory)
-        clocked = _clocked_datetime_module(clock)
-        for module in _POWERTOOLS_TIME_MODULES:
-            stack.enter_context(mock.patch(f"{module}.dt", clocked))
-        stack.enter_context(mock.patch(f"{_RETRIER}.time", types.SimpleNamespace(sleep=clock.advance)))
         stack.enter_context(mock.patch(f"{_SFN_LAMBDA}.boto_client_for", POOL.for_step_functions))
         stack.enter_context(cloud.installed())
         cloud.deploy()
