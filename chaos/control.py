@@ -86,24 +86,7 @@ class NoHttpIdempotency(HttpIdempotency):
 class UnfencedRuntime(Runtime):
     """`Runtime` with every guard replaced by a pass-through (the control)."""
 
-    def fences(
-        self, namespace: str, *, table: str = "fence_table", ttl_seconds: int | None = None
-    ) -> FenceStore:
-        with self._lock:
-            store = self._fences.get(namespace)
-            if store is None:
-                store = PassThroughFences(
-                    client=self.dynamodb,
-                    table_name=self.settings.require(table),
-                    ttl_seconds=ttl_seconds or self.settings.fence_ttl_seconds,
-                    telemetry=self.telemetry,
-                    namespace=namespace,
-                    clock=self.clock,
-                    stage=self.settings.stage,
-                    crash_plan=self.crash_plan,
-                )
-                self._fences[namespace] = store
-            return store
+    fence_store_class = PassThroughFences
 
     def http_idempotency(self) -> HttpIdempotency:
         real = super().http_idempotency()

@@ -55,6 +55,10 @@ class Runtime:
     """Lazily built, cached adapters. Thread-safe enough for Lambda (one event at a time) and for
     moto's Step Functions worker threads (cached_property may build twice; both are equivalent)."""
 
+    # What every step fence and consumer dedup is built from; the chaos control run swaps in a
+    # pass-through subclass to show what the guards prevent.
+    fence_store_class: type[FenceStore] = FenceStore
+
     def __init__(
         self,
         settings: Settings,
@@ -103,7 +107,7 @@ class Runtime:
         with self._lock:
             store = self._fences.get(namespace)
             if store is None:
-                store = FenceStore(
+                store = self.fence_store_class(
                     client=self.dynamodb,
                     table_name=self.settings.require(table),
                     ttl_seconds=ttl_seconds or self.settings.fence_ttl_seconds,
