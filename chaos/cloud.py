@@ -46,7 +46,6 @@ from tests.integration.harness import (
     Invocation,
     LambdaError,
     rest_event,
-    sqs_record,
 )
 
 RuntimeFactory = Callable[..., orders_runtime.Runtime]
@@ -276,16 +275,9 @@ class ChaosCloud(InProcessCloud):
         `duplicates` times with the same records), delete what succeeded at least once. What did
         not comes back after the visibility timeout (the clock jumps by it)."""
         url = self.outputs[queue_output]
-        messages = self.sqs.receive_message(
-            QueueUrl=url,
-            MaxNumberOfMessages=batch_size,
-            MessageAttributeNames=["All"],
-            AttributeNames=["All"],
-            WaitTimeSeconds=0,
-        ).get("Messages", [])
+        messages, event = self.receive_batch(queue_output, batch_size=batch_size)
         if not messages:
             return 0
-        event = {"Records": [sqs_record(m, queue_arn=self._queue_arn(queue_output)) for m in messages]}
         succeeded: set[str] = set()
         for copy in range(1 + duplicates):
             if copy:

@@ -466,6 +466,20 @@ class InProcessCloud:
         text = body if isinstance(body, str) else json.dumps(body)
         return str(self.sqs.send_message(QueueUrl=self.outputs[queue_output], MessageBody=text)["MessageId"])
 
+    def receive_batch(
+        self, queue_output: str, *, batch_size: int = 10
+    ) -> tuple[list[dict[str, Any]], dict[str, Any]]:
+        """One receive as the event source mapping does it: the messages and their SQS event."""
+        messages: list[dict[str, Any]] = self.sqs.receive_message(
+            QueueUrl=self.outputs[queue_output],
+            MaxNumberOfMessages=batch_size,
+            MessageAttributeNames=["All"],
+            AttributeNames=["All"],
+            WaitTimeSeconds=0,
+        ).get("Messages", [])
+        queue_arn = self._queue_arn(queue_output)
+        return messages, {"Records": [sqs_record(m, queue_arn=queue_arn) for m in messages]}
+
     def pump(self, queue_output: str, function_prefix: str, *, batch_size: int = 10) -> PumpResult:
         """Receive once, invoke the consumer with the batch, delete only the records that succeeded;
         failed ones are made visible again at once (the visibility timeout, fast-forwarded).
@@ -475,16 +489,9 @@ class InProcessCloud:
         the clock moves by the queue's visibility timeout, the time SQS keeps a dead invocation's
         batch hidden (the claims the dead invocation left expire meanwhile, as on AWS)."""
         url = self.outputs[queue_output]
-        messages = self.sqs.receive_message(
-            QueueUrl=url,
-            MaxNumberOfMessages=batch_size,
-            MessageAttributeNames=["All"],
-            AttributeNames=["All"],
-            WaitTimeSeconds=0,
-        ).get("Messages", [])
+        messages, event = self.receive_batch(queue_output, batch_size=batch_size)
         if not messages:
             return PumpResult(received=0, failed=[])
-        event = {"Records": [sqs_record(m, queue_arn=self._queue_arn(queue_output)) for m in messages]}
         try:
             response = self.invoke(function_prefix, event)
         except LambdaError as error:
