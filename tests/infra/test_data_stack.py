@@ -10,6 +10,7 @@ from aws_cdk.assertions import Match, Template
 from infra.config import DLQ_RETENTION_DAYS, SECONDS_PER_DAY
 from infra.constructs.queue import MAX_RECEIVE_COUNT, VISIBILITY_TIMEOUT_FACTOR
 from infra.sizing import FUNCTIONS, QUEUE_CONSUMERS
+from tests.support.templates import DATA_STACK_OUTPUTS
 
 TABLES = {
     "idempotency": ("id", None, "expiration"),
@@ -20,22 +21,6 @@ TABLES = {
     "ledger": ("pk", "sk", None),
     "notifications": ("pk", "sk", None),
     "daily-aggregates": ("pk", "sk", None),
-}
-OUTPUTS = {
-    "IdempotencyTableName",
-    "FenceTableName",
-    "OrdersTableName",
-    "InventoryTableName",
-    "PaymentsTableName",
-    "LedgerTableName",
-    "NotificationsTableName",
-    "AggregatesTableName",
-    "OrdersQueueUrl",
-    "OrdersDlqUrl",
-    "NotifyQueueUrl",
-    "NotifyDlqUrl",
-    "AnalyticsQueueUrl",
-    "AnalyticsDlqUrl",
 }
 
 
@@ -146,5 +131,5 @@ def test_an_alarm_fires_on_any_message_in_each_dlq(dev_data: Template) -> None:
 
 def test_outputs_are_the_contract(dev_data: Template) -> None:
     outputs = dev_data.find_outputs("*")
-    assert set(outputs) >= OUTPUTS
-    assert {k for k in outputs if not k.startswith("ExportsOutput")} == OUTPUTS
+    assert set(outputs) >= DATA_STACK_OUTPUTS
+    assert {k for k in outputs if not k.startswith("ExportsOutput")} == DATA_STACK_OUTPUTS

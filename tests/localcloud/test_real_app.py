@@ -14,6 +14,7 @@ import pytest
 
 from localcloud import Config, LocalCloud
 from ops.seed import seed_inventory
+from tests.support.templates import DATA_STACK_OUTPUTS
 
 pytestmark = pytest.mark.slow
 
@@ -30,22 +31,6 @@ FUNCTIONS = (
     "Notify",
     "Analytics",
 )
-DATA_OUTPUTS = (
-    "IdempotencyTableName",
-    "FenceTableName",
-    "OrdersTableName",
-    "InventoryTableName",
-    "PaymentsTableName",
-    "LedgerTableName",
-    "NotificationsTableName",
-    "AggregatesTableName",
-    "OrdersQueueUrl",
-    "OrdersDlqUrl",
-    "NotifyQueueUrl",
-    "NotifyDlqUrl",
-    "AnalyticsQueueUrl",
-    "AnalyticsDlqUrl",
-)
 
 
 @pytest.fixture(scope="module")
@@ -58,7 +43,7 @@ def cloud(local_assembly: Path, tmp_path_factory) -> Iterator[LocalCloud]:
 def test_every_contract_output_is_there(cloud):
     keys = set(cloud.outputs.outputs)
 
-    assert set(DATA_OUTPUTS) <= keys
+    assert set(DATA_STACK_OUTPUTS) <= keys
     assert {"ApiUrl", "StateMachineArn"} <= keys
     assert {f"{name}FunctionName" for name in FUNCTIONS} <= keys
     assert cloud.outputs["ApiUrl"] == cloud.outputs.api_url
