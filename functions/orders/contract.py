@@ -1,20 +1,34 @@
 """The public API contract: request and response bodies of `POST /orders` and `GET /orders/{id}`.
 
+ONE definition of a valid order: `CreateOrderRequest` is what the app parses, what the read model
+(`OrderView.items`) returns, and (through `orders.openapi` -> `openapi.json`) the body model API
+Gateway validates at the edge. So whatever is accepted can be read back.
 Clients, docs and tests rely on these shapes; change them only together with DEVELOPERS.md.
 """
 
 from __future__ import annotations
 
+import json
+from collections import Counter
 from enum import StrEnum
 from typing import Annotated
 
-from pydantic import BaseModel, ConfigDict, Field, StringConstraints
+from pydantic import AfterValidator, BaseModel, ConfigDict, Field, StringConstraints, ValidationError
+
+from orders.errors import InvalidRequest, MalformedBody
 
 MAX_ITEMS = 50
 MAX_QUANTITY = 100
+# The largest POST /orders body the function parses. A body within the contract is at most ~5 KiB
+# (50 lines of a 64-character sku); the bound keeps parsing cheap whatever a client sends
+# (deep nesting, long numbers), and API Gateway's own bound (10 MiB) is far above it.
+MAX_BODY_BYTES = 16 * 1024
+_MAX_PROBLEMS = 5
 
-Sku = Annotated[str, StringConstraints(min_length=1, max_length=64)]
-CustomerId = Annotated[str, StringConstraints(min_length=1, max_length=64)]
+# Ids are visible ASCII: they become DynamoDB keys and log fields, and stay readable in both.
+_VISIBLE_ASCII = r"^[!-~]+$"
+Sku = Annotated[str, StringConstraints(min_length=1, max_length=64, pattern=_VISIBLE_ASCII)]
+CustomerId = Annotated[str, StringConstraints(min_length=1, max_length=64, pattern=_VISIBLE_ASCII)]
 Currency = Annotated[str, StringConstraints(pattern=r"^[A-Z]{3}$")]
 
 
@@ -41,12 +55,60 @@ class OrderItem(_Strict):
     quantity: int = Field(ge=1, le=MAX_QUANTITY, strict=True)
 
 
+def _distinct_skus(items: list[OrderItem]) -> list[OrderItem]:
+    """Each sku once per order: an order's lines are exactly what the client sent, so every line
+    keeps the quantity bound and the read model returns the request's items unchanged (merging
+    repeated skus made lines above the bound that `GET /orders/{id}` could not return)."""
+    repeated = sorted(sku for sku, count in Counter(item.sku for item in items).items() if count > 1)
+    if repeated:
+        raise ValueError(f"each sku may appear once; repeated: {', '.join(repeated)}")
+    return items
+
+
+OrderItems = Annotated[
+    list[OrderItem], Field(min_length=1, max_length=MAX_ITEMS), AfterValidator(_distinct_skus)
+]
+
+
 class CreateOrderRequest(_Strict):
-    """Body of `POST /orders` (the `Idempotency-Key` header is required too)."""
+    """Body of `POST /orders` (the `Idempotency-Key` header is required too).
+
+    Not expressible in the edge's JSON Schema: "each sku once" (the function answers 422)."""
 
     customer_id: CustomerId
     currency: Currency
-    items: list[OrderItem] = Field(min_length=1, max_length=MAX_ITEMS)
+    items: OrderItems
+
+
+def parse_create_order(body: str | bytes | None) -> CreateOrderRequest:
+    """The `POST /orders` body, or a 4xx domain error for ANY input (never an exception that
+    becomes a 5xx): too large, not UTF-8, not JSON, nested too deep (RecursionError), a number too
+    long for Python's int conversion (ValueError) -> 400 MalformedBody; JSON outside the contract
+    -> 422 InvalidRequest naming the field, never echoing the input."""
+    # surrogatepass: a lone surrogate (from a "\ud800" escape in the event) is refused as not UTF-8
+    raw = body.encode("utf-8", "surrogatepass") if isinstance(body, str) else (body or b"")
+    if len(raw) > MAX_BODY_BYTES:
+        raise MalformedBody(f"the body is larger than {MAX_BODY_BYTES} bytes")
+    if not raw.strip():
+        raise MalformedBody("the body is empty; send the order as JSON")
+    try:
+        data = json.loads(raw.decode("utf-8"))
+    except UnicodeDecodeError as error:
+        raise MalformedBody("the body is not UTF-8") from error
+    except RecursionError as error:
+        raise MalformedBody("the body is nested too deeply") from error
+    except ValueError as error:  # JSONDecodeError, and ints longer than sys.get_int_max_str_digits()
+        raise MalformedBody("the body is not valid JSON") from error
+    try:
+        return CreateOrderRequest.model_validate(data)
+    except ValidationError as error:
+        problems = [
+            f"{'.'.join(str(part) for part in problem['loc']) or 'body'}: {problem['msg']}"
+            for problem in error.errors(include_input=False, include_url=False, include_context=False)[
+                :_MAX_PROBLEMS
+            ]
+        ]
+        raise InvalidRequest("; ".join(problems)) from error
 
 
 class OrderAccepted(_Strict):

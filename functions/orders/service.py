@@ -2,16 +2,13 @@
 
 from __future__ import annotations
 
-import json
 from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import datetime
 
-from pydantic import ValidationError
-
 from orders.contract import CreateOrderRequest, OrderAccepted, OrderView, StepStatus
 from orders.domain import OrderMessage, WorkflowInput, execution_name, new_order
-from orders.errors import InvalidRequest, MalformedBody, OrderNotFound, UnknownOrder
+from orders.errors import OrderNotFound, UnknownOrder
 from orders.messages import OrderCompletedEvent, OrderMessageModel
 from orders.ports import (
     Aggregates,
@@ -26,24 +23,6 @@ from orders.ports import (
 from reliability.batch import ConsumerDedup, PoisonMessage
 from reliability.fence import AtomicEffect
 from reliability.keys import execution_token
-
-_MAX_PROBLEMS = 5
-
-
-def parse_create_order(body: str | None) -> CreateOrderRequest:
-    """The `POST /orders` body, or a 4xx domain error (never an exception that becomes a 5xx)."""
-    try:
-        data = json.loads(body or "")
-    except (json.JSONDecodeError, UnicodeDecodeError) as error:
-        raise MalformedBody("the body is not valid JSON") from error
-    try:
-        return CreateOrderRequest.model_validate(data)
-    except ValidationError as error:
-        problems = [
-            f"{'.'.join(str(part) for part in problem['loc']) or 'body'}: {problem['msg']}"
-            for problem in error.errors(include_input=False, include_url=False)[:_MAX_PROBLEMS]
-        ]
-        raise InvalidRequest("; ".join(problems)) from error
 
 
 @dataclass

@@ -13,10 +13,10 @@ from aws_lambda_powertools.event_handler import APIGatewayRestResolver, Response
 from aws_lambda_powertools.logging import correlation_paths
 from aws_lambda_powertools.utilities.typing import LambdaContext
 
+from orders.contract import parse_create_order
 from orders.errors import OrderError
 from orders.observability import logger, metrics, tracer
 from orders.runtime import current
-from orders.service import parse_create_order
 from reliability.errors import RetryableError
 from reliability.http import HttpResponse
 

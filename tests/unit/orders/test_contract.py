@@ -8,17 +8,16 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from orders.contract import CreateOrderRequest, OrderItem
+from orders.contract import MAX_BODY_BYTES, CreateOrderRequest, OrderItem, parse_create_order
 from orders.errors import InvalidRequest, MalformedBody
-from orders.service import parse_create_order
 
-skus = st.text(st.characters(codec="utf-8", exclude_categories=["Cs"]), min_size=1, max_size=64)
-items = st.builds(lambda sku, q: {"sku": sku, "quantity": q}, skus, st.integers(1, 100))
+ids = st.text(st.characters(min_codepoint=0x21, max_codepoint=0x7E), min_size=1, max_size=64)
+items = st.builds(lambda sku, q: {"sku": sku, "quantity": q}, ids, st.integers(1, 100))
 bodies = st.fixed_dictionaries(
     {
-        "customer_id": st.text(min_size=1, max_size=64),
+        "customer_id": ids,
         "currency": st.from_regex(r"\A[A-Z]{3}\Z"),
-        "items": st.lists(items, min_size=1, max_size=50),
+        "items": st.lists(items, min_size=1, max_size=50, unique_by=lambda item: item["sku"]),
     }
 )
 
@@ -47,6 +46,10 @@ def test_every_body_within_the_contract_parses_and_round_trips(body):
         {"items": [{"sku": "sku-1", "quantity": True}]},
         {"items": [{"sku": "sku-1", "quantity": 1, "price": 1}]},
         {"discount": 10},
+        {"customer_id": "with space"},
+        {"customer_id": "caf\u00e9"},
+        {"items": [{"sku": "sku\u0000", "quantity": 1}]},
+        {"items": [{"sku": "sku-1", "quantity": 60}, {"sku": "sku-1", "quantity": 60}]},
     ],
 )
 def test_a_body_outside_the_contract_is_a_validation_error(change):
@@ -57,8 +60,31 @@ def test_a_body_outside_the_contract_is_a_validation_error(change):
     assert ":" in str(raised.value)  # "<field path>: <problem>", without echoing the input
 
 
-@pytest.mark.parametrize("text", [None, "", "{", "not json", b"\xff\xfe".decode("latin-1")])
-def test_a_body_that_is_not_json_is_a_400(text):
+def test_a_repeated_sku_is_refused_naming_it():
+    # Regression (root cause 1): merged lines above the quantity bound could not be read back
+    body = {"customer_id": "c", "currency": "EUR", "items": [{"sku": "a", "quantity": 60}] * 2}
+    with pytest.raises(InvalidRequest, match="each sku may appear once; repeated: a"):
+        parse_create_order(json.dumps(body))
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        None,
+        "",
+        "  ",
+        "{",
+        "not json",
+        b"\xff\xfe".decode("latin-1"),
+        b'{"customer_id": "\xff"}',
+        "\ud800",
+        "[" * 100_000,  # deeper than the recursion limit, beyond the size bound
+        "[" * 5_000,  # RecursionError within the size bound (root cause 2)
+        '{"customer_id": "c", "n": ' + "9" * 5_000 + "}",  # ValueError: int longer than 4300 digits
+        '{"customer_id": "' + "x" * MAX_BODY_BYTES + '"}',
+    ],
+)
+def test_a_body_that_cannot_be_parsed_is_a_400_never_an_exception(text):
     with pytest.raises(MalformedBody) as raised:
         parse_create_order(text)
     assert raised.value.status == 400
