@@ -70,7 +70,9 @@ class Runtime:
     ) -> None:
         self.settings = settings
         self._factory = client_factory
-        self.crash_plan = crash_plan if crash_plan is not None else crashpoints.active_plan()
+        plan = crash_plan if crash_plan is not None else crashpoints.active_plan()
+        # One plan may serve every function of an in-process cloud: arm its entries scoped to this one.
+        self.crash_plan = plan.for_function(settings.function_name) if plan is not None else None
         self.clock = clock
         # POWERTOOLS_METRICS_NAMESPACE is set on every function; without it (a test process), the
         # service name is the namespace, so decisions are still emitted as valid EMF.

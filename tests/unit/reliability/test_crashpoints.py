@@ -9,8 +9,16 @@ from typing import Any
 
 import boto3
 import pytest
+from botocore.exceptions import ClientError, ReadTimeoutError
 
-from reliability.crashpoints import EXIT_CODE, CrashPlan, SimulatedCrash, crash_point, instrument
+from reliability.crashpoints import (
+    EXIT_CODE,
+    TRANSPORT_ERRORS,
+    CrashPlan,
+    SimulatedCrash,
+    crash_point,
+    instrument,
+)
 from tests.unit.reliability.helpers import FENCES, REGION
 
 
@@ -133,3 +141,90 @@ def test_instrument_without_aws_points_registers_nothing() -> None:
 
     client = NoEvents()
     assert CrashPlan.parse("fence:after-effect:x").instrument(client) is client
+
+
+# --- injected error responses ------------------------------------------------------------------
+
+
+def _sqs(plan: CrashPlan) -> Any:
+    return plan.instrument(boto3.client("sqs", region_name=REGION))
+
+
+@pytest.mark.parametrize(
+    ("point", "code", "status"),
+    [
+        ("error:SQS.SendMessage", "InternalFailure", 500),
+        ("error:SQS.SendMessage:InternalError", "InternalError", 500),
+        ("error:SQS.SendMessage:ServiceUnavailable", "ServiceUnavailable", 503),
+        ("error:SQS.SendMessage:ThrottlingException", "ThrottlingException", 400),
+        ("error:SQS.SendMessage:KmsThrottled/400", "KmsThrottled", 400),
+        ("error:SQS.SendMessage:SomethingNew/502", "SomethingNew", 502),
+    ],
+)
+def test_an_error_point_fails_the_call_with_the_services_code_and_status(
+    aws: None, point: str, code: str, status: int
+) -> None:
+    plan = CrashPlan.parse(f"{point}=1", mode="raise")
+    sqs = _sqs(plan)
+    url = sqs.create_queue(QueueName="q")["QueueUrl"]
+    # Given an armed error point, When the call is made, Then it fails as AWS would answer it
+    with pytest.raises(ClientError) as raised:
+        sqs.send_message(QueueUrl=url, MessageBody="x")
+    error = raised.value.response
+    assert (error["Error"]["Code"], error["ResponseMetadata"]["HTTPStatusCode"]) == (code, status)
+    # And nothing reached the queue (an error point fails before the call), and one hit is spent
+    assert "Messages" not in sqs.receive_message(QueueUrl=url)
+    sqs.send_message(QueueUrl=url, MessageBody="x")
+
+
+def test_an_error_point_raises_the_modeled_exception_class(ddb: Any) -> None:
+    plan = CrashPlan.parse("error:DynamoDB.GetItem:ProvisionedThroughputExceededException", mode="raise")
+    plan.instrument(ddb)
+    with pytest.raises(ddb.exceptions.ProvisionedThroughputExceededException):
+        ddb.get_item(TableName=FENCES, Key={"id": {"S": "x"}})
+
+
+@pytest.mark.parametrize(
+    "code", ["ReadTimeout", "ConnectTimeout", "EndpointConnectionError", "ConnectionClosed"]
+)
+def test_an_error_point_can_be_a_transport_failure(ddb: Any, code: str) -> None:
+    plan = CrashPlan.parse(f"error:DynamoDB.GetItem:{code}", mode="raise")
+    plan.instrument(ddb)
+    with pytest.raises(TRANSPORT_ERRORS[code]):
+        ddb.get_item(TableName=FENCES, Key={"id": {"S": "x"}})
+
+
+def test_an_error_after_point_lets_the_call_happen_then_fails_it(ddb: Any) -> None:
+    plan = CrashPlan.parse("error-after:DynamoDB.PutItem:ReadTimeout", mode="raise")
+    plan.instrument(ddb)
+    # When the put is made, Then the caller sees a timeout, yet the item was written
+    with pytest.raises(ReadTimeoutError):
+        ddb.put_item(TableName=FENCES, Item={"id": {"S": "lost-response"}})
+    assert "Item" in ddb.get_item(TableName=FENCES, Key={"id": {"S": "lost-response"}})
+
+
+@pytest.mark.parametrize(
+    "spec",
+    ["error:SQS", "error:SQS.SendMessage:Bad Code", "error:SQS.SendMessage:X/999", "error-before:SQS.X"],
+)
+def test_a_malformed_error_point_fails_at_parse(spec: str) -> None:
+    with pytest.raises(ValueError, match="crash point"):
+        CrashPlan.parse(spec)
+
+
+def test_scoped_entries_of_a_shared_plan_arm_per_function_and_share_hits() -> None:
+    # Given one plan for a whole in-process cloud, with an entry scoped to one function
+    plan = CrashPlan.parse("fence:after-effect:x@publish-events=1,y", mode="raise")
+    assert plan.points == {"y": 1}
+    api, publish = plan.for_function("svc-dev-api"), plan.for_function("svc-dev-publish-events")
+    # Then only the named function has it armed
+    crash_point("fence:after-effect:x", api)
+    with pytest.raises(SimulatedCrash):
+        crash_point("fence:after-effect:x", publish)
+    # And the hits of unscoped entries are shared by every function's view
+    with pytest.raises(SimulatedCrash):
+        crash_point("y", api)
+    crash_point("y", publish)
+    # And a plan without scoped entries is its own view
+    unscoped = CrashPlan.parse("y")
+    assert unscoped.for_function("any") is unscoped
