@@ -4,7 +4,10 @@ Powertools does the storage (``DynamoDBPersistenceLayer``: one conditional put a
 ALL_OLD on conflict, in-progress expiry from the Lambda context, payload hash validation,
 deletion on exception). This module adds the HTTP contract around it:
 
-- missing, empty or over-long (> 255) ``Idempotency-Key`` (matched case-insensitively) -> 400;
+- the ``Idempotency-Key`` (matched case-insensitively) is an RFC 8941 sf-string (``"..."``) or the
+  same characters bare; missing or empty -> 400 ``IdempotencyKeyMissing``; not printable ASCII, not
+  a valid sf-string, longer than 255 characters, or two header lines with different keys -> 400
+  ``IdempotencyKeyInvalid``;
 - same key + same JSON payload -> the stored response (status, body, headers) with
   ``Idempotent-Replayed: true`` (a Powertools ``response_hook``);
 - same key + different payload -> 422 (Powertools validates on the ALL_OLD fast path too;
@@ -27,7 +30,8 @@ Thread-safety: the persistence layer keeps per-call state (as in Powertools); us
 from __future__ import annotations
 
 import json
-from collections.abc import Callable, Mapping
+import re
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -84,27 +88,83 @@ class _NotStored(Exception):
         self.response = response
 
 
-def header_value(headers: Mapping[str, str] | None, name: str) -> str | None:
-    """Case-insensitive header lookup (clients and proxies lowercase header names)."""
-    if not headers:
-        return None
+Headers = Mapping[str, str] | Mapping[str, Sequence[str]]
+"""A request's headers: one value per name (`headers`) or every value (`multiValueHeaders`)."""
+
+
+def header_values(headers: Headers | None, name: str) -> list[str]:
+    """Every value of a header, matched case-insensitively (clients and proxies lowercase names)."""
     wanted = name.lower()
-    for key, value in headers.items():
+    values: list[str] = []
+    for key, value in (headers or {}).items():
         if key.lower() == wanted:
-            return value
-    return None
+            values += [value] if isinstance(value, str) else list(value)
+    return values
 
 
-def idempotency_key(headers: Mapping[str, str] | None) -> str | None:
-    """The Idempotency-Key value. The draft defines it as a Structured Field string
-    (``Idempotency-Key: "8e03978e-..."``); a quoted value and the bare value are the same key."""
-    raw = header_value(headers, HEADER)
-    if raw is None:
+def header_value(headers: Headers | None, name: str) -> str | None:
+    """The last value of a header (as API Gateway's single-value `headers` has it), or None."""
+    values = header_values(headers, name)
+    return values[-1] if values else None
+
+
+class KeyRejected(Exception):
+    """An Idempotency-Key header the contract refuses; `code` and `reason` say how."""
+
+    def __init__(self, code: str, reason: str, message: str) -> None:
+        super().__init__(message)
+        self.code = code
+        self.reason = reason
+
+
+_SF_STRING = re.compile(r'"((?:[ !#-\[\]-~]|\\["\\])*)"')
+# The bare form: visible ASCII and space, without the characters that make the quoted form
+# (`"`, `\`) and without `,`, the separator a proxy puts between two header lines it joins.
+_BARE = re.compile(r"[ !#-+\--\[\]-~]+")
+
+
+def _decode_key(value: str) -> str:
+    """One header line's key: an RFC 8941 sf-string (`"..."` with `\"` and `\\` escapes), as the
+    draft defines it, or the same characters bare (what most clients send)."""
+    text = value.strip(" \t")
+    if not text:
+        return ""
+    if text.startswith('"'):
+        quoted = _SF_STRING.fullmatch(text)
+        if quoted is None:
+            raise KeyRejected(
+                "IdempotencyKeyInvalid", "not-sf-string", f"{HEADER} is not a valid structured-field string"
+            )
+        return re.sub(r"\\(.)", r"\1", quoted.group(1))
+    if _BARE.fullmatch(text) is None:
+        raise KeyRejected(
+            "IdempotencyKeyInvalid",
+            "not-printable",
+            f'{HEADER} must be printable ASCII (bare, without `"`, `\\` or `,`; or a quoted string)',
+        )
+    return text
+
+
+def idempotency_key(headers: Headers | None) -> str | None:
+    """The Idempotency-Key of a request: None when absent; raises `KeyRejected` for any value the
+    contract refuses (empty, not printable ASCII, not a valid sf-string, longer than 255 characters,
+    or several header lines with different keys). A quoted key and the same key bare are one key."""
+    values = header_values(headers, HEADER)
+    if not values:
         return None
-    value = raw.strip()
-    if len(value) >= 2 and value[0] == value[-1] == '"':
-        value = value[1:-1].replace('\\"', '"').replace("\\\\", "\\")
-    return value
+    keys = {_decode_key(value) for value in values}
+    if len(keys) > 1:
+        raise KeyRejected(
+            "IdempotencyKeyInvalid", "several-keys", f"send one {HEADER}; this request carries {len(keys)}"
+        )
+    key = keys.pop()
+    if not key.strip():
+        raise KeyRejected("IdempotencyKeyMissing", "missing", f"the {HEADER} header is empty")
+    if len(key) > MAX_KEY_CHARS:
+        raise KeyRejected(
+            "IdempotencyKeyInvalid", "too-long", f"{HEADER} is longer than {MAX_KEY_CHARS} characters"
+        )
+    return key
 
 
 def canonical_payload(payload: Any) -> Any:
@@ -114,7 +174,7 @@ def canonical_payload(payload: Any) -> Any:
     if isinstance(payload, str):
         try:
             return json.loads(payload) if payload.strip() else None
-        except json.JSONDecodeError:
+        except (ValueError, RecursionError):  # not JSON (or too deep, too long a number): hash as text
             return payload
     return payload
 
@@ -141,32 +201,45 @@ class HttpIdempotency:
         """The stored key for a client's Idempotency-Key on ``route`` in this stage."""
         return derive_key("http", stage=self._stage, identity={"route": route, "key": raw_key})
 
-    def request_key(self, *, route: str, headers: Mapping[str, str] | None) -> Key | None:
+    def request_key(self, *, route: str, headers: Headers | None) -> Key | None:
         """The scoped key of a request, or None when its header is missing or invalid."""
-        raw = idempotency_key(headers)
-        if raw is None or not raw.strip() or len(raw) > MAX_KEY_CHARS:
+        try:
+            raw = idempotency_key(headers)
+        except KeyRejected:
             return None
-        return self.scoped_key(route=route, raw_key=raw)
+        return None if raw is None else self.scoped_key(route=route, raw_key=raw)
+
+    def key_rejection(self, *, route: str, headers: Headers | None) -> HttpResponse | None:
+        """The 400 for a request whose Idempotency-Key the contract refuses, else None. `handle`
+        checks it first; a caller may check it before parsing the body, so a request with no key
+        and a bad body is told about the key first, as API Gateway's parameter validation does."""
+        checked = self._checked_key(route=route, headers=headers)
+        return checked if isinstance(checked, HttpResponse) else None
+
+    def _checked_key(self, *, route: str, headers: Headers | None) -> str | HttpResponse:
+        try:
+            raw = idempotency_key(headers)
+        except KeyRejected as rejected:
+            self._telemetry.decision(Decision.KEY_REJECTED, step=route, reason=rejected.reason)
+            return error_response(400, rejected.code, str(rejected))
+        if raw is None:
+            self._telemetry.decision(Decision.KEY_REJECTED, step=route, reason="missing")
+            return error_response(400, "IdempotencyKeyMissing", f"the {HEADER} header is required")
+        return raw
 
     def handle(
         self,
         *,
         route: str,
-        headers: Mapping[str, str] | None,
+        headers: Headers | None,
         payload: Any,
         lambda_context: Any,
         execute: Callable[[], HttpResponse],
     ) -> HttpResponse:
-        raw = idempotency_key(headers)
-        if raw is None or not raw.strip():
-            self._telemetry.decision(Decision.KEY_REJECTED, step=route, reason="missing")
-            return error_response(400, "IdempotencyKeyMissing", f"the {HEADER} header is required")
-        if len(raw) > MAX_KEY_CHARS:
-            self._telemetry.decision(Decision.KEY_REJECTED, step=route, reason="too-long")
-            return error_response(
-                400, "IdempotencyKeyInvalid", f"{HEADER} is longer than {MAX_KEY_CHARS} characters"
-            )
-        key = self.scoped_key(route=route, raw_key=raw)
+        checked = self._checked_key(route=route, headers=headers)
+        if isinstance(checked, HttpResponse):
+            return checked
+        key = self.scoped_key(route=route, raw_key=checked)
         replayed: list[bool] = []
 
         def on_replay(response: Any, idempotent_data: DataRecord) -> Any:  # noqa: ARG001 - Powertools hook signature
@@ -235,10 +308,13 @@ __all__ = [
     "HEADER",
     "MAX_KEY_CHARS",
     "REPLAYED_HEADER",
+    "Headers",
     "HttpIdempotency",
     "HttpResponse",
+    "KeyRejected",
     "canonical_payload",
     "error_response",
     "header_value",
+    "header_values",
     "idempotency_key",
 ]

@@ -13,7 +13,7 @@ from botocore.stub import Stubber
 
 from reliability.crashpoints import SimulatedCrash
 from reliability.errors import StoreUnavailable
-from reliability.http import HttpIdempotency, HttpResponse
+from reliability.http import HttpIdempotency, HttpResponse, canonical_payload
 from tests.unit.reliability.helpers import IDEMPOTENCY, REGION, CallCounter, make_telemetry, read_emitted
 
 ROUTE = "POST /orders"
@@ -237,3 +237,72 @@ def test_a_structured_field_string_key_equals_the_bare_key(api: Api) -> None:
     assert first.status == 201
     assert second.headers.get("Idempotent-Replayed") == "true"
     assert api.call(key='""').status == 400
+
+
+def test_an_escaped_sf_string_decodes_to_its_bare_key(api: Api) -> None:
+    # Given the sf-string form with the two escapes RFC 8941 allows
+    first = api.call(key=r'"a\"b\\c"')
+    # When the same characters arrive in another spelling of the string, Then it is the same key
+    second = api.call(key=r'  "a\"b\\c"  ')
+    assert first.status == 201
+    assert second.headers.get("Idempotent-Replayed") == "true"
+
+
+@pytest.mark.parametrize(
+    ("key", "code"),
+    [
+        ("tab\there", "IdempotencyKeyInvalid"),  # a control character
+        ("nul\x00", "IdempotencyKeyInvalid"),
+        ("caf\u00e9", "IdempotencyKeyInvalid"),  # not ASCII
+        ("a,b", "IdempotencyKeyInvalid"),  # how a proxy joins two header lines
+        ('a"b', "IdempotencyKeyInvalid"),  # a quote outside the quoted form
+        ("a\\b", "IdempotencyKeyInvalid"),
+        ('"unterminated', "IdempotencyKeyInvalid"),
+        ('"a" "b"', "IdempotencyKeyInvalid"),  # text after the string
+        (r'"bad \n escape"', "IdempotencyKeyInvalid"),  # only \" and \\ are escapes
+        ('"\u00e9"', "IdempotencyKeyInvalid"),
+        ('"' + "k" * 256 + '"', "IdempotencyKeyInvalid"),  # 256 decoded characters
+        ('""', "IdempotencyKeyMissing"),
+    ],
+)
+def test_a_key_outside_the_sf_string_contract_is_a_400_and_nothing_runs(
+    api: Api, ddb: Any, key: str, code: str
+) -> None:
+    response = api.call(key=key)
+    assert (response.status, response.body["error"]) == (400, code)
+    assert api.runs == 0
+    assert records(ddb) == []
+
+
+def test_two_header_lines_with_different_keys_are_a_400(api: Api, ddb: Any) -> None:
+    # Given API Gateway's multiValueHeaders of a request that carries the header twice
+    def call(values: list[str]) -> HttpResponse:
+        return api.http.handle(
+            route=ROUTE,
+            headers={"Idempotency-Key": values},
+            payload="{}",
+            lambda_context=Context(),
+            execute=api.create,
+        )
+
+    # Then two different keys are refused, and the same key twice is that key
+    refused = call(["key-a", "key-b"])
+    assert (refused.status, refused.body["error"]) == (400, "IdempotencyKeyInvalid")
+    assert records(ddb) == []
+    assert call(["key-a", '"key-a"']).status == 201
+    assert api.runs == 1
+
+
+def test_key_rejection_is_the_handle_answer_without_running_anything(api: Api) -> None:
+    assert api.http.key_rejection(route=ROUTE, headers={"Idempotency-Key": "ok"}) is None
+    missing = api.http.key_rejection(route=ROUTE, headers={})
+    assert missing is not None
+    assert missing.body == {
+        "error": "IdempotencyKeyMissing",
+        "message": "the Idempotency-Key header is required",
+    }
+
+
+@pytest.mark.parametrize("payload", ["[" * 5_000, '{"n": ' + "9" * 5_000 + "}", "\ud800"])
+def test_a_payload_json_cannot_parse_is_hashed_as_text(payload: str) -> None:
+    assert canonical_payload(payload) == payload
