@@ -1,0 +1,110 @@
+"""`make story ORDER=<id>` (or `KEY=<Idempotency-Key>`): one order's story.
+
+    python -m ops.story o-0123...                 # timeline in the terminal (colour on a TTY)
+    python -m ops.story --key my-key --json       # for tools
+    python -m ops.story o-0123... --format html   # the picture, written to a file
+
+Reads the target `ops.target` resolves (the local cloud's stores, execution history and log files;
+a deployed stage's, with CloudWatch Logs Insights, when AWS_PROFILE/AWS_ENDPOINT_URL is set). With
+no target running, a story the demo recorded (`<state dir>/stories/<order>.json`) is shown instead.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+from pathlib import Path
+
+from botocore.exceptions import BotoCoreError, ClientError
+
+from ops.story import html, text
+from ops.story.collect import Collector, OrderNotFound
+from ops.story.logs import InsightsLogs, LocalLogFiles
+from ops.story.model import Story
+from ops.target import DEFAULT_STAGE, Target, TargetNotFound
+from orders.domain import order_id_for
+from reliability.keys import derive_key
+
+# The route `POST /orders` is served on; its stored idempotency key is scoped to it
+# (orders.handlers.api.CREATE_ROUTE; a test pins the two are the same).
+CREATE_ROUTE = "POST /orders"
+
+
+def state_dir() -> Path:
+    return Path(os.environ.get("LOCALCLOUD_DIR") or ".localcloud")
+
+
+def stories_dir() -> Path:
+    return state_dir() / "stories"
+
+
+def order_for_key(raw_key: str, *, stage: str) -> str:
+    """The order a client's Idempotency-Key created (the order id is derived from the stored key)."""
+    stored = derive_key("http", stage=stage, identity={"route": CREATE_ROUTE, "key": raw_key})
+    return order_id_for(stored.value)
+
+
+def collector_for(target: Target) -> Collector:
+    logs = LocalLogFiles(state_dir() / "logs") if target.local else InsightsLogs(target.client("logs"))
+    return Collector(outputs=target.outputs, client=target.client, logs=logs)
+
+
+def load_recorded(order_id: str) -> Story | None:
+    path = stories_dir() / f"{order_id}.json"
+    return Story.from_dict(json.loads(path.read_text())) if path.exists() else None
+
+
+def write(story: Story, fmt: str, out: Path | None, *, color: bool) -> str:
+    """Render; html is written to `out` (default `<state dir>/stories/<order>.html`) and its path returned."""
+    if fmt == "json":
+        return json.dumps(story.to_dict(), indent=2, default=str)
+    if fmt == "html":
+        path = out or stories_dir() / f"{story.order_id}.html"
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(html.render(story))
+        return f"wrote {path}"
+    return text.render(story, color=color)
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m ops.story", description=__doc__.splitlines()[0])
+    parser.add_argument("order", nargs="?", help="the order id (o-...)")
+    parser.add_argument("--key", help="the client's Idempotency-Key instead of the order id")
+    parser.add_argument("--format", choices=("text", "json", "html"), default="text")
+    parser.add_argument("--json", action="store_const", const="json", dest="format", help="= --format json")
+    parser.add_argument("--out", type=Path, help="where --format html writes (default <state dir>/stories/)")
+    parser.add_argument("--color", choices=("auto", "always", "never"), default="auto")
+    args = parser.parse_args(argv)
+    if not args.order and not args.key:
+        parser.error("name an order (ORDER=o-...) or a key (KEY=...)")
+    color = args.color == "always" or (
+        args.color == "auto" and sys.stdout.isatty() and not os.environ.get("NO_COLOR")
+    )
+    note = ""
+    try:
+        target = Target.resolve()
+        stage = "local" if target.local else os.environ.get("RETRYSAFE_STAGE", DEFAULT_STAGE)
+        order_id = args.order or order_for_key(args.key, stage=stage)
+        story = collector_for(target).collect(order_id)
+    except OrderNotFound as error:
+        print(f"error: {error}", file=sys.stderr)
+        return 1
+    except (TargetNotFound, BotoCoreError, ClientError, OSError) as error:
+        order_id = args.order or order_for_key(args.key, stage="local")
+        recorded = load_recorded(order_id)
+        if recorded is None:
+            print(f"error: {error}", file=sys.stderr)
+            return 2
+        story = recorded
+        recorded_at = stories_dir() / f"{order_id}.json"
+        note = f"(no running target: {error}; showing the story recorded in {recorded_at})"
+    if note:
+        print(note, file=sys.stderr)
+    print(write(story, args.format, args.out, color=color))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,393 @@
+"""Gather one order's story from the stores, the execution history and the function logs.
+
+Every source is read through the target's clients (`ops.target.Target`), so the same code reads
+the local cloud and a deployed stage; only the log source differs (`ops.story.logs`).
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass
+from datetime import datetime
+from typing import Any
+
+from boto3.dynamodb.types import TypeDeserializer
+
+from ops.invariants import Stores, check
+from ops.story.logs import Invocation, LogSource, line_time
+from ops.story.model import Entry, Lane, Outcome, Story
+from reliability.keys import derive_key
+
+_DESERIALIZER = TypeDeserializer()
+# The function that serves `POST /orders` and the consumers of the orders' events, by the short
+# name their `<Name>FunctionName` stack output is built from (DEVELOPERS.md, functions table).
+API_FUNCTION = "api"
+WORKER_FUNCTION = "worker"
+CONSUMER_FUNCTIONS = ("notify", "analytics")
+FENCE_NAMESPACE = "saga"  # orders.handlers.steps.SAGA_NAMESPACE
+
+_HTTP = {
+    "Executed": Outcome.EXECUTED,
+    "Replayed": Outcome.REPLAYED,
+    "PayloadMismatch": Outcome.MISMATCH,
+    "InProgressConflict": Outcome.CONFLICT,
+}
+_QUEUE = {"DedupMiss": Outcome.STARTED, "DedupHit": Outcome.DEDUP_HIT, "PoisonMessage": Outcome.POISON}
+_CONSUMER = {"DedupMiss": Outcome.APPLIED, "DedupHit": Outcome.DEDUPLICATED, "PoisonMessage": Outcome.POISON}
+_EXECUTION_END = {
+    "SUCCEEDED": Outcome.SUCCEEDED,
+    "FAILED": Outcome.EXECUTION_FAILED,
+    "ABORTED": Outcome.ABORTED,
+    "TIMED_OUT": Outcome.TIMED_OUT,
+}
+
+
+class OrderNotFound(LookupError):
+    pass
+
+
+def plain(item: Mapping[str, Any] | None) -> dict[str, Any]:
+    return {k: _DESERIALIZER.deserialize(v) for k, v in (item or {}).items()}
+
+
+def output_key(function: str) -> str:
+    """`charge-payment` -> `ChargePaymentFunctionName` (the stack outputs contract)."""
+    return "".join(part.capitalize() for part in function.split("-")) + "FunctionName"
+
+
+@dataclass(frozen=True)
+class Workflow:
+    """The task states of the state machine definition and the edges between them."""
+
+    start_at: str | None
+    steps: list[str]
+    functions: dict[str, str]  # step -> physical function name
+    edges: list[tuple[str, str, str]]
+
+    @classmethod
+    def from_definition(cls, definition: Mapping[str, Any]) -> Workflow:
+        states: Mapping[str, Any] = definition.get("States", {})
+        tasks = [name for name, state in states.items() if state.get("Type") == "Task"]
+        functions = {}
+        for name in tasks:
+            state = states[name]
+            resource = str((state.get("Parameters") or {}).get("FunctionName") or state.get("Resource", ""))
+            functions[name] = resource.rsplit(":function:", maxsplit=1)[-1].split(":", maxsplit=1)[0]
+        edges = []
+        for name in tasks:
+            state = states[name]
+            if state.get("Next") in tasks:
+                edges.append((name, str(state["Next"]), "next"))
+            for catch in state.get("Catch", []):
+                if catch.get("Next") in tasks:
+                    edges.append(
+                        (name, str(catch["Next"]), "catch " + ", ".join(catch.get("ErrorEquals", [])))
+                    )
+        return cls(start_at=definition.get("StartAt"), steps=tasks, functions=functions, edges=edges)
+
+
+def attempt_outcome(invocation: Invocation) -> tuple[Outcome, str]:  # noqa: PLR0911 - one rule per outcome
+    """What one step invocation came to, from its fence decisions and how it ended."""
+    decisions = set(invocation.decisions())
+    if "FenceStale" in decisions:
+        return Outcome.STALE, "its completion was refused: a newer attempt holds the fence"
+    if "FenceFailed" in decisions:
+        return Outcome.FAILED, invocation.error or "business error recorded on the fence"
+    if invocation.error and invocation.error != "FenceBusy":
+        how = "took the fence over, then " if "FenceTakeover" in decisions else ""
+        return Outcome.DIED, f"{how}ended with {invocation.error}"
+    if "FenceTakeover" in decisions:
+        return Outcome.TAKEOVER, "took over the fence of an attempt whose lease had run out"
+    if "FenceSkipped" in decisions:
+        return Outcome.SKIPPED, "the fence answered with the stored result"
+    if "FenceBusy" in decisions or invocation.error == "FenceBusy":
+        return Outcome.BUSY, "another attempt holds a live lease"
+    return Outcome.RAN, ""
+
+
+def _http_detail(line: Mapping[str, Any]) -> str:
+    status = line.get("status")
+    return f"{status}" if status is not None else ""
+
+
+def _entries_from_logs(invocations: Iterable[Invocation], step_of: Mapping[str, str]) -> list[Entry]:
+    entries: list[Entry] = []
+    for inv in invocations:
+        if inv.function in step_of:
+            outcome, detail = attempt_outcome(inv)
+            entries.append(
+                Entry(
+                    inv.started,
+                    Lane.STEP,
+                    step_of[inv.function],
+                    outcome,
+                    detail,
+                    inv.duration_ms,
+                    inv.request_id,
+                )
+            )
+            continue
+        table, lane = (
+            (_HTTP, Lane.HTTP)
+            if inv.function == API_FUNCTION
+            else (_QUEUE, Lane.QUEUE)
+            if inv.function == WORKER_FUNCTION
+            else (_CONSUMER, Lane.CONSUMER)
+        )
+        for line in inv.lines:
+            decision = str(line.get("decision", ""))
+            found = table.get(decision) or (Outcome.RETRY if decision == "Retry" else None)
+            if found is None:
+                continue
+            if lane is Lane.HTTP:
+                subject, detail = str(line.get("step") or "request"), _http_detail(line)
+            else:
+                subject, detail = inv.function, str(line.get("reason") or "")
+            entries.append(
+                Entry(_line_time(line, inv), lane, subject, found, detail, inv.duration_ms, inv.request_id)
+            )
+    return entries
+
+
+def _line_time(line: Mapping[str, Any], inv: Invocation) -> float | None:
+    return line_time(line) or inv.started
+
+
+def _epoch(value: Any) -> float | None:
+    if isinstance(value, datetime):
+        return value.timestamp()
+    return float(value) if isinstance(value, int | float) else None
+
+
+def _failures(history: Sequence[Mapping[str, Any]]) -> list[str]:
+    """`<state>: <error>` for every failed task in an execution history."""
+    current = "?"
+    found = []
+    for event in history:
+        entered = event.get("stateEnteredEventDetails")
+        if entered:
+            current = str(entered.get("name"))
+        for key in (
+            "lambdaFunctionFailedEventDetails",
+            "taskFailedEventDetails",
+            "lambdaFunctionTimedOutEventDetails",
+        ):
+            details = event.get(key)
+            if details:
+                found.append(f"{current}: {details.get('error', 'failed')}")
+        stopped = event.get("executionAbortedEventDetails") or event.get("executionFailedEventDetails")
+        if stopped and stopped.get("error"):
+            found.append(f"stopped: {stopped['error']}")
+    return found
+
+
+class Collector:
+    """Reads one order's story. `clients(name)` is a boto3 client factory for the target."""
+
+    def __init__(self, *, outputs: Mapping[str, str], client: Any, logs: LogSource) -> None:
+        self.outputs = outputs
+        self.ddb = client("dynamodb")
+        self.sfn = client("stepfunctions")
+        self.stores = Stores.from_outputs(outputs, client)
+        self.logs = logs
+
+    def order(self, order_id: str) -> dict[str, Any]:
+        item = self.ddb.get_item(
+            TableName=self.outputs["OrdersTableName"],
+            Key={"pk": {"S": f"order#{order_id}"}, "sk": {"S": "order"}},
+            ConsistentRead=True,
+        ).get("Item")
+        if not item:
+            raise OrderNotFound(f"no order {order_id!r} in {self.outputs['OrdersTableName']}")
+        return plain(item)
+
+    def _query(self, table: str, order_id: str, prefix: str) -> list[dict[str, Any]]:
+        items = self.ddb.query(
+            TableName=table,
+            KeyConditionExpression="pk = :pk AND begins_with(sk, :prefix)",
+            ExpressionAttributeValues={":pk": {"S": f"order#{order_id}"}, ":prefix": {"S": prefix}},
+            ConsistentRead=True,
+        )["Items"]
+        return [plain(i) for i in items]
+
+    def workflow(self) -> Workflow:
+        definition = self.sfn.describe_state_machine(stateMachineArn=self.outputs["StateMachineArn"])
+        return Workflow.from_definition(json.loads(definition["definition"]))
+
+    def executions(self, order_id: str) -> list[dict[str, Any]]:
+        found = []
+        for page in self.sfn.get_paginator("list_executions").paginate(
+            stateMachineArn=self.outputs["StateMachineArn"]
+        ):
+            for summary in page["executions"]:
+                if summary["name"].startswith(order_id):
+                    described = self.sfn.describe_execution(executionArn=summary["executionArn"])
+                    history = self.sfn.get_execution_history(
+                        executionArn=summary["executionArn"], maxResults=1000
+                    )["events"]
+                    found.append({**described, "failures": _failures(history)})
+        return sorted(found, key=lambda e: _epoch(e.get("startDate")) or 0)
+
+    def fence(self, token: str, step: str) -> dict[str, Any]:
+        stage = token.split(".", 1)[0]
+        key = derive_key(FENCE_NAMESPACE, stage=stage, identity={"token": token, "step": step})
+        item = self.ddb.get_item(
+            TableName=self.outputs["FenceTableName"], Key={"id": {"S": key.value}}, ConsistentRead=True
+        ).get("Item")
+        return plain(item)
+
+    def collect(self, order_id: str) -> Story:
+        order = self.order(order_id)
+        workflow = self.workflow()
+        executions = self.executions(order_id)
+        tokens = sorted({json.loads(e.get("input") or "{}").get("token", "") for e in executions} - {""})
+        stored_key = str(order.get("idempotency_key") or "")
+        physical = {
+            f: self.outputs[output_key(f)] for f in (API_FUNCTION, WORKER_FUNCTION, *CONSUMER_FUNCTIONS)
+        }
+        short_of_step = {}
+        for step, function in workflow.functions.items():
+            short = next((k for k, v in self.outputs.items() if v == function), function)
+            short_of_step[step] = short
+            physical[short] = function
+        step_of = {short: step for step, short in short_of_step.items()}
+        needles = [order_id, order_id.removeprefix("o-"), stored_key, *tokens]
+        invocations = self.logs.invocations(physical, needles)
+        entries = _entries_from_logs(invocations, step_of)
+        entries += self._execution_entries(executions)
+        steps = {
+            s["sk"].removeprefix("step#"): s
+            for s in self._query(self.outputs["OrdersTableName"], order_id, "step#")
+        }
+        catch_targets = {to for _, to, kind in workflow.edges if kind.startswith("catch")}
+        entries += _compensations(steps, entries, catch_targets)
+        _assign_executions(entries, executions)
+        entries.sort(key=lambda e: (e.at is None, e.at or 0))
+        charges = self._query(self.outputs["PaymentsTableName"], order_id, "charge#")
+        calls = self._query(self.outputs["PaymentsTableName"], order_id, "call#")
+        report = check(self.stores, allow_in_flight=True)
+        row = next((r for r in report.orders if r.order_id == order_id), None)
+        fences = {step: self.fence(tokens[-1], step) for step in workflow.steps} if tokens else {}
+        return Story(
+            order_id=order_id,
+            status=str(order.get("status", "?")),
+            run=int(order["run"]) if "run" in order else None,
+            client_key=_client_key(stored_key),
+            total=f"{int(order.get('total_cents', 0)) / 100:.2f} {order.get('currency', '')}".strip(),
+            entries=entries,
+            steps=workflow.steps,
+            edges=workflow.edges,
+            start_at=workflow.start_at,
+            verdict=row.verdict if row else "not checked",
+            violations=list(row.violations) if row else [],
+            facts={
+                "stored_key": stored_key,
+                "tokens": tokens,
+                "charges": [{"status": c.get("status"), "sk": c["sk"]} for c in charges],
+                "provider_calls": len(calls),
+                "step_records": {
+                    name: {k: rec[k] for k in ("status", "runs", "skips", "compensations") if k in rec}
+                    for name, rec in steps.items()
+                },
+                "fences": {
+                    step: {k: f[k] for k in ("state", "fencing_token") if k in f}
+                    for step, f in fences.items()
+                    if f
+                },
+            },
+        )
+
+    def _execution_entries(self, executions: Iterable[Mapping[str, Any]]) -> list[Entry]:
+        entries = []
+        for e in executions:
+            name = str(e["name"])
+            redrive = "-restart-" in name
+            entries.append(
+                Entry(
+                    _epoch(e.get("startDate")),
+                    Lane.EXECUTION,
+                    name,
+                    Outcome.REDRIVEN if redrive else Outcome.EXECUTION_STARTED,
+                    "same execution token" if redrive else "",
+                    execution=name,
+                )
+            )
+            if e.get("redriveDate"):
+                entries.append(
+                    Entry(
+                        _epoch(e["redriveDate"]),
+                        Lane.EXECUTION,
+                        name,
+                        Outcome.REDRIVEN,
+                        f"redrive #{e.get('redriveCount', 1)}",
+                        execution=name,
+                    )
+                )
+            end = _EXECUTION_END.get(str(e.get("status")))
+            if end is not None:
+                entries.append(
+                    Entry(
+                        _epoch(e.get("stopDate")),
+                        Lane.EXECUTION,
+                        name,
+                        end,
+                        "; ".join(e.get("failures", [])),
+                        execution=name,
+                    )
+                )
+        return entries
+
+
+def _compensations(
+    steps: Mapping[str, Mapping[str, Any]], entries: Sequence[Entry], catch_targets: set[str]
+) -> list[Entry]:
+    """A step whose record says COMPENSATED gets a marker at the first attempt, after its own last
+    one, of a step the workflow reaches through a Catch (the compensation that undid it)."""
+    found = []
+    for name, record in steps.items():
+        if record.get("status") != "COMPENSATED":
+            continue
+        own = [e.at for e in entries if e.lane is Lane.STEP and e.subject == name and e.at]
+        after = max(own) if own else 0.0
+        undoing = [
+            e
+            for e in entries
+            if e.lane is Lane.STEP
+            and e.subject in catch_targets
+            and e.at
+            and e.at > after
+            and e.outcome is Outcome.RAN
+        ]
+        first = min(undoing, key=lambda e: e.at or 0) if undoing else None
+        found.append(
+            Entry(
+                first.at if first else (after or None),
+                Lane.STEP,
+                name,
+                Outcome.COMPENSATED,
+                f"undone by {first.subject}" if first else "undone by its compensation",
+            )
+        )
+    return found
+
+
+def _assign_executions(entries: Sequence[Entry], executions: Sequence[Mapping[str, Any]]) -> None:
+    """Attach each step attempt to the execution running at its time."""
+    spans = [
+        (_epoch(e.get("startDate")) or 0, _epoch(e.get("stopDate")) or float("inf"), str(e["name"]))
+        for e in executions
+    ]
+    for entry in entries:
+        if entry.lane is Lane.STEP and entry.at is not None and entry.execution is None:
+            running = [name for start, stop, name in spans if start - 1 <= entry.at <= stop + 1]
+            entry.execution = running[-1] if running else None
+
+
+def _client_key(stored_key: str) -> str | None:
+    """The client's Idempotency-Key from a readable stored key (`http#<stage>#r1#v:{"key": ...}`)."""
+    _, _, identity = stored_key.partition("#v:")
+    try:
+        return str(json.loads(identity)["key"]) if identity else None
+    except (ValueError, KeyError, TypeError):
+        return None

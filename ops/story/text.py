@@ -1,0 +1,109 @@
+"""The story as terminal text: one line per entry, coloured by outcome on a TTY, plain when piped."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from datetime import UTC, datetime
+
+from ops.story.model import Entry, Outcome, StepState, Story
+
+# ANSI SGR codes, by what the outcome means to an operator.
+_GOOD, _REPLAY, _WARN, _BAD, _DIM, _BOLD = "32", "36", "33", "31", "2", "1"
+OUTCOME_STYLE: dict[Outcome, str] = {
+    Outcome.EXECUTED: _GOOD,
+    Outcome.REPLAYED: _REPLAY,
+    Outcome.CONFLICT: _WARN,
+    Outcome.MISMATCH: _WARN,
+    Outcome.STARTED: _GOOD,
+    Outcome.DEDUP_HIT: _REPLAY,
+    Outcome.POISON: _BAD,
+    Outcome.RAN: _GOOD,
+    Outcome.SKIPPED: _REPLAY,
+    Outcome.TAKEOVER: _WARN,
+    Outcome.STALE: _BAD,
+    Outcome.BUSY: _WARN,
+    Outcome.FAILED: _BAD,
+    Outcome.DIED: _BAD,
+    Outcome.COMPENSATED: _WARN,
+    Outcome.APPLIED: _GOOD,
+    Outcome.DEDUPLICATED: _REPLAY,
+    Outcome.RETRY: _WARN,
+    Outcome.EXECUTION_STARTED: _BOLD,
+    Outcome.REDRIVEN: _WARN,
+    Outcome.SUCCEEDED: _GOOD,
+    Outcome.EXECUTION_FAILED: _BAD,
+    Outcome.ABORTED: _BAD,
+    Outcome.TIMED_OUT: _BAD,
+    Outcome.RUNNING: _DIM,
+}
+STATE_STYLE: dict[StepState, str] = {
+    StepState.NOT_RUN: _DIM,
+    StepState.COMPENSATED: _WARN,
+    StepState.FAILED: _BAD,
+    StepState.RETRIED: _WARN,
+    StepState.SKIPPED: _REPLAY,
+    StepState.RAN: _GOOD,
+}
+
+Paint = Callable[[str, str], str]
+
+
+def ansi(text: str, style: str) -> str:
+    return f"\033[{style}m{text}\033[0m"
+
+
+def plain(text: str, _style: str) -> str:
+    return text
+
+
+def clock(at: float | None) -> str:
+    return (
+        datetime.fromtimestamp(at, tz=UTC).strftime("%H:%M:%S.%f")[:-3] if at is not None else "--:--:--.---"
+    )
+
+
+def _entry(entry: Entry, paint: Paint) -> str:
+    duration = f"{entry.duration_ms:7.0f} ms" if entry.duration_ms is not None else " " * 10
+    attempt = f"  attempt {entry.attempt[:8]}" if entry.attempt else ""
+    detail = f"  {entry.detail}" if entry.detail else ""
+    outcome = paint(f"{entry.outcome.value:<18}", OUTCOME_STYLE[entry.outcome])
+    return (
+        f"{clock(entry.at)}  {entry.lane.value:<9}  {entry.subject:<40} {outcome} {duration}{attempt}{detail}"
+    )
+
+
+def render(story: Story, *, color: bool) -> str:
+    paint: Paint = ansi if color else plain
+    day = next((e.at for e in story.entries if e.at is not None), None)
+    date = datetime.fromtimestamp(day, tz=UTC).strftime("%Y-%m-%d") if day else "?"
+    lines = [
+        paint(f"order {story.order_id}", _BOLD) + f"  {story.status}  run {story.run}  {story.total}",
+        f"Idempotency-Key {story.client_key or '(hashed: ' + str(story.facts.get('stored_key')) + ')'}",
+        f"execution tokens {', '.join(story.facts.get('tokens', [])) or '-'}",
+        "",
+        f"timeline ({date}, UTC)",
+        *(_entry(entry, paint) for entry in story.entries),
+        "",
+        "steps (all attempts):",
+    ]
+    for step in story.steps:
+        state = story.step_state(step)
+        attempts = story.attempts(step)
+        outcomes = ", ".join(e.outcome.value for e in attempts) or "-"
+        fence = story.facts.get("fences", {}).get(step)
+        fence_text = f"  fence {fence['state']} #{fence.get('fencing_token', 0)}" if fence else ""
+        lines.append(
+            f"  {step:<18} {paint(f'{state.value:<12}', STATE_STYLE[state])} "
+            f"{story.invocations(step)} invocation(s): {outcomes}{fence_text}"
+        )
+    charges = story.facts.get("charges", [])
+    succeeded = sum(1 for c in charges if c.get("status") == "SUCCEEDED")
+    lines += [
+        "",
+        f"payments: {succeeded} charge(s) succeeded, {len(charges) - succeeded} declined, "
+        f"{story.facts.get('provider_calls', 0)} provider call(s)",
+    ]
+    verdict_style = _BAD if story.violations else _GOOD
+    lines.append("invariants: " + paint(story.verdict if not story.violations else "VIOLATED", verdict_style))
+    lines.extend(f"  - {v}" for v in story.violations)
+    return "\n".join(lines)
