@@ -26,7 +26,8 @@ export JSII_SILENCE_WARNING_END_OF_LIFE_NODE_VERSION := $(NODE_MAJOR)
 export JSII_SILENCE_WARNING_UNTESTED_NODE_VERSION := 1
 
 .PHONY: help install synth nag lint format test test-unit test-integration test-infra test-e2e bench \
-        demo summary local local-up local-down invoke seed invariants redrive-dlq redrive-workflow chaos constraints clean
+        demo summary local local-up local-down invoke seed invariants redrive-dlq redrive-workflow chaos constraints clean \
+        story idem-show idem-forget fence-show fence-reset browser
 
 help: ## List every target with what it does
 	@awk 'BEGIN {FS = ":.*## "} /^[a-zA-Z_-]+:.*## / {printf "  \033[36m%-18s\033[0m %s\n", $$1, $$2}' $(MAKEFILE_LIST)
@@ -105,6 +106,30 @@ seed: install ## Load the catalog (sku-1..sku-20) into the target's inventory ta
 invoke: install ## Send a sample event to its function: make invoke EVENT=events/worker/<file>.json [FN=worker]
 	@test -n "$(EVENT)" || { echo "usage: make invoke EVENT=events/<function>/<file>.json [FN=<function>]"; ls events; exit 2; }
 	$(PY) -m ops.invoke $(EVENT) $(if $(FN),--function $(FN))
+
+story: install ## One order's story: make story ORDER=<id> | KEY=<Idempotency-Key> [FORMAT=text|json|html]
+	@test -n "$(ORDER)$(KEY)" || { echo "usage: make story ORDER=<order id> | KEY=<Idempotency-Key> [FORMAT=text|json|html]"; exit 2; }
+	PYTHONPATH=functions $(PY) -m ops.story $(ORDER) $(if $(KEY),--key '$(KEY)') --format $(or $(FORMAT),text)
+
+idem-show: install ## Print the idempotency record of a client's key: make idem-show KEY=<Idempotency-Key>
+	@test -n "$(KEY)" || { echo "usage: make idem-show KEY=<Idempotency-Key>"; exit 2; }
+	PYTHONPATH=functions $(PY) -m ops.idem show --key '$(KEY)'
+
+idem-forget: install ## Delete one idempotency record after confirming (refused while live): make idem-forget KEY=... [YES=1]
+	@test -n "$(KEY)" || { echo "usage: make idem-forget KEY=<Idempotency-Key> [YES=1]"; exit 2; }
+	PYTHONPATH=functions $(PY) -m ops.idem forget --key '$(KEY)' $(if $(YES),--yes)
+
+fence-show: install ## Print a step fence: make fence-show ORDER=<id> STEP=<StepName> [RUN=1]
+	@test -n "$(ORDER)" -a -n "$(STEP)" || { echo "usage: make fence-show ORDER=<order id> STEP=<StepName> [RUN=1]"; exit 2; }
+	PYTHONPATH=functions $(PY) -m ops.idem fence-show --order $(ORDER) --step $(STEP) --run $(or $(RUN),1)
+
+fence-reset: install ## Delete a step fence after confirming (refused while live): make fence-reset ORDER=... STEP=... [YES=1]
+	@test -n "$(ORDER)" -a -n "$(STEP)" || { echo "usage: make fence-reset ORDER=<order id> STEP=<StepName> [RUN=1] [YES=1]"; exit 2; }
+	PYTHONPATH=functions $(PY) -m ops.idem fence-reset --order $(ORDER) --step $(STEP) --run $(or $(RUN),1) $(if $(YES),--yes)
+
+browser: ## Install headless Chromium (Debian apt-get; needs root) for the story page's browser test and screenshots
+	@command -v chromium >/dev/null || { apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium; }
+	@chromium --version
 
 redrive-dlq: install ## Move a DLQ back to its source queue: make redrive-dlq QUEUE=orders|notify|analytics
 	$(PY) -m ops.redrive dlq $(or $(QUEUE),orders)

@@ -1,0 +1,275 @@
+"""Inspect and reset idempotency state, one record at a time, with a confirmation and an audit line.
+
+    python -m ops.idem show --key KEY                    # the HTTP record of POST /orders for that key
+    python -m ops.idem forget --key KEY [--yes]          # delete it (refused while a live request holds it)
+    python -m ops.idem fence-show --order O --step S [--run N]
+    python -m ops.idem fence-reset --order O --step S [--run N] [--yes]
+
+Each delete prints what it will remove, asks `yes` (or takes `--yes`), is conditioned on the record
+being what was shown (so a record that changed in between is not deleted), refuses a record held
+by a live attempt, and writes an audit event (one JSON line on stderr and in `<state dir>/audit.log`).
+When to reset and when to start a new run instead: README, "Operator's guide".
+"""
+
+from __future__ import annotations
+
+import argparse
+import getpass
+import hashlib
+import json
+import os
+import sys
+import time
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import IO, Any
+
+from botocore.exceptions import ClientError
+
+from ops.story.collect import FENCE_NAMESPACE, plain
+from ops.target import DEFAULT_STAGE, Target
+from reliability.fence import FenceRecord, FenceState
+from reliability.keys import derive_key, execution_token
+
+# The route and key layout reliability.http gives Powertools: key_prefix `http#<stage>#<route>`,
+# `event_key_jmespath="key"` (the scoped key value) and sha256 as the hash (a test pins them).
+CREATE_ROUTE = "POST /orders"
+POWERTOOLS_IN_PROGRESS = "INPROGRESS"
+
+
+class Refused(RuntimeError):
+    """The record may not be deleted now (a live attempt holds it, or it changed)."""
+
+
+def http_record_id(raw_key: str, *, stage: str, route: str = CREATE_ROUTE) -> tuple[str, str]:
+    """(Powertools record id, scoped key) of a client's Idempotency-Key on `route`."""
+    scoped = derive_key("http", stage=stage, identity={"route": route, "key": raw_key}).value
+    digest = hashlib.sha256(json.dumps(scoped, sort_keys=True).encode()).hexdigest()
+    return f"http#{stage}#{route}#{digest}", scoped
+
+
+def fence_record_id(order_id: str, step: str, *, stage: str, run: int = 1) -> tuple[str, str]:
+    """(fence record id, execution token) of a saga step of one run of an order."""
+    token = execution_token(stage=stage, business_id=order_id, run=run)
+    key = derive_key(FENCE_NAMESPACE, stage=stage, identity={"token": token, "step": step})
+    return key.value, token
+
+
+@dataclass(frozen=True)
+class Shown:
+    """A record as printed to the operator, and the condition that keeps a delete to exactly it."""
+
+    lines: list[str]
+    live: bool
+    condition: str
+    names: dict[str, str]
+    values: dict[str, Any]
+
+
+def _when(epoch: float | None, now: float) -> str:
+    if epoch is None:
+        return "-"
+    stamp = time.strftime("%Y-%m-%d %H:%M:%S UTC", time.gmtime(epoch))
+    delta = epoch - now
+    return f"{stamp} ({'in ' if delta >= 0 else ''}{abs(delta):.0f}s{'' if delta >= 0 else ' ago'})"
+
+
+def describe_http(item: Mapping[str, Any], *, raw_key: str, scoped: str, now: float) -> Shown:
+    data = plain(item)
+    status = str(data.get("status"))
+    in_progress_until = (
+        float(data["in_progress_expiration"]) / 1000 if "in_progress_expiration" in data else None
+    )
+    live = status == POWERTOOLS_IN_PROGRESS and (in_progress_until or 0) >= now
+    lines = [
+        f"record   {data['id']}",
+        f"status   {status}{'  (a request is running: live lease)' if live else ''}",
+        f"expires  {_when(float(data['expiration']) if 'expiration' in data else None, now)}",
+    ]
+    if status == POWERTOOLS_IN_PROGRESS:
+        lines.append(f"lease    {_when(in_progress_until, now)}")
+    try:
+        response = json.loads(str(data.get("data") or "null"))
+    except ValueError:
+        response = None
+    if isinstance(response, dict):
+        body = response.get("body")
+        body = json.loads(body) if isinstance(body, str) and body.startswith("{") else body
+        summary = (
+            ", ".join(f"{k}={v}" for k, v in body.items() if k != "status_url")
+            if isinstance(body, dict)
+            else ""
+        )
+        lines.append(f"response {response.get('status', response.get('statusCode', '?'))} {summary}")
+    lines.append(f"input    Idempotency-Key {raw_key!r} on {CREATE_ROUTE} (stored key {scoped})")
+    lines.append(f"payload  sha256 {data.get('validation', '-')} (the body itself is not stored)")
+    return Shown(
+        lines,
+        live,
+        "#s = :s AND #e = :e",
+        {"#s": "status", "#e": "expiration"},
+        {":s": item["status"], ":e": item["expiration"]},
+    )
+
+
+def describe_fence(item: Mapping[str, Any], *, now: float) -> Shown:
+    record = FenceRecord.from_item(item)
+    live = record.lease_live(now)
+    lines = [
+        f"record   {record.key}",
+        f"state    {record.state.value}{'  (an attempt holds a live lease)' if live else ''}",
+        f"fencing  token {record.fencing_token}" + (f", owner {record.owner}" if record.owner else ""),
+        f"expires  {_when(record.expiration, now)}",
+    ]
+    if record.state is FenceState.IN_PROGRESS:
+        lines.append(f"lease    {_when(record.lease_expires, now)}")
+    if record.result is not None:
+        lines.append(f"result   {json.dumps(record.result, sort_keys=True)[:200]}")
+    if record.error_type:
+        lines.append(f"error    {record.error_type}: {record.error_message}")
+    lines.append(f"input    {record.label}")
+    return Shown(
+        lines,
+        live,
+        "#s = :s AND #f = :f",
+        {"#s": "state", "#f": "fencing_token"},
+        {":s": item["state"], ":f": item.get("fencing_token", {"N": "0"})},
+    )
+
+
+@dataclass
+class Idem:
+    """The four commands over one table client; `confirm` asks the operator."""
+
+    dynamodb: Any
+    table: str
+    console: IO[str]
+    confirm: Callable[[str], bool]
+    audit_log: Path | None = None
+    clock: Callable[[], float] = time.time
+
+    def get(self, record_id: str) -> dict[str, Any] | None:
+        item = self.dynamodb.get_item(TableName=self.table, Key={"id": {"S": record_id}}, ConsistentRead=True)
+        found = item.get("Item")
+        return dict(found) if found else None
+
+    def show(self, record_id: str, describe: Callable[[Mapping[str, Any]], Shown]) -> Shown | None:
+        item = self.get(record_id)
+        if item is None:
+            self.console.write(f"no record {record_id} in {self.table}\n")
+            return None
+        shown = describe(item)
+        self.console.write("\n".join(shown.lines) + "\n")
+        return shown
+
+    def forget(self, record_id: str, describe: Callable[[Mapping[str, Any]], Shown], *, what: str) -> bool:
+        """Print, refuse a live record, confirm, delete exactly what was shown, audit. True: deleted."""
+        shown = self.show(record_id, describe)
+        if shown is None:
+            return False
+        if shown.live:
+            raise Refused(f"refused: {what} is IN_PROGRESS with a live lease; a request or attempt holds it")
+        if not self.confirm(f"delete this {what} from {self.table}?"):
+            self.console.write("nothing deleted\n")
+            return False
+        try:
+            self.dynamodb.delete_item(
+                TableName=self.table,
+                Key={"id": {"S": record_id}},
+                ConditionExpression=shown.condition,
+                ExpressionAttributeNames=shown.names,
+                ExpressionAttributeValues=shown.values,
+            )
+        except ClientError as error:
+            if error.response.get("Error", {}).get("Code") == "ConditionalCheckFailedException":
+                raise Refused(f"refused: the {what} changed since it was shown; nothing deleted") from error
+            raise
+        self.audit(
+            {
+                "event": "idempotency-state-deleted",
+                "what": what,
+                "table": self.table,
+                "id": record_id,
+                "record": shown.lines,
+            }
+        )
+        self.console.write(f"deleted {record_id}\n")
+        return True
+
+    def audit(self, event: Mapping[str, Any]) -> None:
+        line = json.dumps(
+            {
+                "audit": True,
+                "at": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(self.clock())),
+                "operator": _operator(),
+                **event,
+            },
+            sort_keys=True,
+        )
+        print(line, file=sys.stderr)
+        if self.audit_log is not None:
+            self.audit_log.parent.mkdir(parents=True, exist_ok=True)
+            with self.audit_log.open("a") as log:
+                log.write(line + "\n")
+
+
+def _operator() -> str:
+    try:
+        return os.environ.get("AWS_PROFILE") or getpass.getuser()
+    except (KeyError, OSError):
+        return "unknown"
+
+
+def ask(question: str) -> bool:
+    if not sys.stdin.isatty():
+        print(f"{question} (not a terminal: pass --yes to confirm)", file=sys.stderr)
+        return False
+    return input(f"{question} type 'yes': ").strip() == "yes"
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m ops.idem", description=__doc__.splitlines()[0])
+    parser.add_argument("command", choices=("show", "forget", "fence-show", "fence-reset"))
+    parser.add_argument("--key", help="the client's Idempotency-Key (show/forget)")
+    parser.add_argument("--order", help="the order id (fence-show/fence-reset)")
+    parser.add_argument("--step", help="the saga step, e.g. ChargePayment (fence-show/fence-reset)")
+    parser.add_argument("--run", type=int, default=1, help="the order's run (default 1)")
+    parser.add_argument("--yes", action="store_true", help="confirm the delete without asking (scripts)")
+    args = parser.parse_args(argv)
+    target = Target.resolve()
+    stage = "local" if target.local else os.environ.get("RETRYSAFE_STAGE", DEFAULT_STAGE)
+    state_dir = Path(os.environ.get("LOCALCLOUD_DIR") or ".localcloud")
+    fence = args.command.startswith("fence")
+    if fence and not (args.order and args.step):
+        parser.error("fence-show/fence-reset need --order and --step")
+    if not fence and not args.key:
+        parser.error("show/forget need --key")
+    table = target.output("FenceTableName" if fence else "IdempotencyTableName")
+    idem = Idem(
+        dynamodb=target.client("dynamodb"),
+        table=table,
+        console=sys.stdout,
+        confirm=(lambda _q: True) if args.yes else ask,
+        audit_log=state_dir / "audit.log" if target.local else None,
+    )
+    now = time.time()
+    if fence:
+        record_id, _token = fence_record_id(args.order, args.step, stage=stage, run=args.run)
+        describe: Callable[[Mapping[str, Any]], Shown] = lambda item: describe_fence(item, now=now)  # noqa: E731
+        what = f"fence of {args.step} (order {args.order}, run {args.run})"
+    else:
+        record_id, scoped = http_record_id(args.key, stage=stage)
+        describe = lambda item: describe_http(item, raw_key=args.key, scoped=scoped, now=now)  # noqa: E731
+        what = f"idempotency record of key {args.key!r}"
+    try:
+        if args.command in ("show", "fence-show"):
+            return 0 if idem.show(record_id, describe) else 1
+        return 0 if idem.forget(record_id, describe, what=what) else 1
+    except Refused as refused:
+        print(str(refused), file=sys.stderr)
+        return 3
+
+
+if __name__ == "__main__":
+    sys.exit(main())
