@@ -15,7 +15,9 @@ What it does, with progress on the way (each scenario checks what a client can s
 6. once the dead attempt's lease has run out, `ops.redrive` restarts the execution with the same
    token: ReserveInventory is skipped by its fence, the provider is called twice, charges once;
 then a report per order (steps run / skipped by fence, dedup hits, replays, charges, provider
-calls) and a last line `invariants: OK` or `invariants: VIOLATED: <what>` (exit 1).
+calls), the story of each order written as a picture (`<state dir>/stories/<order>.html`, and
+`.json` so `make story` shows it after the demo's own local cloud is gone), and a last line
+`invariants: OK` or `invariants: VIOLATED: <what>` (exit 1).
 
 A local cloud the demo started is stopped at the end, also on errors and Ctrl-C; a running one is
 left running (crash injection put back as it was).
@@ -52,6 +54,9 @@ from ops.api_client import ApiClient, ApiResponse
 from ops.invariants import Report, Stores, check
 from ops.invoke import function_output_key
 from ops.seed import seed_inventory
+from ops.story import html as story_html
+from ops.story.collect import Collector
+from ops.story.logs import LocalLogFiles
 
 T = TypeVar("T")
 
@@ -375,6 +380,27 @@ class Demo:
         self.say(f"invariant checker read {len(report.orders)} order(s)")
         return report
 
+    def write_stories(self, state_dir: Path) -> list[Path]:
+        """Each order's story as `<state dir>/stories/<order>.{json,html}`; the HTML paths."""
+        collector = Collector(
+            outputs=self.out.outputs, client=self.client, logs=LocalLogFiles(state_dir / "logs")
+        )
+        directory = state_dir / "stories"
+        directory.mkdir(parents=True, exist_ok=True)
+        written = []
+        for order in self.orders:
+            if not order.order_id:
+                continue
+            story = collector.collect(order.order_id)
+            (directory / f"{order.order_id}.json").write_text(
+                json.dumps(story.to_dict(), indent=1, default=str)
+            )
+            page = directory / f"{order.order_id}.html"
+            page.write_text(story_html.render(story))
+            written.append(page)
+            self.say(f"  {order.label:<18} {page}")
+        return written
+
     # -- report ---------------------------------------------------------------------------------
     def steps(self, order_id: str) -> tuple[list[str], list[str]]:
         """(steps run, steps skipped by a fence) with counts, from the order's step records."""
@@ -499,10 +525,16 @@ def crash_dir_for(out: Outputs, restore: bool) -> Iterator[Path]:
 
 
 def play(
-    out: Outputs, *, restore: bool, console: IO[str] = sys.stdout, started: float | None = None
+    out: Outputs,
+    *,
+    restore: bool,
+    console: IO[str] = sys.stdout,
+    started: float | None = None,
+    state_dir: Path | None = None,
 ) -> list[str]:
     """Every scenario against a running local cloud, the report, and what went wrong (empty: all
-    promises kept and every invariant holds). `restore`: put its crash injection back after."""
+    promises kept and every invariant holds). `restore`: put its crash injection back after.
+    `state_dir`: the local cloud's state directory; each order's story is written under it."""
     demo = Demo(out, console=console)
     if started is not None:
         demo.started = started
@@ -521,6 +553,9 @@ def play(
     report = demo.settle()
     console.write(demo.report(report) + "\n\n")
     console.write(report.to_text() + "\n\n")
+    if state_dir is not None:
+        demo.section("the story of each order (make story ORDER=<id>; FORMAT=html for the picture)")
+        demo.write_stories(state_dir)
     problems = [*(f"demo: {p}" for p in demo.problems), *([f"demo: {failure}"] if failure else [])]
     return problems + report.violations
 
@@ -538,7 +573,7 @@ def run(state_dir: Path, console: IO[str] = sys.stdout) -> int:
         console.flush()
 
     with local_cloud(state_dir, say) as (out, started_here):
-        problems = play(out, restore=not started_here, console=console, started=started)
+        problems = play(out, restore=not started_here, console=console, started=started, state_dir=state_dir)
         say(f"demo took {time.monotonic() - started:.1f}s")
     console.write(verdict(problems) + "\n")
     console.flush()

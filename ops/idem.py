@@ -27,15 +27,14 @@ from typing import IO, Any
 
 from botocore.exceptions import ClientError
 
-from ops.story.collect import FENCE_NAMESPACE, plain
+from ops.story.collect import CREATE_ROUTE, FENCE_NAMESPACE, plain
 from ops.target import DEFAULT_STAGE, Target
 from reliability.fence import FenceRecord, FenceState
 from reliability.keys import derive_key, execution_token
 
-# The route and key layout reliability.http gives Powertools: key_prefix `http#<stage>#<route>`,
-# `event_key_jmespath="key"` (the scoped key value) and sha256 as the hash (a test pins them).
-CREATE_ROUTE = "POST /orders"
 POWERTOOLS_IN_PROGRESS = "INPROGRESS"
+# reliability.http hands Powertools key_prefix `http#<stage>#<route>`, `event_key_jmespath="key"`
+# (the scoped key value) and sha256: the record id below follows (a test pins it against it).
 
 
 class Refused(RuntimeError):

@@ -19,17 +19,13 @@ from pathlib import Path
 
 from botocore.exceptions import BotoCoreError, ClientError
 
-from ops.story import html, text
-from ops.story.collect import Collector, OrderNotFound
+from ops.story import browser, html, text
+from ops.story.collect import CREATE_ROUTE, Collector, OrderNotFound
 from ops.story.logs import InsightsLogs, LocalLogFiles
 from ops.story.model import Story
 from ops.target import DEFAULT_STAGE, Target, TargetNotFound
 from orders.domain import order_id_for
 from reliability.keys import derive_key
-
-# The route `POST /orders` is served on; its stored idempotency key is scoped to it
-# (orders.handlers.api.CREATE_ROUTE; a test pins the two are the same).
-CREATE_ROUTE = "POST /orders"
 
 
 def state_dir() -> Path:
@@ -60,10 +56,15 @@ def write(story: Story, fmt: str, out: Path | None, *, color: bool) -> str:
     """Render; html is written to `out` (default `<state dir>/stories/<order>.html`) and its path returned."""
     if fmt == "json":
         return json.dumps(story.to_dict(), indent=2, default=str)
-    if fmt == "html":
-        path = out or stories_dir() / f"{story.order_id}.html"
+    if fmt in ("html", "png"):
+        path = (out or stories_dir() / f"{story.order_id}.html").with_suffix(".html")
         path.parent.mkdir(parents=True, exist_ok=True)
         path.write_text(html.render(story))
+        if fmt == "png":
+            png = browser.screenshot(
+                path, path.with_suffix(".png"), width=html.WIDTH, height=html.height(story)
+            )
+            return f"wrote {path} and {png}"
         return f"wrote {path}"
     return text.render(story, color=color)
 
@@ -72,9 +73,11 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m ops.story", description=__doc__.splitlines()[0])
     parser.add_argument("order", nargs="?", help="the order id (o-...)")
     parser.add_argument("--key", help="the client's Idempotency-Key instead of the order id")
-    parser.add_argument("--format", choices=("text", "json", "html"), default="text")
+    parser.add_argument("--format", choices=("text", "json", "html", "png"), default="text")
     parser.add_argument("--json", action="store_const", const="json", dest="format", help="= --format json")
-    parser.add_argument("--out", type=Path, help="where --format html writes (default <state dir>/stories/)")
+    parser.add_argument(
+        "--out", type=Path, help="where --format html|png writes (default <state dir>/stories/<order>.html)"
+    )
     parser.add_argument("--color", choices=("auto", "always", "never"), default="auto")
     args = parser.parse_args(argv)
     if not args.order and not args.key:

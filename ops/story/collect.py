@@ -25,7 +25,8 @@ _DESERIALIZER = TypeDeserializer()
 API_FUNCTION = "api"
 WORKER_FUNCTION = "worker"
 CONSUMER_FUNCTIONS = ("notify", "analytics")
-FENCE_NAMESPACE = "saga"  # orders.handlers.steps.SAGA_NAMESPACE
+FENCE_NAMESPACE = "saga"  # orders.handlers.steps.SAGA_NAMESPACE (a test pins the two are the same)
+CREATE_ROUTE = "POST /orders"  # orders.handlers.api.CREATE_ROUTE, the scope of the stored HTTP key
 
 _HTTP = {
     "Executed": Outcome.EXECUTED,

@@ -132,6 +132,11 @@ def layout(story: Story) -> Layout:
     return Layout(nodes=nodes, lanes=lanes, axis_top=axis_top, height=height, t0=t0, t1=t1)
 
 
+def height(story: Story) -> int:
+    """The page's height in CSS pixels (the SVG's)."""
+    return int(layout(story).height)
+
+
 def _text(
     x: float,
     y: float,

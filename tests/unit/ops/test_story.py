@@ -1,0 +1,148 @@
+"""ops.story: the model, the reading of function logs, the outcome of each attempt, the terminal text."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from ops.story.collect import CREATE_ROUTE, FENCE_NAMESPACE, Workflow, attempt_outcome
+from ops.story.logs import Invocation, LocalLogFiles
+from ops.story.model import Outcome, StepState, Story
+from ops.story.text import render
+from orders.handlers.api import CREATE_ROUTE as HANDLER_ROUTE
+from orders.handlers.steps import SAGA_NAMESPACE
+
+FIXTURES = Path(__file__).parent / "fixtures"
+
+
+def story(name: str) -> Story:
+    # Recorded from `make demo` on the local cloud with `python -m ops.story <order> --json`
+    return Story.from_dict(json.loads((FIXTURES / f"story_{name}.json").read_text()))
+
+
+def test_the_crash_and_redrive_story_shows_the_dead_attempt_redrive_skip_takeover_and_one_charge():
+    crash = story("crash_redrive")
+    outcomes = [(e.subject, e.outcome) for e in crash.entries]
+    assert ("ChargePayment", Outcome.DIED) in outcomes
+    assert any(o is Outcome.REDRIVEN for _, o in outcomes)
+    assert [e.outcome for e in crash.attempts("ReserveInventory")] == [Outcome.RAN, Outcome.SKIPPED]
+    assert [e.outcome for e in crash.attempts("ChargePayment")] == [Outcome.DIED, Outcome.TAKEOVER]
+    assert crash.step_state("ReserveInventory") is StepState.SKIPPED
+    assert crash.step_state("ChargePayment") is StepState.RETRIED
+    assert crash.step_state("MarkFailed") is StepState.NOT_RUN
+    assert [c["status"] for c in crash.facts["charges"]] == ["SUCCEEDED"]
+    assert crash.facts["provider_calls"] == 2
+    assert crash.verdict == "completed"
+
+
+def test_a_declined_story_shows_the_failed_charge_and_the_compensation():
+    declined = story("declined")
+    assert declined.step_state("ChargePayment") is StepState.FAILED
+    assert declined.step_state("ReserveInventory") is StepState.COMPENSATED
+    assert declined.step_state("ReleaseInventory") is StepState.RAN
+    assert declined.invocations("ReserveInventory") == 1  # the compensation marker is not an invocation
+
+
+def test_a_story_round_trips_through_json():
+    crash = story("crash_redrive")
+    again = Story.from_dict(json.loads(json.dumps(crash.to_dict(), default=str)))
+    assert again == crash
+    assert crash.to_dict()["step_states"]["ChargePayment"] == "retried"
+
+
+def test_the_terminal_text_is_coloured_on_a_tty_and_plain_when_piped():
+    crash = story("crash_redrive")
+    plain, coloured = render(crash, color=False), render(crash, color=True)
+    assert "\033[" not in plain
+    assert "\033[31mdied" in coloured
+    for shown in (
+        "died",
+        "redrive started",
+        "skipped by fence",
+        "takeover",
+        "1 charge(s) succeeded",
+        "2 provider call(s)",
+        "invariants: completed",
+    ):
+        assert shown in plain, plain
+
+
+@pytest.mark.parametrize(
+    ("decisions", "error", "expected"),
+    [
+        (["FenceClaimed", "FenceCompleted"], None, Outcome.RAN),
+        (["FenceSkipped"], None, Outcome.SKIPPED),
+        (["FenceTakeover", "FenceCompleted"], None, Outcome.TAKEOVER),
+        (["FenceClaimed"], "Runtime.ExitError", Outcome.DIED),
+        (["FenceTakeover"], "Sandbox.Timedout", Outcome.DIED),
+        (["FenceBusy"], "FenceBusy", Outcome.BUSY),
+        (["FenceTakeover", "FenceStale"], "StaleFence", Outcome.STALE),
+        (["FenceClaimed", "FenceFailed"], "PaymentDeclined", Outcome.FAILED),
+        ([], "Runtime.ExitError", Outcome.DIED),
+    ],
+)
+def test_each_attempt_outcome_follows_from_its_fence_decisions_and_how_it_ended(decisions, error, expected):
+    invocation = Invocation("charge-payment", "r-1", error=error, lines=[{"decision": d} for d in decisions])
+    assert attempt_outcome(invocation)[0] is expected
+
+
+def test_local_log_files_give_one_invocation_per_request_with_its_duration_and_error(tmp_path):
+    line = {
+        "timestamp": "2026-11-23 09:24:32,785+0000",
+        "function_request_id": "req-1",
+        "decision": "FenceClaimed",
+        "token": "local.o-abc.r1",
+    }
+    other = {**line, "function_request_id": "req-2", "token": "local.o-other.r1"}
+    (tmp_path / "fn-charge.log").write_text(
+        "START RequestId: req-1 Version: $LATEST\n"
+        + json.dumps(line)
+        + "\n"
+        + '{"_aws": {"Timestamp": 1}, "FenceClaimed": [1.0]}\n'
+        + "END RequestId: req-1\n"
+        + "REPORT RequestId: req-1\tDuration: 339.07 ms\tMemory Size: 256 MB\tWorker: 7"
+        + "\tStatus: Runtime.ExitError\n"
+        + json.dumps(other)
+        + "\n"
+        + "REPORT RequestId: req-2\tDuration: 12.00 ms\tMemory Size: 256 MB\tWorker: 7\n"
+    )
+    (found,) = LocalLogFiles(tmp_path).invocations({"charge-payment": "fn-charge"}, ["o-abc"])
+    assert (found.request_id, found.duration_ms, found.error, found.decisions()) == (
+        "req-1",
+        339.07,
+        "Runtime.ExitError",
+        ["FenceClaimed"],
+    )
+    assert found.started == pytest.approx(1795425872.785)
+
+
+def test_the_workflow_graph_comes_from_the_state_machine_definition():
+    definition = {
+        "StartAt": "A",
+        "States": {
+            "A": {
+                "Type": "Task",
+                "Resource": "arn:aws:lambda:r:1:function:fn-a",
+                "Next": "B",
+                "Catch": [{"ErrorEquals": ["Oops"], "Next": "C"}],
+            },
+            "B": {
+                "Type": "Task",
+                "Resource": "arn:aws:states:::lambda:invoke",
+                "Parameters": {"FunctionName": "arn:aws:lambda:r:1:function:fn-b"},
+                "Next": "Done",
+            },
+            "C": {"Type": "Task", "Resource": "arn:aws:lambda:r:1:function:fn-c", "Next": "Done"},
+            "Done": {"Type": "Succeed"},
+        },
+    }
+    workflow = Workflow.from_definition(definition)
+    assert workflow.steps == ["A", "B", "C"]
+    assert workflow.functions == {"A": "fn-a", "B": "fn-b", "C": "fn-c"}
+    assert workflow.edges == [("A", "B", "next"), ("A", "C", "catch Oops")]
+
+
+def test_the_route_and_fence_namespace_are_the_ones_the_handlers_use():
+    assert (CREATE_ROUTE, FENCE_NAMESPACE) == (HANDLER_ROUTE, SAGA_NAMESPACE)
