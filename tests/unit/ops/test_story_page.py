@@ -32,15 +32,15 @@ def _png_pixels(path: Path) -> tuple[int, int, list[bytes]]:
     height = channels = 0
     while pos < len(data):
         (length,) = struct.unpack(">I", data[pos : pos + 4])
-        kind, body = data[pos + 4 : pos + 8], data[pos + 8 : pos + 8 + length]
-        if kind == b"IHDR":
+        chunk, body = data[pos + 4 : pos + 8], data[pos + 8 : pos + 8 + length]
+        if chunk == b"IHDR":
             width, height, depth, colour, _, _, interlace = struct.unpack(">IIBBBBB", body)
             assert (depth, interlace) == (8, 0)
             channels = {2: 3, 6: 4}[colour]
-        elif kind == b"IDAT":
+        elif chunk == b"IDAT":
             idat += body
         pos += 12 + length
-    raw, stride, rows = zlib.decompress(idat), width * channels, []
+    raw, stride, rows = zlib.decompress(idat), width * channels, list[bytes]()
     previous = bytearray(stride)
     for y in range(height):
         kind = raw[y * (stride + 1)]
