@@ -1,6 +1,6 @@
 """`ChaosCloud`: the integration harness's in-process cloud, plus what fault schedules need.
 
-Built on `tests.integration.harness.InProcessCloud` (the whole chain on moto, deployed from the
+Built on `simulator.cloud.InProcessCloud` (the whole chain on moto, deployed from the
 synthesized assembly, real handler code). Added here, without touching the harness:
 
 - every function's runtime gets a `chaos.points.FunctionPlan` from one `CrashController`, and
@@ -37,7 +37,7 @@ from ops.redrive import redrive_dlq, redrive_failed_executions
 from orders import runtime as orders_runtime
 from orders.config import Settings
 from reliability.crashpoints import SimulatedCrash
-from tests.integration.harness import (
+from simulator.cloud import (
     EXIT_ERROR,
     REGION,
     ApiResponse,

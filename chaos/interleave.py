@@ -34,7 +34,7 @@ from chaos.points import CrashController
 from chaos.scenarios import PlacedOrder, Verdict, order_body, verdict
 from orders.domain import WorkflowInput
 from reliability.keys import execution_token
-from tests.integration.harness import Clock, sqs_record
+from simulator.cloud import Clock, sqs_record
 
 PARK_TIMEOUT_SECONDS = 60
 # What a losing attempt may answer: retryable refusals the platform retries or ignores.

@@ -182,7 +182,7 @@ def write(results: list[LocalResult], directory: Path = RESULTS) -> None:
 
 
 def main() -> int:
-    from tests.support.synth import synthesize  # noqa: PLC0415
+    from simulator.synth import synthesize  # noqa: PLC0415
 
     results = run(synthesize("local"))
     write(results)

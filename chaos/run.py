@@ -139,7 +139,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--out", type=Path, default=RESULTS)
     args = parser.parse_args(argv)
 
-    from tests.support.synth import synthesize  # noqa: PLC0415 - synthesizes `local` if stale
+    from simulator.synth import synthesize  # noqa: PLC0415 - synthesizes `local` if stale
 
     started = time.monotonic()
     given = sys.argv[1:] if argv is None else argv

@@ -1,7 +1,7 @@
 """Fixtures shared by every tier.
 
 The synthesized cloud assembly is built once per session (and reused across sessions while
-its inputs are unchanged, see tests/support/synth.py); tiers read templates from it instead of
+its inputs are unchanged, see simulator/synth.py); tiers read templates from it instead of
 synthesizing again.
 """
 
@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.support.synth import synthesize
+from simulator.synth import synthesize
 
 
 @pytest.fixture(scope="session")

@@ -1,4 +1,4 @@
-"""Regression tests for gaps found in the integration harness (tests/integration/harness.py) while
+"""Regression tests for gaps found in the integration harness (simulator/cloud.py) while
 building chaos/ on it (chaos.cloud.ChaosCloud worked around each). They were pinned here as
 xfail(strict) and are now fixed at the root in the harness: a crash comes back as
 `Runtime.ExitError`, `pump()` leaves a dead consumer's batch in the queue, and the harness `Clock`
@@ -13,8 +13,8 @@ import pytest
 
 from orders.service import EventConsumers
 from reliability.crashpoints import CrashPlan, SimulatedCrash
-from tests.integration.harness import EVENTS_DIR as EVENTS
-from tests.integration.harness import LambdaError, running_cloud
+from simulator.cloud import EVENTS_DIR as EVENTS
+from simulator.cloud import LambdaError, running_cloud
 
 pytestmark = pytest.mark.filterwarnings("ignore:No application metrics:UserWarning")
 

@@ -7,7 +7,7 @@ from typing import Any
 import pytest
 from aws_cdk.assertions import Template
 
-from tests.support.synth import synthesize_stages, templates
+from simulator.synth import synthesize_stages, templates
 
 SERVICE = "retrysafe"
 STAGES = ("dev", "prod", "local")

@@ -8,7 +8,7 @@ from typing import Any
 from aws_cdk.assertions import Template
 
 from infra.config import load_config
-from tests.support.synth import cdk_context
+from simulator.synth import cdk_context
 
 
 def _method(template: Template, http_method: str) -> dict[str, Any]:

@@ -10,7 +10,7 @@ from aws_cdk.assertions import Template
 from infra.config import FENCE_TTL_SECONDS
 from infra.constructs.function import POWERTOOLS_LAYER_PARAMETER
 from infra.sizing import FUNCTIONS, pascal
-from tests.support.templates import exports_of, function_specs
+from simulator.templates import exports_of, function_specs
 
 COMMON_ENV = {
     "SERVICE_NAME",

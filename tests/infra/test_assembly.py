@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.support.synth import stack_names, synthesize
+from simulator.synth import stack_names, synthesize
 
 
 @pytest.fixture(scope="module")

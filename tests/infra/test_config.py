@@ -16,7 +16,7 @@ from infra.config import (
     ConfigError,
     load_config,
 )
-from tests.support.synth import cdk_context
+from simulator.synth import cdk_context
 
 
 @pytest.fixture

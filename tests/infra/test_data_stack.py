@@ -10,7 +10,7 @@ from aws_cdk.assertions import Match, Template
 from infra.config import DLQ_RETENTION_DAYS, SECONDS_PER_DAY
 from infra.constructs.queue import MAX_RECEIVE_COUNT, VISIBILITY_TIMEOUT_FACTOR
 from infra.sizing import FUNCTIONS, QUEUE_CONSUMERS
-from tests.support.templates import DATA_STACK_OUTPUTS
+from simulator.templates import DATA_STACK_OUTPUTS
 
 TABLES = {
     "idempotency": ("id", None, "expiration"),

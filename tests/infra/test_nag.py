@@ -13,7 +13,7 @@ from aws_cdk import aws_sqs as sqs
 
 from infra.config import load_config
 from infra.nag import acknowledge, add_nag_checks
-from tests.support.synth import cdk_context, stack_names, synthesize
+from simulator.synth import cdk_context, stack_names, synthesize
 
 STAGES = ("dev", "prod", "local")
 

@@ -8,7 +8,7 @@ import pytest
 from aws_cdk.assertions import Template
 
 from infra.constructs.workflow import RETRYABLE_ERRORS
-from tests.support.templates import state_machine_definition
+from simulator.templates import state_machine_definition
 
 STEPS = {
     "ReserveInventory": "reserve-inventory",

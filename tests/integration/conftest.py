@@ -1,4 +1,4 @@
-"""Fixtures for the in-process chain (tests/integration/harness.py)."""
+"""Fixtures for the in-process chain (simulator/cloud.py)."""
 
 from __future__ import annotations
 
@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.integration.harness import InProcessCloud, running_cloud
+from simulator.cloud import InProcessCloud, running_cloud
 
 # The local stage: the one whose sample events (events/) carry matching ids and tokens.
 STAGE = "local"

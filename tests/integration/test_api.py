@@ -6,7 +6,7 @@ import pytest
 
 from ops.invariants import check
 from reliability.crashpoints import CrashPlan
-from tests.integration.harness import InProcessCloud, LambdaError, running_cloud
+from simulator.cloud import InProcessCloud, LambdaError, running_cloud
 
 pytestmark = pytest.mark.filterwarnings("ignore:No application metrics:UserWarning")
 

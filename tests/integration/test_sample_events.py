@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from ops.invariants import check
-from tests.integration.harness import EVENTS_DIR, InProcessCloud, LambdaError
+from simulator.cloud import EVENTS_DIR, InProcessCloud, LambdaError
 
 pytestmark = pytest.mark.filterwarnings("ignore:No application metrics:UserWarning")
 

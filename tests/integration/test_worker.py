@@ -7,7 +7,7 @@ import json
 import pytest
 
 from ops.invariants import check
-from tests.integration.harness import InProcessCloud
+from simulator.cloud import InProcessCloud
 
 pytestmark = pytest.mark.filterwarnings("ignore:No application metrics:UserWarning")
 

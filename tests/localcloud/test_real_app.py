@@ -14,7 +14,7 @@ import pytest
 
 from localcloud import Config, LocalCloud
 from ops.seed import seed_inventory
-from tests.support.templates import DATA_STACK_OUTPUTS
+from simulator.templates import DATA_STACK_OUTPUTS
 
 pytestmark = pytest.mark.slow
 

@@ -2,7 +2,7 @@
 
 Runs `app.py` in a subprocess (as `cdk synth` does, with the cdk.json context plus `stage`),
 so a test process never loads the jsii runtime just to read templates; `synthesize_stages`
-does several stages in one subprocess (tests/support/_synth_stages.py), which takes about half
+does several stages in one subprocess (simulator/_synth_stages.py), which takes about half
 the time of one process per stage. cdk-nag runs in that
 synth: a finding nobody acknowledged makes it fail with SynthError. An assembly whose inputs
 (app, infra, functions, cdk.json, pins) are unchanged since the last run is reused; set
@@ -23,7 +23,7 @@ from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-ROOT = Path(__file__).resolve().parents[2]
+ROOT = Path(__file__).resolve().parents[1]
 CACHE_DIR = ROOT / ".cache" / "test-cdk.out"
 _FINGERPRINT = ".inputs-sha256"
 _INPUT_GLOBS = (
@@ -71,7 +71,7 @@ def _env() -> dict[str, str]:
     env.setdefault("JSII_SILENCE_WARNING_UNTESTED_NODE_VERSION", "1")
     node = shutil.which("node")
     if node and "JSII_SILENCE_WARNING_END_OF_LIFE_NODE_VERSION" not in env:
-        version = subprocess.run(
+        version = subprocess.run(  # noqa: S603 - node from PATH, as the Makefile
             [node, "-p", "process.versions.node.split('.')[0]"], capture_output=True, text=True, check=False
         )
         env["JSII_SILENCE_WARNING_END_OF_LIFE_NODE_VERSION"] = version.stdout.strip()
@@ -79,7 +79,7 @@ def _env() -> dict[str, str]:
 
 
 def _run(args: list[str], env: dict[str, str], what: str) -> subprocess.CompletedProcess[str]:
-    proc = subprocess.run(
+    proc = subprocess.run(  # noqa: S603 - this interpreter running the project's app.py
         [sys.executable, *args],
         cwd=ROOT,
         env=env,
@@ -140,7 +140,7 @@ def synthesize_stages(stages: Sequence[str]) -> dict[str, Path]:
         _synth_fresh(
             stale,
             lambda staging: _run(
-                ["-m", "tests.support._synth_stages", json.dumps({s: str(p) for s, p in staging.items()})],
+                ["-m", "simulator._synth_stages", json.dumps({s: str(p) for s, p in staging.items()})],
                 _env(),
                 f"stages {stale}",
             ),

@@ -20,7 +20,8 @@ timeout, which the clock skips) and is reported failed.
 Time: one `Clock` (wall time plus an offset a test moves forward) drives what the handlers read
 (fence leases, TTLs, dates), Powertools' idempotency time (in-progress and record expiry) and the
 Step Functions Retry waits (moto would sleep them; here they move the clock instead, so a retry
-that waits out a dead attempt's lease costs no real time).
+that waits out a dead attempt's lease costs no real time). `cloud.advance(seconds)` moves it and
+applies what AWS does as time passes (DynamoDB TTL deletion, `simulator.expiry`).
 
 The fault-injection work builds on this: pass a `CrashPlan`, move `clock` forward past a lease,
 redeliver a message, run `ops.invariants.check(cloud.stores())`.
@@ -28,7 +29,6 @@ redeliver a message, run `ops.invariants.check(cloud.stores())`.
 
 from __future__ import annotations
 
-import datetime as dt
 import importlib
 import io
 import json
@@ -38,7 +38,7 @@ import traceback
 import types
 import uuid
 import zipfile
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Iterator, Mapping
 from contextlib import ExitStack, contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -54,11 +54,26 @@ from ops.invariants import Stores, peek_dead_letters
 from orders import runtime as orders_runtime
 from orders.config import Settings
 from reliability.crashpoints import CrashPlan, SimulatedCrash
-from tests.support.templates import exports_of, function_specs, state_machine_definition
+from simulator.clock import Clock, clocked_datetime_module
+from simulator.events import ACCOUNT, EVENTS_DIR, REGION, rest_event, sqs_record
+from simulator.expiry import delete_expired, ttl_tables
+from simulator.templates import exports_of, function_specs, state_machine_definition
 
-REGION = "us-east-1"
-ACCOUNT = "123456789012"
-EVENTS_DIR = Path(__file__).resolve().parents[2] / "events"
+__all__ = [
+    "ACCOUNT",
+    "EVENTS_DIR",
+    "EXIT_ERROR",
+    "REGION",
+    "ApiResponse",
+    "Clock",
+    "InProcessCloud",
+    "Invocation",
+    "LambdaError",
+    "PumpResult",
+    "rest_event",
+    "running_cloud",
+    "sqs_record",
+]
 _TERMINAL = {"SUCCEEDED", "FAILED", "TIMED_OUT", "ABORTED"}
 # What Lambda reports when the sandbox died mid-invocation (every task's Retry lists it).
 EXIT_ERROR = "Runtime.ExitError"
@@ -80,34 +95,6 @@ _PSEUDO = {
     "AWS::StackName": "stack",
     "AWS::NoValue": None,
 }
-
-
-class Clock:
-    """Wall-clock time plus an offset the test moves forward (fence leases, TTLs, dates)."""
-
-    def __init__(self) -> None:
-        self.offset = 0.0
-        self._lock = threading.Lock()
-
-    def __call__(self) -> float:
-        return time.time() + self.offset
-
-    def advance(self, seconds: float) -> None:
-        with self._lock:  # Step Functions threads advance it concurrently (Retry waits)
-            self.offset += seconds
-
-
-def clocked_datetime_module(clock: Callable[[], float]) -> types.SimpleNamespace:
-    """The `datetime` module, except that `datetime.now()` reads `clock` (for `mock.patch` of a
-    library module's `dt` / `datetime` global)."""
-
-    class ClockedDatetime(dt.datetime):
-        @classmethod
-        def now(cls, tz: dt.tzinfo | None = None) -> dt.datetime:  # type: ignore[override]
-            return dt.datetime.fromtimestamp(clock(), tz)
-
-    names = {k: v for k, v in vars(dt).items() if not k.startswith("__")}
-    return types.SimpleNamespace(**{**names, "datetime": ClockedDatetime})
 
 
 @dataclass
@@ -159,7 +146,7 @@ class _Resolver:
         self.attrs: dict[tuple[str, str], Any] = {}
         self.exports: dict[str, Any] = {}
 
-    def __call__(self, value: Any) -> Any:
+    def __call__(self, value: Any) -> Any:  # noqa: PLR0911 - one return per intrinsic
         if isinstance(value, list):
             return [self(v) for v in value]
         if not isinstance(value, dict):
@@ -236,6 +223,8 @@ class InProcessCloud:
         self.invocations: list[Invocation] = []
         self._runtimes: dict[str, orders_runtime.Runtime] = {}
         self._lock = threading.Lock()
+        self.ttl_tables = ttl_tables(self.data_template)
+        self.expired_items = 0  # deleted by TTL so far
 
     # --- clients --------------------------------------------------------------------------------
     def client(self, service: str) -> Any:
@@ -255,6 +244,21 @@ class InProcessCloud:
 
     def stores(self) -> Stores:
         return Stores.from_outputs(self.outputs, self.client)
+
+    # --- simulated time -------------------------------------------------------------------------
+    def advance(self, seconds: float) -> int:
+        """Move simulated time forward and apply what AWS does meanwhile: DynamoDB deletes every
+        item whose TTL (the table's TimeToLiveSpecification attribute) is now at or past.
+        Returns how many items expired."""
+        self.clock.advance(seconds)
+        return self.expire()
+
+    def expire(self) -> int:
+        """Apply DynamoDB TTL deletion at the clock's current time (what `advance` does)."""
+        now = self.clock()
+        deleted = sum(delete_expired(self.dynamodb, table, now) for table in self.ttl_tables)
+        self.expired_items += deleted
+        return deleted
 
     # --- deploy ---------------------------------------------------------------------------------
     def deploy(self) -> InProcessCloud:
@@ -299,7 +303,7 @@ class InProcessCloud:
                 self.outputs[key] = value
 
     def _deploy_app(self) -> None:
-        """Functions with their template environment (tests/support/templates.function_specs) and
+        """Functions with their template environment (simulator.templates.function_specs) and
         the state machine with the template's definition (state_machine_definition)."""
         r = self.resolve
         machines = _resources(self.app_template, "AWS::StepFunctions::StateMachine")
@@ -590,69 +594,6 @@ class PumpResult:
     received: int
     failed: list[str]
     error: str | None = None  # the errorType when the consumer's invocation died (all failed)
-
-
-def rest_event(
-    method: str, path: str, *, body: Any = None, headers: Mapping[str, str] | None = None
-) -> dict[str, Any]:
-    """An API Gateway REST proxy event (the shape of events/api/*.json)."""
-    template = json.loads((EVENTS_DIR / "api" / "get_order.json").read_text())
-    resource = "/orders/{order_id}" if path.count("/") >= 2 else "/orders"
-    path_parameters = {"order_id": path.rsplit("/", 1)[-1]} if resource != "/orders" else None
-    text = body if isinstance(body, str) or body is None else json.dumps(body)
-    all_headers = {"Content-Type": "application/json", **(headers or {})}
-    template.update(
-        {
-            "resource": resource,
-            "path": path,
-            "httpMethod": method,
-            "headers": all_headers,
-            "multiValueHeaders": {k: [v] for k, v in all_headers.items()},
-            "pathParameters": path_parameters,
-            "body": text,
-            "isBase64Encoded": False,
-        }
-    )
-    template["requestContext"] = {
-        **template["requestContext"],
-        "resourcePath": resource,
-        "httpMethod": method,
-        "path": f"/{template['requestContext']['stage']}{path}",
-        "requestId": str(uuid.uuid4()),
-    }
-    return template
-
-
-def sqs_record(message: Mapping[str, Any], *, queue_arn: str) -> dict[str, Any]:
-    """An SQS -> Lambda record from a ReceiveMessage message."""
-    attributes = message.get("Attributes") or {}
-    return {
-        "messageId": message["MessageId"],
-        "receiptHandle": message["ReceiptHandle"],
-        "body": message["Body"],
-        "attributes": {
-            "ApproximateReceiveCount": attributes.get("ApproximateReceiveCount", "1"),
-            "SentTimestamp": attributes.get("SentTimestamp", str(int(time.time() * 1000))),
-            "SenderId": attributes.get("SenderId", ACCOUNT),
-            "ApproximateFirstReceiveTimestamp": attributes.get(
-                "ApproximateFirstReceiveTimestamp", str(int(time.time() * 1000))
-            ),
-        },
-        "messageAttributes": {
-            k: {
-                "stringValue": v.get("StringValue"),
-                "binaryValue": v.get("BinaryValue"),
-                "stringListValues": [],
-                "binaryListValues": [],
-                "dataType": v["DataType"],
-            }
-            for k, v in (message.get("MessageAttributes") or {}).items()
-        },
-        "md5OfBody": message.get("MD5OfBody", ""),
-        "eventSource": "aws:sqs",
-        "eventSourceARN": queue_arn,
-        "awsRegion": REGION,
-    }
 
 
 @contextmanager
