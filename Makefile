@@ -27,7 +27,7 @@ export JSII_SILENCE_WARNING_UNTESTED_NODE_VERSION := 1
 
 .PHONY: help install synth nag lint format test test-unit test-integration test-infra test-e2e bench \
         demo summary local local-up local-down invoke seed invariants redrive-dlq redrive-workflow chaos constraints clean \
-        story idem-show idem-forget fence-show fence-reset browser
+        story idem-show idem-forget fence-show fence-reset browser openapi fuzz
 
 help: ## List every target with what it does
 	@awk 'BEGIN {FS = ":.*## "} /^[a-zA-Z_-]+:.*## / {printf "  \033[36m%-18s\033[0m %s\n", $$1, $$2}' $(MAKEFILE_LIST)
@@ -84,6 +84,9 @@ test-e2e: install ## End to end over HTTP and AWS APIs: a local cloud of its own
 
 bench: install ## Count AWS round trips per fenced step on moto; writes bench/results/roundtrips.md
 	PYTHONPATH=functions $(PY) bench/roundtrips.py
+
+openapi: install ## Write the API's OpenAPI description (functions/orders/openapi.json) from the contract models
+	PYTHONPATH=functions $(PY) -m orders.openapi
 
 chaos: install ## Crash at every crash point, random fault schedules, all interleavings, the control; writes chaos/results/report.{json,md}
 	PYTHONPATH=functions:. $(PY) -m chaos $(CHAOS_ARGS)

@@ -1,8 +1,12 @@
-"""The orders REST API: two routes to one Lambda proxy, validated at the edge."""
+"""The orders REST API: two routes to one Lambda proxy, validated at the edge; every other path
+and method reaches the function too (404/405), and every answer of the gateway's own is in the
+service's error shape."""
 
 from __future__ import annotations
 
 import json
+from pathlib import Path
+from typing import Any, cast
 
 from aws_cdk import RemovalPolicy
 from aws_cdk import aws_apigateway as apigw
@@ -15,43 +19,16 @@ from infra.nag import acknowledge
 
 IDEMPOTENCY_HEADER = "Idempotency-Key"
 
-# The POST /orders body contract (orders.contract in functions/ enforces the same shape).
-CREATE_ORDER_SCHEMA = apigw.JsonSchema(
-    schema=apigw.JsonSchemaVersion.DRAFT4,
-    title="CreateOrder",
-    type=apigw.JsonSchemaType.OBJECT,
-    required=["customer_id", "currency", "items"],
-    additional_properties=False,
-    properties={
-        "customer_id": apigw.JsonSchema(type=apigw.JsonSchemaType.STRING, min_length=1, max_length=64),
-        "currency": apigw.JsonSchema(type=apigw.JsonSchemaType.STRING, pattern="^[A-Z]{3}$"),
-        "items": apigw.JsonSchema(
-            type=apigw.JsonSchemaType.ARRAY,
-            min_items=1,
-            max_items=50,
-            items=apigw.JsonSchema(
-                type=apigw.JsonSchemaType.OBJECT,
-                required=["sku", "quantity"],
-                additional_properties=False,
-                properties={
-                    "sku": apigw.JsonSchema(type=apigw.JsonSchemaType.STRING, min_length=1, max_length=64),
-                    "quantity": apigw.JsonSchema(type=apigw.JsonSchemaType.INTEGER, minimum=1, maximum=100),
-                },
-            ),
-        ),
-    },
-)
-
-# Edge rejections answer in the function's error shape and with the code the function itself
-# gives for the same fault, so a client sees one answer whether the edge or the code refused.
-# The body model cannot tell a body that is not JSON (MalformedBody in the function) from JSON
-# outside the contract (InvalidRequest): both are the same "invalid request body" at the edge.
-# The only required request parameter is the Idempotency-Key header (the path parameter always
-# exists on a matched route).
-_ERROR_RESPONSES = {
-    "BadRequestParameters": (apigw.ResponseType.BAD_REQUEST_PARAMETERS, "IdempotencyKeyMissing"),
-    "BadRequestBody": (apigw.ResponseType.BAD_REQUEST_BODY, "InvalidRequest"),
-}
+# The published OpenAPI description (written by `make openapi` from the contract models in
+# functions/orders; read here as data, never imported): the edge's body model and API Gateway's
+# own error answers come from it, so the edge, the function and the document agree.
+OPENAPI_DOCUMENT = Path(__file__).resolve().parents[2] / "functions" / "orders" / "openapi.json"
+OPENAPI = json.loads(OPENAPI_DOCUMENT.read_text())
+JSON_SCHEMA_DRAFT4 = "http://json-schema.org/draft-04/schema#"
+# Methods that send every other request to the function, which answers 404 (unknown path) or 405
+# (known path, other method, with Allow) in the error shape, instead of API Gateway's
+# 403 "Missing Authentication Token".
+CATCH_ALL = "ANY"
 
 _ACCESS_LOG_FORMAT = apigw.AccessLogFormat.custom(
     json.dumps(
@@ -76,7 +53,9 @@ _ACCESS_LOG_FORMAT = apigw.AccessLogFormat.custom(
 
 class OrdersApi(Construct):
     """`api`: POST /orders (Idempotency-Key header + body model required) and
-    GET /orders/{order_id}, both Lambda proxy to `handler`; IAM auth unless `auth` is NONE."""
+    GET /orders/{order_id}, both Lambda proxy to `handler`, and ANY on `/`, `/orders`,
+    `/orders/{order_id}` and `/{proxy+}` to the same function (it answers 404/405); IAM auth
+    unless `auth` is NONE."""
 
     def __init__(
         self,
@@ -124,15 +103,8 @@ class OrdersApi(Construct):
         )
         # The stack publishes the URL as `ApiUrl` (DEVELOPERS.md); drop RestApi's own output.
         self.api.node.try_remove_child("Endpoint")
-        for construct_id_, (response_type, error) in _ERROR_RESPONSES.items():
-            self.api.add_gateway_response(
-                construct_id_,
-                type=response_type,
-                status_code="400",
-                templates={
-                    "application/json": f'{{"error": "{error}", "message": $context.error.messageString}}'
-                },
-            )
+        for response_type, response in OPENAPI["x-amazon-apigateway-gateway-responses"].items():
+            self._gateway_response(response_type, response)
 
         body_and_headers = self.api.add_request_validator(
             "BodyAndParams", validate_request_body=True, validate_request_parameters=True
@@ -144,11 +116,17 @@ class OrdersApi(Construct):
             "CreateOrderModel",
             content_type="application/json",
             model_name="CreateOrder",
-            schema=CREATE_ORDER_SCHEMA,
+            schema=apigw.JsonSchema(schema=apigw.JsonSchemaVersion.DRAFT4, type=apigw.JsonSchemaType.OBJECT),
+        )
+        # The schema is plain JSON Schema from the document (JsonSchema would mean retyping it).
+        cast(apigw.CfnModel, create_order.node.default_child).add_property_override(
+            "Schema",
+            {"$schema": JSON_SCHEMA_DRAFT4, **OPENAPI["components"]["schemas"]["CreateOrderRequest"]},
         )
         integration = apigw.LambdaIntegration(handler, proxy=True, allow_test_invoke=False)
 
         orders = self.api.root.add_resource("orders")
+        order = orders.add_resource("{order_id}")
         self.post_order = orders.add_method(
             "POST",
             integration,
@@ -156,13 +134,33 @@ class OrdersApi(Construct):
             request_parameters={f"method.request.header.{IDEMPOTENCY_HEADER}": True},
             request_models={"application/json": create_order},
         )
-        self.get_order = orders.add_resource("{order_id}").add_method(
+        self.get_order = order.add_method(
             "GET",
             integration,
             request_validator=params_only,
             request_parameters={"method.request.path.order_id": True},
         )
+        self.catch_all = [
+            resource.add_method(CATCH_ALL, integration)
+            for resource in (self.api.root, orders, order, self.api.root.add_resource("{proxy+}"))
+        ]
         self._acknowledge(auth)
+
+    def _gateway_response(self, response_type: str, response: dict[str, Any]) -> None:
+        """One of API Gateway's own answers, in the error shape. The DEFAULT_* ones keep each
+        type's own status (a throttle stays 429, a timeout 504): only their body is set."""
+        default = response_type.startswith("DEFAULT_")
+        self.api.add_gateway_response(
+            response_type.title().replace("_", ""),
+            type=apigw.ResponseType.of(response_type),
+            status_code=None if default else str(response["statusCode"]),
+            templates=response["responseTemplates"],
+            response_headers={
+                name.removeprefix("gatewayresponse.header."): value
+                for name, value in response.get("responseParameters", {}).items()
+            }
+            or None,
+        )
 
     def _acknowledge(self, auth: ApiAuth) -> None:
         stage = self.api.deployment_stage
@@ -172,7 +170,7 @@ class OrdersApi(Construct):
             "No WAF web ACL in the reference app: every method needs SigV4 (IAM) on AWS, the stage "
             "is throttled, and bodies are schema-validated; attach a WAF ACL per account policy.",
         )
-        for method in (self.post_order, self.get_order):
+        for method in (self.post_order, self.get_order, *self.catch_all):
             acknowledge(
                 method,
                 "COG4",

@@ -1,12 +1,18 @@
 """The public API: `POST /orders` (HTTP idempotency) and `GET /orders/{order_id}`.
 
 Domain exceptions become HTTP responses in ONE place (the exception handlers below); every
-error body is `{"error": <code>, "message": <text>}`.
+error body is `{"error": <code>, "message": <text>}`, whatever the input: an unknown path is a
+404, a known path with another method a 405 (API Gateway sends both here through its catch-all
+methods), a POST body that is not `application/json` a 415.
 """
 
 from __future__ import annotations
 
+import base64
+import binascii
 import json
+import re
+from collections.abc import Callable
 from typing import Any
 
 from aws_lambda_powertools.event_handler import APIGatewayRestResolver, Response
@@ -14,11 +20,11 @@ from aws_lambda_powertools.logging import correlation_paths
 from aws_lambda_powertools.utilities.typing import LambdaContext
 
 from orders.contract import parse_create_order
-from orders.errors import OrderError
+from orders.errors import MalformedBody, OrderError
 from orders.observability import logger, metrics, tracer
 from orders.runtime import current
 from reliability.errors import RetryableError
-from reliability.http import HttpResponse
+from reliability.http import HttpResponse, header_value
 
 CREATE_ROUTE = "POST /orders"
 JSON = "application/json"
@@ -39,10 +45,11 @@ def _from_http(response: HttpResponse) -> Response:
 
 
 def _status_base() -> str:
-    """`<scheme>://<domain>/<stage>` when API Gateway tells us, else "" (a path-only status URL).
+    """`<scheme>://<domain>/<stage>` of the API itself, else "" (a path-only status URL).
 
-    The scheme is the one the client used, as API Gateway forwards it in `X-Forwarded-Proto`
-    (always https on AWS; http on the local cloud's REST API).
+    The domain and stage come from API Gateway's request context (the API's own domain, which
+    routed the request), never from a client's `Host`; the scheme is the one API Gateway forwards
+    in `X-Forwarded-Proto` (https on AWS; http on the local cloud's REST API).
     """
     event = app.current_event
     context = event.request_context
@@ -53,40 +60,84 @@ def _status_base() -> str:
     return f"{scheme}://{domain}/{stage}" if domain and stage else ""
 
 
-@app.post("/orders")
+def _headers() -> Any:
+    """Every header value (API Gateway's `multiValueHeaders`), so a repeated header is seen."""
+    event = app.current_event
+    return event.multi_value_headers or event.headers
+
+
+def _body() -> str | bytes | None:
+    event = app.current_event
+    if not event.is_base64_encoded or event.body is None:
+        return event.body
+    try:
+        return base64.b64decode(event.body, validate=True)
+    except (binascii.Error, ValueError) as error:
+        raise MalformedBody("the body is not valid base64") from error
+
+
 def create_order() -> Response:
     runtime = current()
-    event = app.current_event
     idempotency = runtime.http_idempotency()
-    key = idempotency.request_key(route=CREATE_ROUTE, headers=event.headers)
-    body = event.body
+    headers = _headers()
+    rejected = idempotency.key_rejection(route=CREATE_ROUTE, headers=headers)
+    if rejected is not None:
+        return _from_http(rejected)
+    media_type = (header_value(headers, "Content-Type") or "").split(";")[0].strip().lower()
+    if media_type != JSON:
+        return _error(415, "UnsupportedMediaType", f"send the order as {JSON}")
+    request = parse_create_order(_body())
+    key = idempotency.request_key(route=CREATE_ROUTE, headers=headers)
 
     def execute() -> HttpResponse:
-        if key is None:  # handle() answers 400 before calling us; keep mypy and readers sure
+        if key is None:  # key_rejection() answered 400 above; keep mypy and readers sure
             raise OrderError("Idempotency-Key is required")
-        request = parse_create_order(body)
         accepted = runtime.order_service.place(request, stored_key=key.value, status_base=_status_base())
         return HttpResponse(status=202, body=accepted.model_dump(mode="json"))
 
     return _from_http(
         idempotency.handle(
             route=CREATE_ROUTE,
-            headers=event.headers,
-            payload=body,
+            headers=headers,
+            payload=request.model_dump(mode="json"),
             lambda_context=app.lambda_context,
             execute=execute,
         )
     )
 
 
-@app.get("/orders/<order_id>")
 def get_order(order_id: str) -> Response:
     return _json(200, current().order_service.view(order_id).model_dump(mode="json"))
 
 
+# The routes: (method, Powertools rule) -> view. Adding a route is one entry here and one in
+# orders.openapi (a test holds the template, this table and the OpenAPI document together).
+ROUTES: dict[tuple[str, str], Callable[..., Response]] = {
+    ("POST", "/orders"): create_order,
+    ("GET", "/orders/<order_id>"): get_order,
+}
+for (_method, _rule), _view in ROUTES.items():
+    app.route(_rule, _method)(_view)
+
+
+def _allowed_methods(path: str) -> list[str]:
+    return sorted(
+        method for method, rule in ROUTES if re.fullmatch(re.sub(r"<\w+>", "[^/]+", rule), path.rstrip("/"))
+    )
+
+
 @app.not_found
 def _no_route(_exc: Exception) -> Response:
-    return _error(404, "NotFound", f"no route for {app.current_event.http_method} {app.current_event.path}")
+    event = app.current_event
+    allowed = _allowed_methods(event.path)
+    if allowed:
+        return _error(
+            405,
+            "MethodNotAllowed",
+            f"{event.http_method} is not allowed here; allowed: {', '.join(allowed)}",
+            {"Allow": ", ".join(allowed)},
+        )
+    return _error(404, "NotFound", "no such resource")
 
 
 @app.exception_handler(OrderError)
@@ -98,7 +149,7 @@ def _order_error(error: OrderError) -> Response:
 def _retryable(error: RetryableError) -> Response:
     logger.info("transient failure, asking the client to retry", extra={"error_type": type(error).__name__})
     return _error(
-        503, "unavailable", "temporarily unavailable, retry with the same key", {"Retry-After": "1"}
+        503, "ServiceUnavailable", "temporarily unavailable, retry with the same key", {"Retry-After": "1"}
     )
 
 
