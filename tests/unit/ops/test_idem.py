@@ -93,6 +93,7 @@ def test_show_finds_the_record_reliability_http_stored_for_a_client_key(ddb):
     record_id, _ = http_record_id("k-1", stage=STAGE)
     shown = idem.show(record_id, _describe_http("k-1"))
     # Then the record is found and summarised: status, expiry, response, readable input
+    assert isinstance(idem.console, io.StringIO)
     text = idem.console.getvalue()
     assert shown is not None
     assert not shown.live
