@@ -1,0 +1,80 @@
+"""An operator's fence reset: the next redrive re-runs that step, and only that step."""
+
+from __future__ import annotations
+
+import io
+from typing import Any
+
+import pytest
+
+from ops.idem import Idem, describe_fence, fence_record_id
+from ops.invariants import check
+from ops.redrive import redrive_execution
+from reliability.crashpoints import CrashPlan
+from simulator.cloud import Clock, InProcessCloud, running_cloud
+
+pytestmark = pytest.mark.filterwarnings("ignore:No application metrics:UserWarning")
+
+STAGE = "local"
+# PublishEvents dies after sending, on its attempt and on every retry that took over, until the
+# retries are used up: the execution fails with the three steps before it COMPLETED on their fences.
+CRASHES = 3
+ORDER = {"customer_id": "customer-reset", "currency": "EUR", "items": [{"sku": "sku-9", "quantity": 1}]}
+COMPLETED_BEFORE = ("ReserveInventory", "ChargePayment", "RecordLedger")
+
+
+def _step_counters(cloud: InProcessCloud, order_id: str) -> dict[str, tuple[int, int]]:
+    items = cloud.dynamodb.query(
+        TableName=cloud.outputs["OrdersTableName"],
+        KeyConditionExpression="pk = :pk AND begins_with(sk, :step)",
+        ExpressionAttributeValues={":pk": {"S": f"order#{order_id}"}, ":step": {"S": "step#"}},
+    )["Items"]
+
+    def count(item: dict[str, Any], name: str) -> int:
+        return int(item.get(name, {}).get("N", 0))
+
+    return {i["sk"]["S"].removeprefix("step#"): (count(i, "runs"), count(i, "skips")) for i in items}
+
+
+def test_a_fence_reset_makes_the_next_redrive_rerun_that_step_and_only_that_step(assembly):
+    clock = Clock()
+    plan = CrashPlan.parse(f"fence:after-effect:PublishEvents={CRASHES}", mode="raise")
+    with running_cloud(assembly, crash_plan=plan, clock=clock) as cloud:
+        # Given an order whose execution failed in PublishEvents, after three steps completed
+        response = cloud.api("POST", "/orders", body=ORDER, headers={"Idempotency-Key": "fence-reset-1"})
+        order_id = str(response.body["order_id"])
+        cloud.settle()
+        (listed,) = cloud.executions()
+        first = cloud.wait(listed["executionArn"])
+        assert first["status"] == "FAILED"
+        before = _step_counters(cloud, order_id)
+        assert {step: before[step] for step in COMPLETED_BEFORE} == dict.fromkeys(COMPLETED_BEFORE, (1, 0))
+
+        # When an operator resets ChargePayment's fence (fence-reset, confirmed) and redrives
+        record_id, _ = fence_record_id(order_id, "ChargePayment", stage=STAGE)
+        console = io.StringIO()
+        idem = Idem(
+            dynamodb=cloud.dynamodb,
+            table=cloud.outputs["FenceTableName"],
+            console=console,
+            confirm=lambda _question: True,
+            clock=clock,
+        )
+        assert idem.forget(record_id, lambda item: describe_fence(item, now=clock()), what="fence")
+        assert "state    COMPLETED" in console.getvalue()  # it printed what it deleted
+        clock.advance(cloud.functions[cloud.function("PublishEvents")].timeout + 1)  # the dead lease
+        second = cloud.wait(redrive_execution(cloud.sfn, execution_arn=first["executionArn"]).execution_arn)
+        cloud.settle()
+
+        # Then ChargePayment ran again; the other completed steps were skipped by their fences
+        assert second["status"] == "SUCCEEDED"
+        after = _step_counters(cloud, order_id)
+        assert after["ChargePayment"] == (2, 0)
+        assert after["ReserveInventory"] == (1, 1)
+        assert after["RecordLedger"] == (1, 1)
+        # And re-running the charge is safe: the provider saw the same key and charged once
+        status = cloud.api("GET", f"/orders/{order_id}").body
+        assert len(status["charges"]) == 1
+        assert len({call["idempotency_key"] for call in status["provider_calls"]}) == 1
+        report = check(cloud.stores())
+        assert report.ok, report.to_text()
