@@ -6,7 +6,12 @@ gateway responses are read from the deployed template (CloudFormation GetTemplat
 DescribeStackResources for the physical ids) and served here: request validation with API
 Gateway's 400s, the REST proxy event, the Lambda call through the local endpoint (so the same worker
 pool runs it), and the proxy response mapped back to HTTP. MOCK integrations (CORS preflight) answer
-from their integration response. Throttling, authorizers and binary media types are not emulated.
+from their integration response. The stage's throttle (its `*/*` method setting) is a token bucket
+answering THROTTLED (429). Every answer of the edge's own goes through the API's gateway responses,
+also for what a client can break (a body nested past the recursion limit, a bad Content-Length, a
+malformed request line, an unknown method): a client's input never gets a 500. The event's
+`domainName` is the address this server was started on, never the request's `Host`.
+Authorizers and binary media types are not emulated.
 """
 
 from __future__ import annotations
@@ -20,6 +25,7 @@ import time
 import uuid
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
+from http import HTTPStatus
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 from urllib.parse import parse_qs, unquote, urlsplit
@@ -34,6 +40,8 @@ DEFAULT_RESPONSES: dict[str, tuple[int, str]] = {
     "BAD_REQUEST_PARAMETERS": (400, "BadRequestException"),
     "BAD_REQUEST_BODY": (400, "BadRequestException"),
     "REQUEST_TOO_LARGE": (413, "RequestTooLargeException"),
+    "THROTTLED": (429, "TooManyRequestsException"),
+    "DEFAULT_4XX": (400, "BadRequestException"),
     "INTEGRATION_FAILURE": (504, "InternalServerErrorException"),
     "INTEGRATION_TIMEOUT": (504, "InternalServerErrorException"),
     "DEFAULT_5XX": (502, "InternalServerErrorException"),
@@ -95,12 +103,44 @@ class GatewayResponse:
 
 
 @dataclass(frozen=True)
+class Throttle:
+    """The stage's steady rate (requests/s) and burst (the bucket's size)."""
+
+    rate: float
+    burst: int
+
+
+@dataclass(frozen=True)
 class RestApiSpec:
     api_id: str
     name: str
     stage: str
     routes: tuple[Route, ...]
     gateway_responses: dict[str, GatewayResponse]
+    throttle: Throttle | None = None
+
+
+class TokenBucket:
+    """API Gateway's throttle: `burst` tokens, refilled at `rate` per second; thread-safe."""
+
+    def __init__(self, throttle: Throttle, clock: Callable[[], float] = time.monotonic) -> None:
+        self._throttle = throttle
+        self._clock = clock
+        self._tokens = float(throttle.burst)
+        self._at = clock()
+        self._lock = threading.Lock()
+
+    def take(self) -> bool:
+        with self._lock:
+            now = self._clock()
+            self._tokens = min(
+                float(self._throttle.burst), self._tokens + (now - self._at) * self._throttle.rate
+            )
+            self._at = now
+            if self._tokens < 1:
+                return False
+            self._tokens -= 1
+            return True
 
 
 # -- reading the template ------------------------------------------------------------------------
@@ -186,10 +226,18 @@ def apis_from_template(
         validators = {
             k: v["Properties"] for k, v in by_type.get("AWS::ApiGateway::RequestValidator", {}).items()
         }
-        stages = [
-            str(v["Properties"]["StageName"])
-            for v in by_type.get("AWS::ApiGateway::Stage", {}).values()
-            if belongs(v) and "StageName" in v["Properties"]
+        stage_props = [
+            v["Properties"] for v in by_type.get("AWS::ApiGateway::Stage", {}).values() if belongs(v)
+        ]
+        stages = [str(props["StageName"]) for props in stage_props if "StageName" in props]
+        throttles = [
+            Throttle(rate=float(setting["ThrottlingRateLimit"]), burst=int(setting["ThrottlingBurstLimit"]))
+            for props in stage_props
+            for setting in props.get("MethodSettings") or []
+            if setting.get("ResourcePath") == "/*"
+            and setting.get("HttpMethod") == "*"
+            and "ThrottlingRateLimit" in setting
+            and "ThrottlingBurstLimit" in setting
         ]
         stages += [
             str(v["Properties"]["StageName"])
@@ -268,6 +316,7 @@ def apis_from_template(
                 stage=stages[0] if stages else "prod",
                 routes=tuple(routes),
                 gateway_responses=gateway_responses,
+                throttle=throttles[0] if throttles else None,
             )
         )
     return specs
@@ -308,18 +357,41 @@ class RestApiHandler:
         self._invoke = invoke
         self._account_id = account_id
         self._region = region
+        self._bucket = TokenBucket(spec.throttle) if spec.throttle else None
+
+    def refusal(self, status: int, message: str) -> HttpResponse:
+        """What the edge answers for a request it cannot even read (a malformed request line, a
+        bad Content-Length): the DEFAULT_4XX/5XX gateway response with that status."""
+        response_type = "DEFAULT_4XX" if status < 500 else "DEFAULT_5XX"
+        return self._gateway_response(response_type, str(uuid.uuid4()), message, status=status)
+
+    def too_large(self) -> HttpResponse:
+        return self._gateway_response("REQUEST_TOO_LARGE", str(uuid.uuid4()), "Request Too Long")
+
+    def failure(self) -> HttpResponse:
+        """An error of the emulation itself: API Gateway's DEFAULT_5XX, never a bare 500."""
+        return self._gateway_response("DEFAULT_5XX", str(uuid.uuid4()), "Internal server error")
 
     def _gateway_response(
-        self, response_type: str, request_id: str, message: str, *, validation: str = ""
+        self,
+        response_type: str,
+        request_id: str,
+        message: str,
+        *,
+        validation: str = "",
+        status: int | None = None,
     ) -> HttpResponse:
-        status, error_type = DEFAULT_RESPONSES.get(response_type, (500, "InternalServerErrorException"))
-        custom = self.spec.gateway_responses.get(response_type) or self.spec.gateway_responses.get(
-            "DEFAULT_4XX" if status < 500 else "DEFAULT_5XX"
+        default_status, error_type = DEFAULT_RESPONSES.get(
+            response_type, (500, "InternalServerErrorException")
         )
+        custom = self.spec.gateway_responses.get(response_type) or self.spec.gateway_responses.get(
+            "DEFAULT_4XX" if (status or default_status) < 500 else "DEFAULT_5XX"
+        )
+        if status is None:
+            status = (custom.status if custom is not None else None) or default_status
         template = DEFAULT_TEMPLATE
         headers = [("Content-Type", "application/json"), ("x-amzn-ErrorType", error_type)]
         if custom is not None:
-            status = custom.status or status
             template = custom.templates.get("application/json", template)
             headers += [(name, _literal(value)) for name, value in custom.headers.items()]
         context = {
@@ -346,7 +418,9 @@ class RestApiHandler:
         best: tuple[tuple[tuple[int, int, int], int], Route, dict[str, str]] | None = None
         for route in self.spec.routes:
             matched = route.match(parts)
-            if matched is None or route.method not in (method, "ANY"):
+            if matched is None or not (
+                route.method == method or (route.method == "ANY" and method in HTTP_METHODS)
+            ):
                 continue
             score, params = matched
             rank = (score, 1 if route.method == method else 0)
@@ -377,12 +451,12 @@ class RestApiHandler:
             if schema is not None:
                 try:
                     document = json.loads(request.body) if request.body.strip() else {}
-                except ValueError:
+                    validator = jsonschema.Draft4Validator(schema)
+                    errors = sorted(validator.iter_errors(document), key=lambda e: list(e.absolute_path))
+                except (ValueError, RecursionError):  # not JSON, or nested past the recursion limit
                     return self._gateway_response(
                         "BAD_REQUEST_BODY", request_id, "Invalid request body", validation="[Invalid JSON]"
                     )
-                validator = jsonschema.Draft4Validator(schema)
-                errors = sorted(validator.iter_errors(document), key=lambda e: list(e.absolute_path))
                 if errors:
                     detail = "[" + ", ".join(_describe(error) for error in errors) + "]"
                     return self._gateway_response(
@@ -396,7 +470,9 @@ class RestApiHandler:
         """The REST API (payload format 1.0) proxy event."""
         headers: dict[str, str] = {}
         multi_headers: dict[str, list[str]] = {}
-        for name, value in [*request.headers, *self._forwarded(request)]:
+        own = {"x-forwarded-proto", "x-forwarded-port"}
+        client = [(name, value) for name, value in request.headers if name.lower() not in own]
+        for name, value in [*client, *self._forwarded(request)]:
             headers[name] = value
             multi_headers.setdefault(name, []).append(value)
         query = parse_qs(request.query, keep_blank_values=True)
@@ -452,15 +528,20 @@ class RestApiHandler:
 
     @staticmethod
     def _forwarded(request: HttpRequest) -> list[tuple[str, str]]:
-        """The headers API Gateway adds to every proxied request (here the scheme is http)."""
+        """The headers API Gateway adds to every proxied request (here the scheme is http); the
+        port and scheme are the edge's own, whatever the client sent."""
         present = {name.lower() for name, _ in request.headers}
         added = {
             "X-Forwarded-For": request.source_ip,
-            "X-Forwarded-Port": request.host.rpartition(":")[2] if ":" in request.host else "80",
-            "X-Forwarded-Proto": "http",
             "X-Amzn-Trace-Id": f"Root=1-{int(time.time()):08x}-{uuid.uuid4().hex[:24]}",
         }
-        return [(name, value) for name, value in added.items() if name.lower() not in present]
+        own = {
+            "X-Forwarded-Port": request.host.rpartition(":")[2] if ":" in request.host else "80",
+            "X-Forwarded-Proto": "http",
+        }
+        return [(name, value) for name, value in added.items() if name.lower() not in present] + list(
+            own.items()
+        )
 
     def handle(self, request: HttpRequest) -> HttpResponse:  # noqa: PLR0911 - one return per outcome
         request_id = str(uuid.uuid4())
@@ -469,6 +550,8 @@ class RestApiHandler:
             return self._gateway_response(
                 "MISSING_AUTHENTICATION_TOKEN", request_id, "Missing Authentication Token"
             )
+        if self._bucket is not None and not self._bucket.take():
+            return self._gateway_response("THROTTLED", request_id, "Too Many Requests")
         resource_parts = parts[1:]
         request = HttpRequest(
             method=request.method,
@@ -553,10 +636,48 @@ class RestApiServer:
             def log_message(self, format: str, *args: Any) -> None:
                 logger.debug("%s " + format, self.address_string(), *args)
 
+            def __getattr__(self, name: str) -> Any:
+                # Any method name reaches _serve (http.server answers an unknown one with its own
+                # HTML 501); the routes decide, as API Gateway does.
+                if name.startswith("do_"):
+                    return self._serve
+                raise AttributeError(name)
+
+            def send_error(
+                self,
+                code: int,
+                message: str | None = None,
+                explain: str | None = None,  # noqa: ARG002 - http.server's signature
+            ) -> None:
+                """http.server's own refusals (malformed request line, headers too long) in the
+                API's gateway response shape instead of an HTML page."""
+                self.close_connection = True
+                self._answer(rest.refusal(code, message or HTTPStatus(code).phrase))
+
+            def _answer(self, response: HttpResponse) -> None:
+                self.send_response(response.status)
+                for name, value in response.headers:
+                    if name.lower() not in ("content-length", "connection"):
+                        self.send_header(name, value)
+                self.send_header("Content-Length", str(len(response.body)))
+                if self.close_connection:
+                    self.send_header("Connection", "close")
+                self.end_headers()
+                if self.command != "HEAD":
+                    self.wfile.write(response.body)
+
             def _serve(self) -> None:
-                length = int(self.headers.get("Content-Length") or 0)
+                try:
+                    length = int(self.headers.get("Content-Length") or 0)
+                except ValueError:
+                    length = -1
+                if length < 0:
+                    self.close_connection = True
+                    self._answer(rest.refusal(400, "Invalid Content-Length"))
+                    return
                 if length > MAX_BODY_BYTES:
-                    self.send_error(413)
+                    self.close_connection = True  # the body is left unread
+                    self._answer(rest.too_large())
                     return
                 body = self.rfile.read(length) if length else b""
                 url = urlsplit(self.path)
@@ -567,27 +688,19 @@ class RestApiServer:
                     headers=list(self.headers.items()),
                     body=body,
                     source_ip=self.client_address[0],
-                    host=self.headers.get("Host") or f"{host}:{port}",
+                    # The stage's own endpoint, never the client's Host header.
+                    host=f"{host}:{bound_port}",
                 )
                 try:
                     response = rest.handle(request)
                 except Exception:  # one broken request must not stop the API
                     logger.exception("request %s %s failed", self.command, self.path)
-                    response = HttpResponse(500, [("Content-Type", "application/json")], b'{"message":null}')
-                self.send_response(response.status)
-                for name, value in response.headers:
-                    if name.lower() not in ("content-length", "connection"):
-                        self.send_header(name, value)
-                self.send_header("Content-Length", str(len(response.body)))
-                self.end_headers()
-                if self.command != "HEAD":
-                    self.wfile.write(response.body)
-
-            do_GET = do_POST = do_PUT = do_PATCH = do_DELETE = do_HEAD = do_OPTIONS = _serve
+                    response = rest.failure()
+                self._answer(response)
 
         self._server = ThreadingHTTPServer((host, port), _Request)
         self._server.daemon_threads = True
-        self.port = self._server.server_address[1]
+        self.port = bound_port = int(self._server.server_address[1])
         self._thread = threading.Thread(
             target=self._server.serve_forever, name=f"rest-api-{self.port}", daemon=True
         )

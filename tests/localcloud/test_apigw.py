@@ -2,12 +2,24 @@
 
 from __future__ import annotations
 
+import dataclasses
+import http.client
 import json
+import socket
 from typing import Any
 
 import pytest
 
-from localcloud.apigw import HttpRequest, RestApiHandler, RestApiSpec, Route, apis_from_template
+from localcloud.apigw import (
+    HttpRequest,
+    RestApiHandler,
+    RestApiServer,
+    RestApiSpec,
+    Route,
+    Throttle,
+    TokenBucket,
+    apis_from_template,
+)
 
 
 @pytest.fixture
@@ -222,3 +234,156 @@ def test_exact_method_wins_over_any_and_literal_over_parameter():
     handler(api, fake).handle(request("GET", "/s/a/c"))
 
     assert [function for function, _ in fake.calls] == ["exact", "any", "param"]
+
+
+# -- the real app's edge (the synthesized `local` stage) -------------------------------------------
+@pytest.fixture(scope="module")
+def app_spec(local_assembly) -> RestApiSpec:
+    template = json.loads((local_assembly / "retrysafe-local-app.template.json").read_text())
+    resources = template["Resources"]
+    functions = {k: f"fn-{k}" for k, v in resources.items() if v["Type"] == "AWS::Lambda::Function"}
+    (api,) = apis_from_template(template, physical_ids={k: k for k in resources}, function_names=functions)
+    return api
+
+
+def _shaped(response) -> dict[str, Any]:
+    body = json.loads(response.body)
+    assert set(body) == {"error", "message"}, body
+    return body
+
+
+def test_a_body_nested_past_the_recursion_limit_is_a_400_in_the_error_shape(app_spec):
+    # Regression (root cause 3): the edge's validation caught ValueError, not RecursionError (500)
+    fake = FakeLambda()
+    headers = {"Content-Type": "application/json", "Idempotency-Key": "deep"}
+    for body in (b"[" * 1_000, b"[" * 100_000, b'{"customer_id": ' + b"[" * 50_000 + b"}"):
+        response = handler(app_spec, fake).handle(
+            request("POST", "/local/orders", body=body, headers=headers)
+        )
+        assert response.status == 400
+        assert _shaped(response)["error"] == "InvalidRequest"
+    assert fake.calls == []
+
+
+@pytest.mark.parametrize(
+    ("method", "path", "resource"),
+    [
+        ("PUT", "/local/orders", "/orders"),
+        ("DELETE", "/local/orders", "/orders"),
+        ("OPTIONS", "/local/orders", "/orders"),
+        ("GET", "/local/orders", "/orders"),
+        ("POST", "/local/orders/o-1", "/orders/{order_id}"),
+        ("GET", "/local/orders/a/b", "/{proxy+}"),
+        ("GET", "/local/", "/"),
+        ("HEAD", "/local/x", "/{proxy+}"),
+    ],
+)
+def test_other_methods_and_paths_reach_the_function(app_spec, method, path, resource):
+    # Regression (root cause 4): these were API Gateway's own 403 "Missing Authentication Token"
+    fake = FakeLambda({"statusCode": 405, "body": '{"error": "MethodNotAllowed", "message": "m"}'})
+    response = handler(app_spec, fake).handle(request(method, path))
+    assert response.status == 405
+    assert fake.calls[0][1]["resource"] == resource
+
+
+@pytest.mark.parametrize(
+    ("method", "path"), [("GET", "/"), ("GET", "/prod/orders"), ("FOO", "/local/orders"), ("TRACE", "/x")]
+)
+def test_what_no_route_can_take_is_a_403_in_the_error_shape(app_spec, method, path):
+    response = handler(app_spec, FakeLambda()).handle(request(method, path))
+    assert response.status == 403
+    assert _shaped(response)["error"] == "MissingAuthenticationToken"
+
+
+def test_a_function_failure_is_a_shaped_5xx(app_spec):
+    failed = handler(app_spec, FakeLambda({"errorType": "KeyError"}, "Unhandled")).handle(
+        request("GET", "/local/orders/o-1")
+    )
+    assert failed.status == 502
+    assert _shaped(failed)["error"] == "GatewayError"
+
+
+def test_the_stage_throttle_answers_429_with_retry_after(app_spec):
+    assert app_spec.throttle == Throttle(rate=50.0, burst=100)
+    spec = dataclasses.replace(app_spec, throttle=Throttle(rate=0.001, burst=2))
+    edge = handler(spec, FakeLambda())
+    statuses = [edge.handle(request("GET", "/local/orders/o-1")).status for _ in range(3)]
+    assert statuses == [200, 200, 429]
+    throttled = edge.handle(request("GET", "/local/orders/o-1"))
+    assert _shaped(throttled)["error"] == "TooManyRequests"
+    assert ("Retry-After", "1") in throttled.headers
+
+
+def test_the_token_bucket_refills_at_the_rate():
+    now = [0.0]
+    bucket = TokenBucket(Throttle(rate=10, burst=2), clock=lambda: now[0])
+    assert [bucket.take() for _ in range(3)] == [True, True, False]
+    now[0] += 0.1
+    assert [bucket.take() for _ in range(2)] == [True, False]
+
+
+# -- over a socket --------------------------------------------------------------------------------
+@pytest.fixture
+def served(app_spec):
+    fake = FakeLambda({"statusCode": 202, "body": "{}"})
+    server = RestApiServer(handler(app_spec, fake), port=0)
+    server.start()
+    yield server, fake
+    server.stop()
+
+
+def _raw_http(port: int, data: bytes) -> tuple[int, dict[str, str], bytes]:
+    with socket.create_connection(("127.0.0.1", port), timeout=10) as connection:
+        connection.sendall(data)
+        response = http.client.HTTPResponse(connection)
+        response.begin()
+        return response.status, dict(response.getheaders()), response.read()
+
+
+@pytest.mark.parametrize(
+    ("data", "status", "code"),
+    [
+        (b"GET / / HTTP/1.1\r\n\r\n", 400, "RequestRefused"),  # a malformed request line
+        (b"GET /local/orders/o-1 HTTP/1.1\r\nHost: x\r\nContent-Length: abc\r\n\r\n", 400, "RequestRefused"),
+        (
+            b"POST /local/orders HTTP/1.1\r\nHost: x\r\nContent-Length: 99999999\r\n\r\n",
+            413,
+            "RequestTooLarge",
+        ),
+        (b"BREW /local/orders HTTP/1.1\r\nHost: x\r\n\r\n", 403, "MissingAuthenticationToken"),
+        (b"GET /" + b"a" * 70_000 + b" HTTP/1.1\r\n\r\n", 414, "RequestRefused"),
+    ],
+)
+def test_what_http_server_refuses_is_in_the_error_shape(served, data, status, code):
+    server, fake = served
+    got, headers, body = _raw_http(server.port, data)
+    assert got == status
+    assert json.loads(body)["error"] == code
+    assert headers["Content-Type"] == "application/json"
+    assert fake.calls == []
+
+
+def test_the_event_names_the_servers_own_endpoint_never_the_clients_host(served):
+    server, fake = served
+    data = (
+        b"GET /local/orders/o-1 HTTP/1.1\r\nHost: evil.test:1\r\n"
+        b"X-Forwarded-Proto: gopher\r\nX-Forwarded-Port: 9\r\n\r\n"
+    )
+    assert _raw_http(server.port, data)[0] == 202
+    event = fake.calls[0][1]
+    assert event["requestContext"]["domainName"] == f"127.0.0.1:{server.port}"
+    assert event["headers"]["X-Forwarded-Proto"] == "http"
+    assert event["multiValueHeaders"]["X-Forwarded-Port"] == [str(server.port)]
+    assert event["headers"]["Host"] == "evil.test:1"  # forwarded as a header, as API Gateway does
+
+
+def test_an_error_of_the_emulation_is_a_shaped_502_not_a_500(served, monkeypatch):
+    server, _ = served
+
+    def broken(_request):
+        raise RuntimeError("emulation bug")
+
+    monkeypatch.setattr(server.handler, "handle", broken)
+    status, _, body = _raw_http(server.port, b"GET /local/orders/o-1 HTTP/1.1\r\nHost: x\r\n\r\n")
+    assert status == 502
+    assert json.loads(body)["error"] == "GatewayError"
