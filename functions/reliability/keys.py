@@ -83,3 +83,28 @@ def execution_token(*, stage: str, business_id: str, run: int) -> str:
         return token
     digest = hashlib.sha256(business_id.encode()).hexdigest()[:40]
     return f"{stage}.h-{digest}.r{run}"
+
+
+@dataclass(frozen=True)
+class KeyParts:
+    """What a stored key or an execution token says about itself (for telemetry and operators)."""
+
+    run: int
+    business_id: str | None  # the identity when it is a plain readable string (not JSON, not hashed)
+
+
+_KEY = re.compile(r"^[^#\s]+#[^#\s]+#r(?P<run>[0-9]+)#(?:v:(?P<identity>.*)|h:[0-9a-f]+)$", re.DOTALL)
+_TOKEN = re.compile(r"^[^.]+\.(?P<business>.+)\.r(?P<run>[0-9]+)$")
+
+
+def key_parts(value: str) -> KeyParts | None:
+    """Run and readable business id of a ``derive_key`` value or an ``execution_token``; None for
+    anything else. A hashed id (``h-``/``h:``) or a JSON identity gives ``business_id=None``."""
+    if match := _KEY.match(value):
+        identity = match["identity"]
+        readable = identity is not None and not identity.startswith(("{", "["))
+        return KeyParts(run=int(match["run"]), business_id=identity if readable else None)
+    if match := _TOKEN.match(value):
+        business = match["business"]
+        return KeyParts(run=int(match["run"]), business_id=None if business.startswith("h-") else business)
+    return None
