@@ -47,6 +47,7 @@ class ServiceFunction(Construct):
         environment: Mapping[str, str],
         log_level: str,
         retain_logs: bool,
+        reserved_concurrency: int | None = None,
     ) -> None:
         super().__init__(scope, construct_id)
         self.log_group = logs.LogGroup(
@@ -77,6 +78,7 @@ class ServiceFunction(Construct):
             layers=layers,
             memory_size=sizing.memory_mb,
             timeout=sizing.timeout,
+            reserved_concurrent_executions=reserved_concurrency,
             role=self.role,
             environment=dict(environment),
             tracing=lambda_.Tracing.ACTIVE,

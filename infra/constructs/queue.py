@@ -7,15 +7,10 @@ from aws_cdk import aws_cloudwatch as cloudwatch
 from aws_cdk import aws_sqs as sqs
 from constructs import Construct
 
+# The visibility timeout and the receives before the DLQ are derived in infra/capacity.py.
+from infra.capacity import MAX_RECEIVE_COUNT, visibility_timeout_seconds
 from infra.config import DLQ_RETENTION_DAYS
 
-# AWS's guidance for Lambda event sources: a visibility timeout of at least six times the
-# function timeout, so a batch that is retried by the poller is not redelivered mid-flight.
-VISIBILITY_TIMEOUT_FACTOR = 6
-# Receives before a message moves to the DLQ: enough to ride out throttling and a few transient
-# failures (each failed receive waits a full visibility timeout), few enough that a poison
-# message surfaces within minutes.
-MAX_RECEIVE_COUNT = 5
 QUEUE_RETENTION = Duration.days(4)
 DLQ_RETENTION = Duration.days(DLQ_RETENTION_DAYS)
 
@@ -47,7 +42,7 @@ class QueueWithDlq(Construct):
             self,
             "Queue",
             queue_name=queue_name,
-            visibility_timeout=Duration.seconds(consumer_timeout.to_seconds() * VISIBILITY_TIMEOUT_FACTOR),
+            visibility_timeout=Duration.seconds(visibility_timeout_seconds(consumer_timeout.to_seconds())),
             retention_period=QUEUE_RETENTION,
             encryption=sqs.QueueEncryption.SQS_MANAGED,
             enforce_ssl=True,

@@ -9,13 +9,14 @@ from __future__ import annotations
 from dataclasses import dataclass
 from pathlib import Path
 
-from aws_cdk import ArnFormat, CfnOutput, Stack
+from aws_cdk import ArnFormat, CfnOutput, Duration, Stack
 from aws_cdk import aws_iam as iam
 from aws_cdk import aws_lambda as lambda_
 from aws_cdk import aws_lambda_event_sources as event_sources
 from aws_cdk import aws_ssm as ssm
 from constructs import Construct
 
+from infra.capacity import CapacityPlan
 from infra.config import StageConfig
 from infra.constructs.api import OrdersApi
 from infra.constructs.function import POWERTOOLS_LAYER_PARAMETER, ServiceFunction
@@ -33,7 +34,6 @@ ASSET_EXCLUDE = [
     "**/tests",
     "**/*.md",
 ]
-SQS_BATCH_SIZE = 10
 
 TABLE_ENV = {
     "idempotency": "IDEMPOTENCY_TABLE",
@@ -89,7 +89,15 @@ assert {a.consume for a in ACCESS.values() if a.consume} == set(QUEUE_CONSUMERS)
 
 
 class AppStack(Stack):
-    def __init__(self, scope: Construct, construct_id: str, *, config: StageConfig, data: DataStack) -> None:
+    def __init__(
+        self,
+        scope: Construct,
+        construct_id: str,
+        *,
+        config: StageConfig,
+        data: DataStack,
+        capacity: CapacityPlan,
+    ) -> None:
         super().__init__(
             scope,
             construct_id,
@@ -129,6 +137,7 @@ class AppStack(Stack):
                 environment=env,
                 log_level=config.log_level,
                 retain_logs=config.retain_data,
+                reserved_concurrency=capacity.reserved_concurrency.get(name),
             ).function
             for table in access.read_write:
                 data.tables[table].grant_read_write_data(function)
@@ -140,7 +149,9 @@ class AppStack(Stack):
                 function.add_event_source(
                     event_sources.SqsEventSource(
                         data.queues[access.consume],
-                        batch_size=SQS_BATCH_SIZE,
+                        batch_size=capacity.batch_size,
+                        max_batching_window=Duration.seconds(capacity.batch_window_seconds),
+                        max_concurrency=capacity.max_concurrency[name],
                         report_batch_item_failures=True,
                     )
                 )

@@ -7,8 +7,8 @@ from typing import Any
 import pytest
 from aws_cdk.assertions import Match, Template
 
+from infra.capacity import MAX_RECEIVE_COUNT, VISIBILITY_TIMEOUT_FACTOR
 from infra.config import DLQ_RETENTION_DAYS, SECONDS_PER_DAY
-from infra.constructs.queue import MAX_RECEIVE_COUNT, VISIBILITY_TIMEOUT_FACTOR
 from infra.sizing import FUNCTIONS, QUEUE_CONSUMERS
 from simulator.templates import DATA_STACK_OUTPUTS
 

@@ -1,0 +1,133 @@
+"""The capacity plan (infra/capacity.py): its derivations hold, and every stage's templates carry
+exactly the settings derived from that stage's cdk.json entry."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from infra.capacity import (
+    MAX_RECEIVE_COUNT,
+    PROVIDER_CALL_SECONDS,
+    THROTTLE_STORM_SECONDS,
+    TRANSIENT_RECEIVES,
+    TRANSITIONS_PER_ORDER,
+    WORKER_SECONDS_PER_MESSAGE,
+    CapacityError,
+    CapacityPlan,
+    StageCapacity,
+    plan,
+    quota,
+    stage_capacity,
+    throttle_backoff_seconds,
+    visibility_timeout_seconds,
+)
+from infra.config import CONTEXT_KEY
+from infra.sizing import FUNCTIONS, QUEUE_CONSUMERS
+from simulator.synth import cdk_context
+from simulator.templates import resources_of_type, state_machine_definition
+from tests.infra.conftest import STAGES, stack
+
+
+def _plan(stage: str) -> CapacityPlan:
+    return plan(stage_capacity(cdk_context(stage)[CONTEXT_KEY], stage))
+
+
+def _functions(template: dict[str, Any]) -> dict[str, dict[str, Any]]:
+    """Function name (without the stage prefix) -> properties, and each logical id -> name."""
+    return {
+        str(resource["Properties"]["FunctionName"]).split("-", 2)[2]: {"LogicalId": logical_id, **resource}
+        for logical_id, resource in resources_of_type(template, "AWS::Lambda::Function").items()
+    }
+
+
+@pytest.mark.parametrize("stage", STAGES)
+def test_event_source_mappings_carry_the_planned_batch_and_maximum_concurrency(stage: str) -> None:
+    # Given the stage's plan and its synthesized app template
+    capacity = _plan(stage)
+    template = stack(stage, "app")
+    by_logical_id = {f["LogicalId"]: name for name, f in _functions(template).items()}
+    # When each mapping is traced to its function
+    mappings = {
+        by_logical_id[m["Properties"]["FunctionName"]["Ref"]]: m["Properties"]
+        for m in resources_of_type(template, "AWS::Lambda::EventSourceMapping").values()
+    }
+    # Then each queue consumer has the plan's batch, window and maximum concurrency
+    assert set(mappings) == set(QUEUE_CONSUMERS.values())
+    for name, props in mappings.items():
+        assert props["BatchSize"] == capacity.batch_size
+        assert props.get("MaximumBatchingWindowInSeconds", 0) == capacity.batch_window_seconds
+        assert props["ScalingConfig"] == {"MaximumConcurrency": capacity.max_concurrency[name]}
+        assert props["FunctionResponseTypes"] == ["ReportBatchItemFailures"]
+
+
+@pytest.mark.parametrize("stage", STAGES)
+def test_reserved_concurrency_only_where_the_plan_puts_it(stage: str) -> None:
+    capacity = _plan(stage)
+    reserved = {
+        name: f["Properties"]["ReservedConcurrentExecutions"]
+        for name, f in _functions(stack(stage, "app")).items()
+        if "ReservedConcurrentExecutions" in f["Properties"]
+    }
+    assert reserved == dict(capacity.reserved_concurrency)
+    # The ESM never invokes into its own function's throttle: reserved >= MaximumConcurrency.
+    assert reserved["worker"] >= capacity.max_concurrency["worker"]
+    # The account keeps the unreserved concurrency Lambda requires.
+    unreserved = capacity.capacity.account_concurrency - sum(reserved.values())
+    assert unreserved >= quota("lambda_unreserved_minimum")
+
+
+@pytest.mark.parametrize("stage", STAGES)
+def test_queues_carry_the_planned_receive_count_and_visibility(stage: str) -> None:
+    queues = {
+        str(q["Properties"]["QueueName"]): q["Properties"]
+        for q in resources_of_type(stack(stage, "data"), "AWS::SQS::Queue").values()
+    }
+    for queue, consumer in QUEUE_CONSUMERS.items():
+        props = queues[f"retrysafe-{stage}-{queue}"]
+        assert props["RedrivePolicy"]["maxReceiveCount"] == _plan(stage).max_receive_count
+        assert props["VisibilityTimeout"] == visibility_timeout_seconds(FUNCTIONS[consumer].timeout_seconds)
+
+
+def test_transitions_per_order_is_the_happy_path_of_the_synthesized_workflow() -> None:
+    # Given the synthesized state machine (the tasks' ARNs do not matter here)
+    template = stack("dev", "app")
+    asl = state_machine_definition(template, {f"retrysafe-dev-{name}": name for name in _functions(template)})
+    # When the happy path is walked from StartAt along Next
+    state, entered = asl["StartAt"], 0
+    while state is not None:
+        entered += 1
+        state = asl["States"][state].get("Next")
+    # Then the derivation's transitions per order match
+    assert entered == TRANSITIONS_PER_ORDER
+
+
+def test_max_receive_count_outlasts_the_throttle_storm_plus_transient_failures() -> None:
+    throttled = MAX_RECEIVE_COUNT - TRANSIENT_RECEIVES
+    assert sum(throttle_backoff_seconds(n) for n in range(1, throttled + 1)) >= THROTTLE_STORM_SECONDS
+    # and not one receive more than the storm needs
+    assert sum(throttle_backoff_seconds(n) for n in range(1, throttled)) < THROTTLE_STORM_SECONDS
+
+
+@pytest.mark.parametrize("stage", STAGES)
+def test_the_plan_admits_no_more_than_every_downstream_limit_allows(stage: str) -> None:
+    capacity = _plan(stage)
+    worker_rate = capacity.max_concurrency["worker"] / WORKER_SECONDS_PER_MESSAGE
+    charge_rate = capacity.reserved_concurrency["charge-payment"] / PROVIDER_CALL_SECONDS
+    provider = capacity.capacity.provider_requests_per_second
+    # The worker's admission stays under the provider's limit, and the charge step can carry it.
+    assert worker_rate <= provider
+    assert worker_rate <= charge_rate <= provider
+    assert worker_rate <= quota("start_execution_refill")
+    assert worker_rate * TRANSITIONS_PER_ORDER <= quota("state_transition_refill")
+
+
+def test_an_account_too_small_for_the_reservations_fails_the_synth() -> None:
+    with pytest.raises(CapacityError, match="unreserved"):
+        plan(StageCapacity(account_concurrency=120, provider_requests_per_second=100))
+
+
+def test_a_stage_without_a_capacity_entry_is_an_error_naming_it() -> None:
+    with pytest.raises(CapacityError, match=r"retrysafe\.stages\.dev\.capacity"):
+        stage_capacity({"stages": {"dev": {}}}, "dev")
