@@ -88,6 +88,9 @@ bench: install ## Count AWS round trips per fenced step on moto; writes bench/re
 openapi: install ## Write the API's OpenAPI description (functions/orders/openapi.json) from the contract models
 	PYTHONPATH=functions $(PY) -m orders.openapi
 
+fuzz: install ## Hostile requests over HTTP against a local cloud (running, or started and stopped); FUZZ_ARGS="--requests 5000 --seed 11"; writes ops/results/fuzz.{json,md}
+	PYTHONPATH=functions:. $(PY) -m ops.fuzz $(FUZZ_ARGS)
+
 chaos: install ## Crash at every crash point, random fault schedules, all interleavings, the control; writes chaos/results/report.{json,md}
 	PYTHONPATH=functions:. $(PY) -m chaos $(CHAOS_ARGS)
 
