@@ -21,17 +21,64 @@ _LOG_LEVELS = ("DEBUG", "INFO", "WARNING", "ERROR")
 SECONDS_PER_HOUR = 3600
 SECONDS_PER_DAY = 24 * SECONDS_PER_HOUR
 
-# How long a message may sit in a DLQ before SQS deletes it (the SQS maximum).
+# --- the windows: how late the same key can come back, each written once ----------------------
+# A message waits at most this long in a source queue (orders, notify, analytics) ...
+QUEUE_RETENTION_DAYS = 4
+# ... and then at most this long in its DLQ before SQS deletes it (the SQS maximum).
 DLQ_RETENTION_DAYS = 14
 # Step Functions accepts a redrive of a failed Standard execution for 14 days after it stopped.
 REDRIVE_WINDOW_DAYS = 14
-# A step fence must still exist when the last legitimate retry of its step can arrive: a message
-# may wait out the whole DLQ retention and then start or redrive an execution whose steps run
-# inside the redrive window. 14 + 14 = 28 days; 30 leaves a margin for clock skew and for DynamoDB
-# TTL deleting lazily (it only ever deletes late, never early).
-FENCE_TTL_DAYS = 30
-FENCE_TTL_SECONDS = FENCE_TTL_DAYS * SECONDS_PER_DAY
-assert FENCE_TTL_DAYS > REDRIVE_WINDOW_DAYS + DLQ_RETENTION_DAYS
+# How long the payment provider dedupes an idempotency key (Stripe: 24 h). The charge step does
+# not rely on it outliving anything: a takeover looks the charge up by order id and token first.
+PROVIDER_KEY_LIFETIME_HOURS = 24
+# Added to every derived TTL: an execution's own running time (retries, FenceBusy waits; minutes)
+# and clock skew. DynamoDB TTL only ever deletes late, never early, so no margin is needed for it.
+TTL_MARGIN_DAYS = 3
+
+
+@dataclass(frozen=True)
+class Window:
+    """A stretch of time after which the same key can still come back."""
+
+    name: str
+    seconds: int
+
+    def __str__(self) -> str:
+        return f"{self.name} {_days(self.seconds)}"
+
+
+def _days(seconds: int) -> str:
+    return f"{seconds / SECONDS_PER_DAY:g} d" if seconds % SECONDS_PER_HOUR == 0 else f"{seconds} s"
+
+
+def _window(name: str, days: int) -> Window:
+    return Window(name, days * SECONDS_PER_DAY)
+
+
+# A step fence must exist whenever its (token, step) can run again: the order message may wait out
+# the orders queue and its DLQ before it starts the execution, which can then be redriven.
+FENCE_WINDOWS = (
+    _window("orders-queue retention", QUEUE_RETENTION_DAYS),
+    _window("DLQ retention", DLQ_RETENTION_DAYS),
+    _window("Step Functions redrive window", REDRIVE_WINDOW_DAYS),
+)
+# A consumer's dedup record must exist whenever its event id can arrive again: PublishEvents may
+# re-send it until the execution's redrive window closes, and the re-sent message may then wait out
+# the consumer's queue and DLQ (and be redriven from there).
+DEDUP_WINDOWS = (
+    _window("Step Functions redrive window", REDRIVE_WINDOW_DAYS),
+    _window("consumer-queue retention", QUEUE_RETENTION_DAYS),
+    _window("DLQ retention", DLQ_RETENTION_DAYS),
+)
+
+
+def outlived(windows: tuple[Window, ...]) -> int:
+    """The seconds a key must outlive: the windows back to back (each path can follow the last)."""
+    return sum(window.seconds for window in windows)
+
+
+def derived_ttl_days(windows: tuple[Window, ...]) -> int:
+    return -(-outlived(windows) // SECONDS_PER_DAY) + TTL_MARGIN_DAYS
 
 
 class ConfigError(ValueError):
@@ -56,10 +103,13 @@ class StageConfig:
     api_auth: ApiAuth
     retain_data: bool
     # How long a client may retry a POST with the same Idempotency-Key and get the first answer
-    # back, and how long a consumer remembers an event id. 24 h covers client retry budgets and
-    # SQS redeliveries (minutes to hours); a completed step is never re-run later than that
-    # because its fence (FENCE_TTL_DAYS) outlives every redrive, so it never republishes.
-    dedup_ttl_hours: int
+    # back (the HTTP idempotency record's TTL). A retry after that still finds its order: the
+    # order id is derived from the key, and the stored order is reused.
+    client_retry_window_hours: int
+    # Consumer dedup and step fence TTLs: derived from the windows (DEDUP_WINDOWS, FENCE_WINDOWS)
+    # unless cdk.json sets them, and never shorter than those windows (checked here, at synth).
+    dedup_ttl_days: int
+    fence_ttl_days: int
     log_level: str
     api_throttle: ApiThrottle
 
@@ -76,12 +126,35 @@ class StageConfig:
         return self.name("app")
 
     @property
+    def idempotency_ttl_seconds(self) -> int:
+        return self.client_retry_window_hours * SECONDS_PER_HOUR
+
+    @property
     def dedup_ttl_seconds(self) -> int:
-        return self.dedup_ttl_hours * SECONDS_PER_HOUR
+        return self.dedup_ttl_days * SECONDS_PER_DAY
 
     @property
     def fence_ttl_seconds(self) -> int:
-        return FENCE_TTL_SECONDS
+        return self.fence_ttl_days * SECONDS_PER_DAY
+
+    @property
+    def provider_key_lifetime_seconds(self) -> int:
+        return PROVIDER_KEY_LIFETIME_HOURS * SECONDS_PER_HOUR
+
+
+def check_lifetimes(config: StageConfig) -> None:
+    """Every key outlives every path by which it can come back, or the synth fails naming both."""
+    for what, ttl, windows in (
+        ("consumer dedup TTL (dedup_ttl_days)", config.dedup_ttl_seconds, DEDUP_WINDOWS),
+        ("step fence TTL (fence_ttl_days)", config.fence_ttl_seconds, FENCE_WINDOWS),
+    ):
+        needed = outlived(windows)
+        if ttl < needed:
+            raise ConfigError(
+                f"stage {config.stage}: the {what} is {_days(ttl)}, shorter than the "
+                f"{_days(needed)} it must outlive ({' + '.join(str(w) for w in windows)}); "
+                "the same key could come back after its record expired and act twice"
+            )
 
 
 def load_config(context: Mapping[str, Any], stage: str | None = None) -> StageConfig:
@@ -104,7 +177,9 @@ def load_config(context: Mapping[str, Any], stage: str | None = None) -> StageCo
             stage=stage,
             api_auth=api_auth,
             retain_data=bool(raw["retain_data"]),
-            dedup_ttl_hours=int(raw.get("dedup_ttl_hours", 24)),
+            client_retry_window_hours=int(raw.get("client_retry_window_hours", 24)),
+            dedup_ttl_days=int(raw.get("dedup_ttl_days", derived_ttl_days(DEDUP_WINDOWS))),
+            fence_ttl_days=int(raw.get("fence_ttl_days", derived_ttl_days(FENCE_WINDOWS))),
             log_level=str(raw.get("log_level", "INFO")),
             api_throttle=throttle,
         )
@@ -114,8 +189,9 @@ def load_config(context: Mapping[str, Any], stage: str | None = None) -> StageCo
         raise ConfigError(f"retrysafe.stages.{stage}.retain_data must be true or false")
     if config.log_level not in _LOG_LEVELS:
         raise ConfigError(f"log_level must be one of {_LOG_LEVELS}, got {config.log_level!r}")
-    if not 1 <= config.dedup_ttl_hours <= 24 * 30:
-        raise ConfigError(f"dedup_ttl_hours must be 1..720, got {config.dedup_ttl_hours}")
+    if not 1 <= config.client_retry_window_hours <= 24 * 30:
+        raise ConfigError(f"client_retry_window_hours must be 1..720, got {config.client_retry_window_hours}")
+    check_lifetimes(config)
     if throttle.rate <= 0 or throttle.burst < throttle.rate:
         raise ConfigError(f"api_throttle needs rate > 0 and burst >= rate, got {throttle}")
     return config

@@ -1,7 +1,9 @@
 """Typed configuration: the environment a function gets (DEVELOPERS.md), validated once at cold start.
 
 Each function receives only the variables its table/queue grants cover, so every resource
-setting is optional here and `require()` names the missing one when a use case needs it.
+setting is optional here and `require()` names the missing one when a use case needs it. The
+lifetimes (TTLs, the provider's key lifetime) have no defaults here: infra/config.py derives
+each from the windows it must outlive and is the one place that holds them.
 """
 
 from __future__ import annotations
@@ -10,14 +12,13 @@ from collections.abc import Mapping
 
 from pydantic import BaseModel, ConfigDict, Field
 
-DEFAULT_FENCE_TTL_SECONDS = 35 * 24 * 3600
-DEFAULT_DEDUP_TTL_SECONDS = 24 * 3600
-
 _ENV = {
     "service": "SERVICE_NAME",
     "stage": "STAGE",
+    "idempotency_ttl_seconds": "IDEMPOTENCY_TTL_SECONDS",
     "fence_ttl_seconds": "FENCE_TTL_SECONDS",
     "dedup_ttl_seconds": "DEDUP_TTL_SECONDS",
+    "provider_key_lifetime_seconds": "PROVIDER_KEY_LIFETIME_SECONDS",
     "idempotency_table": "IDEMPOTENCY_TABLE",
     "fence_table": "FENCE_TABLE",
     "orders_table": "ORDERS_TABLE",
@@ -33,6 +34,7 @@ _ENV = {
     "analytics_queue_url": "ANALYTICS_QUEUE_URL",
     "analytics_dlq_url": "ANALYTICS_DLQ_URL",
     "state_machine_arn": "STATE_MACHINE_ARN",
+    "throttle_backoff_seconds": "THROTTLE_BACKOFF_SECONDS",
     "function_name": "AWS_LAMBDA_FUNCTION_NAME",
 }
 
@@ -46,8 +48,10 @@ class Settings(BaseModel):
 
     service: str = Field(default="retrysafe", min_length=1)
     stage: str = Field(min_length=1, pattern=r"^[A-Za-z0-9_-]{1,64}$")
-    fence_ttl_seconds: int = Field(default=DEFAULT_FENCE_TTL_SECONDS, gt=0)
-    dedup_ttl_seconds: int = Field(default=DEFAULT_DEDUP_TTL_SECONDS, gt=0)
+    idempotency_ttl_seconds: int = Field(gt=0)
+    fence_ttl_seconds: int = Field(gt=0)
+    dedup_ttl_seconds: int = Field(gt=0)
+    provider_key_lifetime_seconds: int = Field(gt=0)
     idempotency_table: str | None = None
     fence_table: str | None = None
     orders_table: str | None = None
@@ -63,6 +67,9 @@ class Settings(BaseModel):
     analytics_queue_url: str | None = None
     analytics_dlq_url: str | None = None
     state_machine_arn: str | None = None
+    # The worker's visibility backoff per receive after a throttled start, comma-separated
+    # seconds (infra/capacity.py).
+    throttle_backoff_seconds: str | None = None
     function_name: str | None = None
 
     @classmethod

@@ -49,9 +49,24 @@ class OrderStore(Protocol):
 
 class PaymentProvider(Protocol):
     def charge(
-        self, *, idempotency_key: str, order_id: str, customer_id: str, amount_cents: int, currency: str
+        self,
+        *,
+        idempotency_key: str,
+        order_id: str,
+        customer_id: str,
+        amount_cents: int,
+        currency: str,
+        reference: str,
     ) -> Charge:
-        """Charge once per idempotency key; raises `PaymentDeclined` for a permanent refusal."""
+        """Charge once per idempotency key while the provider remembers the key (real providers
+        forget keys after a while: Stripe after 24 h, then the same key charges again). `order_id`
+        and `reference` go into the charge's metadata, which never expires. Raises
+        `PaymentDeclined` for a permanent refusal."""
+        ...
+
+    def find_charge(self, *, order_id: str, reference: str) -> Charge | None:
+        """The charge whose metadata holds this order id and reference (a search by metadata, as
+        real providers offer; it works however long ago the charge was made), or None."""
         ...
 
     def charges(self, order_id: str) -> list[Charge]: ...

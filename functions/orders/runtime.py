@@ -43,12 +43,21 @@ from reliability.http import HttpIdempotency
 from reliability.telemetry import Telemetry
 
 ClientFactory = Callable[[str], Any]
-# Standard retry mode: the SDK's own retries with backoff for throttling and 5xx.
-_CLIENT_CONFIG = Config(retries={"mode": "standard", "max_attempts": 3}, connect_timeout=3, read_timeout=10)
+# botocore's standard retry mode: up to 3 attempts in the SDK, exponential backoff with jitter on
+# throttling, 5xx, TransactionConflict and connection/read timeouts (every call we make is
+# conditional or keyed, so a retry is safe). Short timeouts: a step's whole budget is its function
+# timeout (20 s); what still fails after these retries becomes TransientError and is retried by the
+# state machine or the queue, with backoff measured in seconds rather than milliseconds.
+CLIENT_CONFIG = Config(
+    retries={"mode": "standard", "max_attempts": 3},
+    connect_timeout=2,
+    read_timeout=5,
+    tcp_keepalive=True,
+)
 
 
 def default_client_factory(service_name: str) -> Any:
-    return boto3.client(service_name, config=_CLIENT_CONFIG)
+    return boto3.client(service_name, config=CLIENT_CONFIG)
 
 
 class Runtime:
@@ -137,7 +146,12 @@ class Runtime:
 
     @cached_property
     def payments(self) -> FakePaymentProvider:
-        return FakePaymentProvider(client=self.dynamodb, table_name=self.settings.require("payments_table"))
+        return FakePaymentProvider(
+            client=self.dynamodb,
+            table_name=self.settings.require("payments_table"),
+            key_lifetime_seconds=self.settings.provider_key_lifetime_seconds,
+            clock=self.clock,
+        )
 
     @cached_property
     def ledger(self) -> DynamoLedger:
@@ -198,7 +212,7 @@ class Runtime:
         return HttpIdempotency(
             persistence=persistence,
             stage=self.settings.stage,
-            ttl_seconds=self.settings.dedup_ttl_seconds,
+            ttl_seconds=self.settings.idempotency_ttl_seconds,
             telemetry=self.telemetry,
         )
 
@@ -218,6 +232,7 @@ class Runtime:
             ledger=self.ledger if s.ledger_table else None,
             notify_queue=self.queue("notify_queue_url") if s.notify_queue_url else None,
             analytics_queue=self.queue("analytics_queue_url") if s.analytics_queue_url else None,
+            event_dedup_seconds=s.dedup_ttl_seconds,
         )
 
 

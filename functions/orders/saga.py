@@ -18,12 +18,12 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
-from orders.contract import OrderStatus, StepStatus
+from orders.contract import Charge, OrderStatus, StepStatus
 from orders.domain import Order, StepName, WorkflowInput, completed_event
-from orders.errors import UnknownOrder
+from orders.errors import PaymentDeclined, UnknownOrder
 from orders.ports import Inventory, Ledger, OrderStore, PaymentProvider, Queue
 from reliability.errors import BusinessError
-from reliability.fence import AtomicEffect, FenceStore, Outcome, StepId, Write
+from reliability.fence import AtomicEffect, ExternalEffect, FenceStore, Outcome, StepId, Write
 from reliability.keys import derive_key
 
 
@@ -71,6 +71,8 @@ class SagaContext:
     ledger: Ledger | None = None
     notify_queue: Queue | None = None
     analytics_queue: Queue | None = None
+    # How long the event consumers remember an event id: the "key lifetime" of PublishEvents.
+    event_dedup_seconds: float | None = None
 
     def need(self, port: Any, name: str) -> Any:
         if port is None:
@@ -80,6 +82,10 @@ class SagaContext:
 
 AtomicBuild = Callable[[SagaContext, Order, StepRequest], Effect]
 LeasedRun = Callable[[SagaContext, Order, StepRequest, str], dict[str, Any]]
+# Asks the external system whether an earlier attempt's effect happened (by a reference that
+# never expires): its result, or None when it did not.
+Reconcile = Callable[[SagaContext, Order, StepRequest], dict[str, Any] | None]
+KeyLifetime = Callable[[SagaContext], float | None]
 
 
 @dataclass(frozen=True)
@@ -90,8 +96,14 @@ class AtomicStep:
 
 @dataclass(frozen=True)
 class LeasedStep:
+    """An external effect. A takeover calls `reconcile` first when the port offers a lookup;
+    without one, `key_lifetime` (how long the external system dedupes the key) bounds how old an
+    earlier attempt a takeover may repeat (`FenceStore.run_leased`)."""
+
     name: StepName
     run: LeasedRun
+    reconcile: Reconcile | None = None
+    key_lifetime: KeyLifetime | None = None
 
 
 Step = AtomicStep | LeasedStep
@@ -109,7 +121,11 @@ def _reserve(ctx: SagaContext, order: Order, request: StepRequest) -> Effect:
     )
 
 
-def _charge(ctx: SagaContext, order: Order, _request: StepRequest, external_key: str) -> dict[str, Any]:
+def _charge_result(charge: Charge) -> dict[str, Any]:
+    return {"charge_id": charge.charge_id, "amount_cents": charge.amount_cents, "currency": charge.currency}
+
+
+def _charge(ctx: SagaContext, order: Order, request: StepRequest, external_key: str) -> dict[str, Any]:
     payments: PaymentProvider = ctx.need(ctx.payments, "the payment provider")
     charge = payments.charge(
         idempotency_key=external_key,
@@ -117,8 +133,21 @@ def _charge(ctx: SagaContext, order: Order, _request: StepRequest, external_key:
         customer_id=order.customer_id,
         amount_cents=order.total_cents,
         currency=order.currency,
+        reference=request.workflow.token,
     )
-    return {"charge_id": charge.charge_id, "amount_cents": charge.amount_cents, "currency": charge.currency}
+    return _charge_result(charge)
+
+
+def _find_charge(ctx: SagaContext, order: Order, request: StepRequest) -> dict[str, Any] | None:
+    """The run's charge if an earlier attempt made it (searched by order id + token, which the
+    provider never forgets, unlike the idempotency key); a found decline is the same decline."""
+    payments: PaymentProvider = ctx.need(ctx.payments, "the payment provider")
+    charge = payments.find_charge(order_id=order.order_id, reference=request.workflow.token)
+    if charge is None:
+        return None
+    if charge.status != "SUCCEEDED":
+        raise PaymentDeclined(f"payment declined: charge {charge.charge_id} is {charge.status}")
+    return _charge_result(charge)
 
 
 def _record_ledger(ctx: SagaContext, order: Order, request: StepRequest) -> Effect:
@@ -177,9 +206,12 @@ def _release(ctx: SagaContext, order: Order, request: StepRequest) -> Effect:
 
 STEPS: dict[StepName, Step] = {
     StepName.RESERVE_INVENTORY: AtomicStep(StepName.RESERVE_INVENTORY, _reserve),
-    StepName.CHARGE_PAYMENT: LeasedStep(StepName.CHARGE_PAYMENT, _charge),
+    StepName.CHARGE_PAYMENT: LeasedStep(StepName.CHARGE_PAYMENT, _charge, reconcile=_find_charge),
     StepName.RECORD_LEDGER: AtomicStep(StepName.RECORD_LEDGER, _record_ledger),
-    StepName.PUBLISH_EVENTS: LeasedStep(StepName.PUBLISH_EVENTS, _publish),
+    # SQS has no lookup; a republish is harmless while the consumers still remember the event id.
+    StepName.PUBLISH_EVENTS: LeasedStep(
+        StepName.PUBLISH_EVENTS, _publish, key_lifetime=lambda ctx: ctx.event_dedup_seconds
+    ),
     StepName.MARK_COMPLETED: AtomicStep(StepName.MARK_COMPLETED, _finish(OrderStatus.COMPLETED)),
     StepName.RELEASE_INVENTORY: AtomicStep(StepName.RELEASE_INVENTORY, _release),
     StepName.MARK_FAILED: AtomicStep(StepName.MARK_FAILED, _finish(OrderStatus.FAILED)),
@@ -214,11 +246,18 @@ def run_step(ctx: SagaContext, fences: FenceStore, name: StepName, request: Step
             def external(external_key: str) -> dict[str, Any]:
                 return leased.run(ctx, order, request, external_key)
 
+            def reconcile() -> dict[str, Any] | None:
+                return leased.reconcile(ctx, order, request) if leased.reconcile else None
+
             outcome = fences.run_leased(
                 fence,
                 attempt_id=request.attempt_id,
                 lease_seconds=max(request.remaining_seconds, 1.0),
-                effect=external,
+                effect=ExternalEffect(
+                    external,
+                    reconcile=reconcile if leased.reconcile else None,
+                    key_lifetime_seconds=leased.key_lifetime(ctx) if leased.key_lifetime else None,
+                ),
             )
             if not outcome.skipped:
                 ctx.orders.record_step(order.order_id, name, StepStatus.DONE)

@@ -17,7 +17,7 @@ from reliability.errors import (
     RetryableError,
     StaleFence,
     StoreError,
-    StoreUnavailable,
+    TransientError,
     store_error,
 )
 from reliability.fence import (
@@ -65,8 +65,8 @@ __all__ = [
     "StaleFence",
     "StepId",
     "StoreError",
-    "StoreUnavailable",
     "Telemetry",
+    "TransientError",
     "Write",
     "active_plan",
     "canonical_json",

@@ -12,10 +12,10 @@ class ConfigError(ValueError):
     """A required variable is missing or malformed (fails the cold start, loudly)."""
 
 
-def _int(environ: Mapping[str, str], name: str, default: int) -> int:
+def _int(environ: Mapping[str, str], name: str) -> int:
     raw = environ.get(name)
     if raw is None or raw == "":
-        return default
+        raise ConfigError(f"missing environment variable {name}")
     try:
         value = int(raw)
     except ValueError as error:
@@ -28,12 +28,13 @@ def _int(environ: Mapping[str, str], name: str, default: int) -> int:
 @dataclass(frozen=True)
 class ReliabilityConfig:
     """Names and windows the reliability layer needs; each table is optional (a function gets
-    only the ones it may use, DEVELOPERS.md)."""
+    only the ones it may use, DEVELOPERS.md). The TTLs are required: the deployment derives them
+    from the windows they must outlive (infra/config.py), so no default here can disagree."""
 
     service_name: str
     stage: str
-    fence_ttl_seconds: int = 7 * 24 * 3600
-    dedup_ttl_seconds: int = 7 * 24 * 3600
+    fence_ttl_seconds: int
+    dedup_ttl_seconds: int
     idempotency_table: str | None = None
     fence_table: str | None = None
     metrics_namespace: str | None = None
@@ -46,8 +47,8 @@ class ReliabilityConfig:
         return cls(
             service_name=environ["SERVICE_NAME"],
             stage=environ["STAGE"],
-            fence_ttl_seconds=_int(environ, "FENCE_TTL_SECONDS", cls.fence_ttl_seconds),
-            dedup_ttl_seconds=_int(environ, "DEDUP_TTL_SECONDS", cls.dedup_ttl_seconds),
+            fence_ttl_seconds=_int(environ, "FENCE_TTL_SECONDS"),
+            dedup_ttl_seconds=_int(environ, "DEDUP_TTL_SECONDS"),
             idempotency_table=environ.get("IDEMPOTENCY_TABLE") or None,
             fence_table=environ.get("FENCE_TABLE") or None,
             metrics_namespace=environ.get("POWERTOOLS_METRICS_NAMESPACE") or None,

@@ -4,8 +4,10 @@ Class names are part of the Step Functions Retry/Catch contract (DEVELOPERS.md, 
 contract"): the Lambda runtime reports ``errorType`` = the exception's class name, so renaming a
 class here changes which states retry or catch it.
 
-- ``RetryableError`` and its subclasses (``FenceBusy``, ``StoreUnavailable``) are retried by the
-  workflow with backoff.
+- ``RetryableError`` and its subclasses (``FenceBusy``, ``TransientError``) are retried by the
+  workflow with backoff. Adapters turn every transient AWS or transport failure into
+  ``TransientError`` (``transient_errors``), so nothing transient reaches Step Functions under
+  another name.
 - ``StaleFence`` and ``ResultTooLarge`` are reliability failures that a retry does not cure.
 - ``BusinessError`` is the base of the domain's permanent errors. A fence records them as FAILED
   and raises the same class with the same message on every replay; subclasses register themselves
@@ -15,7 +17,8 @@ class here changes which states retry or catch it.
 from __future__ import annotations
 
 import logging
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
+from contextlib import contextmanager
 from typing import Any, ClassVar
 
 from botocore.exceptions import (
@@ -26,6 +29,7 @@ from botocore.exceptions import (
     HTTPClientError,
     ReadTimeoutError,
 )
+from botocore.retries.standard import ThrottledRetryableChecker, TransientRetryableChecker
 
 logger = logging.getLogger(__name__)
 
@@ -42,8 +46,11 @@ class FenceBusy(RetryableError):
     """Another attempt holds a live lease on this step."""
 
 
-class StoreUnavailable(RetryableError):
-    """DynamoDB throttled, failed with a 5xx, or could not be reached."""
+class TransientError(RetryableError):
+    """An AWS call throttled, failed with a 5xx or a transaction conflict, or could not reach the
+    service or its answer in time (connect/read timeout): the one class adapters raise for
+    anything a retry with backoff may cure, whatever the service (DynamoDB, SQS, Step Functions).
+    Its name is in every task's Retry (DEVELOPERS.md, the workflow contract)."""
 
 
 class StoreError(ReliabilityError):
@@ -52,6 +59,12 @@ class StoreError(ReliabilityError):
 
 class StaleFence(ReliabilityError):
     """A zombie's completion: the fence passed to a later attempt; this attempt's effect was not written."""
+
+
+class ExternalKeyExpired(ReliabilityError):
+    """A leased step's takeover found an attempt older than the external system's idempotency-key
+    lifetime and has no way to ask whether that attempt acted: stop for an operator, never act
+    blind (not retried: a retry cannot make the key remembered again)."""
 
 
 class ResultTooLarge(ReliabilityError):
@@ -108,25 +121,28 @@ class BusinessError(Exception):
         return error
 
 
-# DynamoDB error codes that a retry with backoff can cure.
-RETRYABLE_CODES = frozenset(
+# Error codes a retry with backoff can cure, in every AWS service this layer calls: exactly what
+# botocore's standard retry mode treats as throttling or transient (its own lists, so a new
+# SDK's additions come with the pin), plus DynamoDB's transaction conflicts, which botocore
+# leaves to the caller. Any HTTP status >= 500 is transient too, whatever its code.
+TRANSIENT_CODES = frozenset(
     {
-        "ProvisionedThroughputExceededException",
-        "ThrottlingException",
-        "Throttling",
-        "RequestLimitExceeded",
+        *ThrottledRetryableChecker._THROTTLED_ERROR_CODES,
+        *TransientRetryableChecker._TRANSIENT_ERROR_CODES,
         "InternalServerError",
+        "InternalError",
+        "InternalFailure",
         "ServiceUnavailable",
         "ServiceUnavailableException",
         "TransactionConflictException",
-        "TransactionInProgressException",
-        "LimitExceededException",
     }
 )
 # Codes a TransactionCanceledException carries per entry that a retry can cure.
 RETRYABLE_CANCELLATION_CODES = frozenset(
     {"TransactionConflict", "ProvisionedThroughputExceeded", "ThrottlingError", "InternalServerError"}
 )
+# Transport failures: the request may or may not have reached AWS; a retry of an idempotent
+# call is the cure (every call this layer makes is conditional or keyed).
 CONNECTION_ERRORS: tuple[type[Exception], ...] = (
     EndpointConnectionError,
     ConnectionClosedError,
@@ -140,17 +156,45 @@ def error_code(error: ClientError) -> str:
     return str(error.response.get("Error", {}).get("Code", ""))
 
 
+def is_transient(error: BaseException) -> bool:
+    """True for a throttle, a 5xx, a transaction conflict or a transport failure (by code, status
+    or type, never by message text)."""
+    if isinstance(error, ClientError):
+        status = int(error.response.get("ResponseMetadata", {}).get("HTTPStatusCode", 0) or 0)
+        return error_code(error) in TRANSIENT_CODES or status >= 500
+    return isinstance(error, CONNECTION_ERRORS)
+
+
+def transient_error(error: BaseException, operation: str) -> TransientError | None:
+    """The one retryable error for ``error`` when it is transient, else None."""
+    if not is_transient(error):
+        return None
+    what = error_code(error) if isinstance(error, ClientError) else type(error).__name__
+    return TransientError(f"{operation}: {what}")
+
+
+@contextmanager
+def transient_errors(operation: str) -> Iterator[None]:
+    """Every adapter's AWS calls run inside this: a transient failure becomes ``TransientError``
+    (the state machine retries it with backoff and jitter, a consumer reports the record failed,
+    the API answers 503); anything else propagates unchanged for the adapter to map."""
+    try:
+        yield
+    except (ClientError, *CONNECTION_ERRORS) as error:
+        transient = transient_error(error, operation)
+        if transient is not None:
+            raise transient from error
+        raise
+
+
 def store_error(error: Exception) -> ReliabilityError:
-    """Map a botocore failure to the hierarchy by code or type, never by message text.
+    """Map a DynamoDB failure to the hierarchy: ``TransientError`` or ``StoreError``.
 
     Use as ``raise store_error(e) from e``.
     """
+    transient = transient_error(error, "DynamoDB")
+    if transient is not None:
+        return transient
     if isinstance(error, ClientError):
-        code = error_code(error)
-        status = int(error.response.get("ResponseMetadata", {}).get("HTTPStatusCode", 0) or 0)
-        if code in RETRYABLE_CODES or status >= 500:
-            return StoreUnavailable(f"DynamoDB {code or status}")
-        return StoreError(f"DynamoDB rejected the request: {code}")
-    if isinstance(error, CONNECTION_ERRORS):
-        return StoreUnavailable(f"DynamoDB unreachable: {type(error).__name__}")
+        return StoreError(f"DynamoDB rejected the request: {error_code(error)}")
     return StoreError(f"DynamoDB call failed: {type(error).__name__}")

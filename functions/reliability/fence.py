@@ -55,12 +55,13 @@ from reliability.errors import (
     RETRYABLE_CANCELLATION_CODES,
     BusinessError,
     EffectConditionFailed,
+    ExternalKeyExpired,
     FenceBusy,
     ReliabilityError,
     ResultTooLarge,
     StaleFence,
     StoreError,
-    StoreUnavailable,
+    TransientError,
     error_code,
     store_error,
 )
@@ -186,6 +187,28 @@ class AtomicEffect:
 
 
 @dataclass(frozen=True)
+class ExternalEffect:
+    """An external effect for ``run_leased``, with what a takeover needs to not repeat it blind.
+
+    A takeover inherits an earlier attempt that may have acted and died before completing,
+    possibly long ago (a redrive comes up to 14 days after the execution failed), when the
+    external system may have forgotten the idempotency key. So it looks before it acts:
+    ``reconcile()`` asks the external system by a reference that never expires and returns the
+    earlier effect's result (recorded as this step's result; no second effect) or None (it never
+    happened: act). Without ``reconcile``, a takeover whose first claim is older than
+    ``key_lifetime_seconds`` (how long the external system dedupes a key) raises
+    ``ExternalKeyExpired`` instead of acting: the execution stops for an operator.
+    """
+
+    act: Callable[[str], Mapping[str, Any] | AtomicEffect]
+    reconcile: Callable[[], Mapping[str, Any] | AtomicEffect | None] | None = None
+    key_lifetime_seconds: float | None = None
+
+    def __call__(self, external_key: str) -> Mapping[str, Any] | AtomicEffect:
+        return self.act(external_key)
+
+
+@dataclass(frozen=True)
 class FenceRecord:
     key: str
     state: FenceState
@@ -198,6 +221,7 @@ class FenceRecord:
     error_details: dict[str, Any] | None = None
     expiration: int | None = None
     label: str | None = None
+    claimed_at: float | None = None  # the first claim's time (takeovers keep it)
 
     @classmethod
     def from_item(cls, item: Mapping[str, Any]) -> FenceRecord:
@@ -214,6 +238,7 @@ class FenceRecord:
             error_details=json.loads(data["error_details"]) if "error_details" in data else None,
             expiration=int(data["expiration"]) if "expiration" in data else None,
             label=data.get("label"),
+            claimed_at=float(data["claimed_at"]) if "claimed_at" in data else None,
         )
 
     def lease_live(self, now: float) -> bool:
@@ -344,7 +369,13 @@ class FenceStore:
             ":now": _num(now),
             ":one": {"N": "1"},
         }
-        sets = ["#state = :in_progress", "#owner = :owner", "#lease = :lease"]
+        names["#claimed"] = "claimed_at"
+        sets = [
+            "#state = :in_progress",
+            "#owner = :owner",
+            "#lease = :lease",
+            "#claimed = if_not_exists(#claimed, :now)",
+        ]
         for i, (attr, value) in enumerate(meta.items()):
             names[f"#m{i}"] = attr
             values[f":m{i}"] = value
@@ -654,13 +685,21 @@ class FenceStore:
         lease_seconds: float,
         effect: Callable[[str], Mapping[str, Any] | AtomicEffect],
     ) -> Outcome:
-        """claim -> effect(external idempotency key) -> [crash point] -> complete (see module doc)."""
+        """claim -> [a takeover reconciles] -> effect(external idempotency key) -> [crash point]
+        -> complete (see module doc). ``effect`` may be an ``ExternalEffect``, which tells a
+        takeover how to avoid repeating an earlier attempt's effect blind."""
         claim = self.claim(step, attempt_id=attempt_id, lease_seconds=lease_seconds)
         if not claim.won:
             return self._replay(step, claim.record)
         token = claim.record.fencing_token
         try:
-            produced = effect(self.external_key(step))
+            produced = (
+                self._reconciled(step, claim, attempt_id, effect)
+                if claim.takeover and isinstance(effect, ExternalEffect)
+                else None
+            )
+            if produced is None:
+                produced = effect(self.external_key(step))
         except BusinessError as error:
             self.fail(step, fencing_token=token, error=error, attempt_id=attempt_id)
             raise
@@ -675,6 +714,35 @@ class FenceStore:
         except (ReliabilityError, TypeError) as error:
             self._release_quietly(step, token, attempt_id, error)
             raise
+
+    def _reconciled(
+        self, step: StepId, claim: Claim, attempt_id: str, effect: ExternalEffect
+    ) -> Mapping[str, Any] | AtomicEffect | None:
+        """What an earlier attempt already did (to record instead of acting), or None to act."""
+        key = self.key_for(step)
+        if effect.reconcile is not None:
+            found = effect.reconcile()
+            if found is not None:
+                self._log(
+                    Decision.FENCE_TAKEOVER,
+                    step,
+                    key,
+                    attempt_id,
+                    fencing_token=claim.record.fencing_token,
+                    reconciled=True,
+                )
+            return found
+        first = claim.record.claimed_at
+        age = self._clock() - first if first is not None else 0.0
+        key_lifetime_seconds = effect.key_lifetime_seconds
+        if key_lifetime_seconds is not None and age > key_lifetime_seconds:
+            raise ExternalKeyExpired(
+                f"step {step.step}: taking over an attempt first claimed {age:.0f} s ago, but the "
+                f"external system keeps its idempotency key only {key_lifetime_seconds:.0f} s and "
+                "offers no lookup; acting again could repeat the effect. Check the external system "
+                "by hand before redriving."
+            )
+        return None
 
     def _release_quietly(self, step: StepId, token: int, attempt_id: str, error: BaseException) -> None:
         self._telemetry.retry(
@@ -735,5 +803,5 @@ def _effect_failure(writes: Sequence[Write], reasons: Sequence[Mapping[str, Any]
 def _cancellation_error(reasons: Sequence[Mapping[str, Any]]) -> ReliabilityError:
     codes = [str(r.get("Code")) for r in reasons if r.get("Code") not in (None, "None")]
     if any(code in RETRYABLE_CANCELLATION_CODES for code in codes):
-        return StoreUnavailable(f"transaction cancelled: {codes}")
+        return TransientError(f"transaction cancelled: {codes}")
     return StoreError(f"transaction cancelled: {codes}")

@@ -9,9 +9,9 @@ from constructs import Construct
 
 # The visibility timeout and the receives before the DLQ are derived in infra/capacity.py.
 from infra.capacity import MAX_RECEIVE_COUNT, visibility_timeout_seconds
-from infra.config import DLQ_RETENTION_DAYS
+from infra.config import DLQ_RETENTION_DAYS, QUEUE_RETENTION_DAYS
 
-QUEUE_RETENTION = Duration.days(4)
+QUEUE_RETENTION = Duration.days(QUEUE_RETENTION_DAYS)
 DLQ_RETENTION = Duration.days(DLQ_RETENTION_DAYS)
 
 

@@ -32,7 +32,7 @@ RETRYABLE_ERRORS = (
     "Lambda.Unknown",
     "Runtime.ExitError",
     "Sandbox.Timedout",
-    "StoreUnavailable",
+    "TransientError",
 )
 RETRY_INTERVAL = Duration.seconds(1)
 RETRY_BACKOFF_RATE = 2.0

@@ -115,8 +115,10 @@ class AppStack(Stack):
             "POWERTOOLS_SERVICE_NAME": config.service,
             "POWERTOOLS_METRICS_NAMESPACE": config.service,
             "POWERTOOLS_LOG_LEVEL": config.log_level,
+            "IDEMPOTENCY_TTL_SECONDS": str(config.idempotency_ttl_seconds),
             "FENCE_TTL_SECONDS": str(config.fence_ttl_seconds),
             "DEDUP_TTL_SECONDS": str(config.dedup_ttl_seconds),
+            "PROVIDER_KEY_LIFETIME_SECONDS": str(config.provider_key_lifetime_seconds),
         }
 
         self.functions: dict[str, lambda_.Function] = {}

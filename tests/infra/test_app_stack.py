@@ -7,7 +7,12 @@ from typing import Any
 import pytest
 from aws_cdk.assertions import Template
 
-from infra.config import FENCE_TTL_SECONDS
+from infra.config import (
+    DEDUP_WINDOWS,
+    FENCE_WINDOWS,
+    PROVIDER_KEY_LIFETIME_HOURS,
+    outlived,
+)
 from infra.constructs.function import POWERTOOLS_LAYER_PARAMETER
 from infra.sizing import FUNCTIONS, pascal
 from simulator.templates import exports_of, function_specs
@@ -18,8 +23,10 @@ COMMON_ENV = {
     "POWERTOOLS_SERVICE_NAME",
     "POWERTOOLS_METRICS_NAMESPACE",
     "POWERTOOLS_LOG_LEVEL",
+    "IDEMPOTENCY_TTL_SECONDS",
     "FENCE_TTL_SECONDS",
     "DEDUP_TTL_SECONDS",
+    "PROVIDER_KEY_LIFETIME_SECONDS",
 }
 # DEVELOPERS.md, "Functions: name suffix, handler, environment".
 CONTRACT_ENV = {
@@ -115,8 +122,11 @@ def test_environment_is_exactly_the_contract(
         assert set(env) == COMMON_ENV | expected, name
         assert env["STAGE"] == "dev"
         assert env["SERVICE_NAME"] == env["POWERTOOLS_SERVICE_NAME"] == env["POWERTOOLS_METRICS_NAMESPACE"]
-        assert env["FENCE_TTL_SECONDS"] == str(FENCE_TTL_SECONDS) == str(30 * 86400)
-        assert env["DEDUP_TTL_SECONDS"] == str(24 * 3600)
+        # Every function reads the lifetimes from here; each outlives the windows it must
+        assert int(env["FENCE_TTL_SECONDS"]) >= outlived(FENCE_WINDOWS) == 32 * 86400
+        assert int(env["DEDUP_TTL_SECONDS"]) >= outlived(DEDUP_WINDOWS) == 32 * 86400
+        assert env["IDEMPOTENCY_TTL_SECONDS"] == str(24 * 3600)
+        assert env["PROVIDER_KEY_LIFETIME_SECONDS"] == str(PROVIDER_KEY_LIFETIME_HOURS * 3600)
         for var in expected:
             if var.endswith("_TABLE"):
                 assert env[var].startswith("retrysafe-dev-"), (name, var, env[var])

@@ -8,13 +8,16 @@ from typing import Any
 import pytest
 
 from infra.config import (
+    DEDUP_WINDOWS,
     DLQ_RETENTION_DAYS,
-    FENCE_TTL_SECONDS,
+    FENCE_WINDOWS,
+    QUEUE_RETENTION_DAYS,
     REDRIVE_WINDOW_DAYS,
     SECONDS_PER_DAY,
     ApiAuth,
     ConfigError,
     load_config,
+    outlived,
 )
 from simulator.synth import cdk_context
 
@@ -44,12 +47,35 @@ def test_prod_retains_data_and_local_has_no_api_auth(context: dict[str, Any]) ->
     assert load_config(context, "dev").api_auth is ApiAuth.IAM
 
 
-def test_ttls(context: dict[str, Any]) -> None:
+def test_ttls_are_derived_from_the_windows_they_must_outlive(context: dict[str, Any]) -> None:
     config = load_config(context, "dev")
-    assert config.dedup_ttl_seconds == 24 * 3600
-    # The fence outlives a message's whole DLQ stay plus the execution redrive window.
-    assert config.fence_ttl_seconds == FENCE_TTL_SECONDS
-    assert FENCE_TTL_SECONDS > (DLQ_RETENTION_DAYS + REDRIVE_WINDOW_DAYS) * SECONDS_PER_DAY
+    assert config.idempotency_ttl_seconds == 24 * 3600  # the client retry window itself
+    # A fence outlives a message's stay in the orders queue and its DLQ plus the redrive window;
+    # a consumer's dedup record outlives the redrive window plus its own queue and DLQ.
+    days = QUEUE_RETENTION_DAYS + DLQ_RETENTION_DAYS + REDRIVE_WINDOW_DAYS
+    assert (
+        outlived(FENCE_WINDOWS) == outlived(DEDUP_WINDOWS) == days * SECONDS_PER_DAY == 32 * SECONDS_PER_DAY
+    )
+    assert config.fence_ttl_seconds > outlived(FENCE_WINDOWS)
+    assert config.dedup_ttl_seconds > outlived(DEDUP_WINDOWS)
+
+
+@pytest.mark.parametrize(
+    ("setting", "what"), [("dedup_ttl_days", "consumer dedup TTL"), ("fence_ttl_days", "step fence TTL")]
+)
+def test_a_ttl_shorter_than_its_window_is_refused_naming_both(
+    context: dict[str, Any], setting: str, what: str
+) -> None:
+    context["stages"]["dev"][setting] = 31
+    with pytest.raises(ConfigError) as refused:
+        load_config(context, "dev")
+    message = str(refused.value)
+    assert f"{what} ({setting}) is 31 d, shorter than the 32 d it must outlive" in message
+    assert "Step Functions redrive window 14 d" in message
+    assert "DLQ retention 14 d" in message
+    # And a TTL that covers the windows is accepted
+    context["stages"]["dev"][setting] = 32
+    assert load_config(context, "dev").stage == "dev"
 
 
 def test_unknown_stage_is_rejected(context: dict[str, Any]) -> None:
@@ -63,7 +89,7 @@ def test_unknown_stage_is_rejected(context: dict[str, Any]) -> None:
         (("api_auth",), "COGNITO", "invalid"),
         (("retain_data",), "yes", "retain_data"),
         (("log_level",), "TRACE", "log_level"),
-        (("dedup_ttl_hours",), 0, "dedup_ttl_hours"),
+        (("client_retry_window_hours",), 0, "client_retry_window_hours"),
         (("api_throttle", "burst"), 1, "api_throttle"),
     ],
 )

@@ -102,7 +102,7 @@ def test_every_task_retries_transient_errors_only_with_full_jitter(definition: d
         "Lambda.Unknown",
         "Runtime.ExitError",
         "Sandbox.Timedout",
-        "StoreUnavailable",
+        "TransientError",
     }
 
 

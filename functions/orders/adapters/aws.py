@@ -10,6 +10,7 @@ from botocore.exceptions import ClientError
 
 from orders.adapters._dynamo import error_code
 from orders.ports import ExecutionConflict
+from reliability.errors import transient_errors
 
 
 class SqsQueue:
@@ -20,7 +21,10 @@ class SqsQueue:
         self._url = queue_url
 
     def send(self, body: Mapping[str, Any]) -> str:
-        response = self._client.send_message(QueueUrl=self._url, MessageBody=json.dumps(body, sort_keys=True))
+        with transient_errors("send message"):
+            response = self._client.send_message(
+                QueueUrl=self._url, MessageBody=json.dumps(body, sort_keys=True)
+            )
         return str(response["MessageId"])
 
 
@@ -39,9 +43,10 @@ class StepFunctionsWorkflow:
 
     def start(self, *, name: str, payload: Mapping[str, Any]) -> str:
         try:
-            response = self._client.start_execution(
-                stateMachineArn=self._arn, name=name, input=json.dumps(payload, sort_keys=True)
-            )
+            with transient_errors("start execution"):
+                response = self._client.start_execution(
+                    stateMachineArn=self._arn, name=name, input=json.dumps(payload, sort_keys=True)
+                )
             return str(response["executionArn"])
         except ClientError as error:
             if error_code(error) != "ExecutionAlreadyExists":
@@ -49,7 +54,8 @@ class StepFunctionsWorkflow:
         # Someone started this name before: the same input is our own earlier start (success);
         # a different input can never succeed (poison).
         arn = execution_arn(self._arn, name)
-        existing = self._client.describe_execution(executionArn=arn)
+        with transient_errors("describe execution"):
+            existing = self._client.describe_execution(executionArn=arn)
         if json.loads(existing.get("input") or "null") != dict(payload):
             raise ExecutionConflict(f"execution {name} exists with a different input")
         return arn

@@ -13,8 +13,7 @@ Item layout (documented in DEVELOPERS.md, "Business items"):
 from __future__ import annotations
 
 import uuid
-from collections.abc import Iterator, Mapping, Sequence
-from contextlib import contextmanager
+from collections.abc import Mapping, Sequence
 from datetime import UTC, datetime
 from typing import Any
 
@@ -31,7 +30,7 @@ from orders.adapters._dynamo import (
 from orders.contract import OrderStatus, StepStatus
 from orders.domain import CatalogItem, Line, Order
 from orders.errors import OrderConflict, OutOfStock
-from reliability.errors import RETRYABLE_CODES, StoreUnavailable
+from reliability.errors import transient_errors
 from reliability.fence import Write
 
 ORDER_SK = "order"
@@ -50,17 +49,6 @@ def sku_pk(sku: str) -> str:
 
 def day_pk(day: str) -> str:
     return f"day#{day}"
-
-
-@contextmanager
-def translated_errors(operation: str) -> Iterator[None]:
-    """Throttling and service faults become `StoreUnavailable` (retryable); the rest propagate."""
-    try:
-        yield
-    except ClientError as error:
-        if error_code(error) in RETRYABLE_CODES:
-            raise StoreUnavailable(f"{operation}: {error_code(error)}") from error
-        raise
 
 
 def _now() -> str:
@@ -87,7 +75,7 @@ class DynamoCatalog:
                 }
             }
             while pending:
-                with translated_errors("catalog lookup"):
+                with transient_errors("catalog lookup"):
                     page = self._client.batch_get_item(RequestItems=pending)
                 for raw in page.get("Responses", {}).get(self._table, []):
                     item = from_item(raw)
@@ -216,7 +204,7 @@ class DynamoOrderStore:
 
     def create(self, order: Order) -> Order:
         try:
-            with translated_errors("create order"):
+            with transient_errors("create order"):
                 self._client.put_item(
                     TableName=self._table,
                     Item=to_item(_order_item(order)),
@@ -233,7 +221,7 @@ class DynamoOrderStore:
         return order
 
     def get(self, order_id: str) -> Order | None:
-        with translated_errors("get order"):
+        with transient_errors("get order"):
             items = query_all(self._client, table=self._table, pk=order_pk(order_id))
         head = next((item for item in items if item["sk"] == ORDER_SK), None)
         if head is None:
@@ -244,7 +232,7 @@ class DynamoOrderStore:
     def mark_running(self, order_id: str, *, run: int, execution_arn: str) -> None:
         """RUNNING + execution ARN; never moves a finished order back (the saga may be quicker)."""
         try:
-            with translated_errors("mark running"):
+            with transient_errors("mark running"):
                 self._client.update_item(
                     TableName=self._table,
                     Key=key(order_pk(order_id), ORDER_SK),
@@ -263,7 +251,7 @@ class DynamoOrderStore:
         except ClientError as error:
             if error_code(error) != CONDITION_FAILED:
                 raise
-            with translated_errors("record execution arn"):
+            with transient_errors("record execution arn"):
                 self._client.update_item(
                     TableName=self._table,
                     Key=key(order_pk(order_id), ORDER_SK),
@@ -274,7 +262,7 @@ class DynamoOrderStore:
 
     def record_step(self, order_id: str, step: str, status: StepStatus) -> None:
         entry = self.step_write(order_id, step, status).entry["Update"]
-        with translated_errors("record step"):
+        with transient_errors("record step"):
             self._client.update_item(**entry)
 
     def step_write(self, order_id: str, step: str, status: StepStatus) -> Write:

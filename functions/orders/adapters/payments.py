@@ -2,24 +2,34 @@
 
 - Every call is recorded as a raw call (`order#<id>` / `call#<time>#<uuid>`), whatever happens
   next, so a duplicate call is visible even when the provider dedupes it.
-- A charge is written once per idempotency key (`order#<id>` / `charge#<key>`, conditional put);
-  a repeated key returns the stored charge (or the stored decline) instead of charging again.
+- An idempotency key is remembered for `key_lifetime_seconds` (real providers forget keys:
+  Stripe after 24 h). While it is remembered, a repeated key returns the stored charge (or the
+  stored decline); once it is forgotten, the same key charges AGAIN, as a real provider would.
+  The first charge of a key is `order#<id>` / `charge#<key>` (a conditional put, so two racing
+  first calls charge once); a charge after the key was forgotten is `charge#<key>#<n>`.
+- Each charge carries metadata (`order_id`, `reference`) that never expires and can be searched
+  (`find_charge`), as real providers allow (Stripe's search by metadata): that is how a caller
+  reconciles once the key may be gone.
+- Time is the injected clock's, so a simulation can move past the key lifetime.
 - The decline rule is deterministic from the input so tests and demos can trigger a permanent
   payment failure: a customer id starting with `declined-`, or an amount above the limit.
 """
 
 from __future__ import annotations
 
+import time
 import uuid
+from collections.abc import Callable
 from datetime import UTC, datetime
 from typing import Any
 
 from botocore.exceptions import ClientError
 
 from orders.adapters._dynamo import CONDITION_FAILED, error_code, from_item, query_all, to_item
-from orders.adapters.dynamo import order_pk, translated_errors
+from orders.adapters.dynamo import order_pk
 from orders.contract import Charge, ProviderCall
 from orders.errors import PaymentDeclined
+from reliability.errors import transient_errors
 
 DECLINED_CUSTOMER_PREFIX = "declined-"
 DECLINE_ABOVE_CENTS = 5_000_000
@@ -39,43 +49,77 @@ def decline_reason(*, customer_id: str, amount_cents: int) -> str | None:
 class FakePaymentProvider:
     """Implements `PaymentProvider`."""
 
-    def __init__(self, *, client: Any, table_name: str) -> None:
+    def __init__(
+        self,
+        *,
+        client: Any,
+        table_name: str,
+        key_lifetime_seconds: float,
+        clock: Callable[[], float] = time.time,
+    ) -> None:
         self._client = client
         self._table = table_name
+        self.key_lifetime_seconds = key_lifetime_seconds
+        self._clock = clock
 
     def charge(
-        self, *, idempotency_key: str, order_id: str, customer_id: str, amount_cents: int, currency: str
+        self,
+        *,
+        idempotency_key: str,
+        order_id: str,
+        customer_id: str,
+        amount_cents: int,
+        currency: str,
+        reference: str,
     ) -> Charge:
-        now = datetime.now(UTC).isoformat()
-        with translated_errors("provider call"):
+        now = self._clock()
+        stamp = datetime.fromtimestamp(now, UTC).isoformat()
+        with transient_errors("provider call"):
             self._client.put_item(
                 TableName=self._table,
                 Item=to_item(
                     {
                         "pk": order_pk(order_id),
-                        "sk": f"call#{now}#{uuid.uuid4()}",
+                        "sk": f"call#{stamp}#{uuid.uuid4()}",
                         "call_id": str(uuid.uuid4()),
                         "idempotency_key": idempotency_key,
                         "amount_cents": amount_cents,
-                        "received_at": now,
+                        "received_at": stamp,
                     }
                 ),
             )
-        reason = decline_reason(customer_id=customer_id, amount_cents=amount_cents)
-        record = {
-            "pk": order_pk(order_id),
-            "sk": f"charge#{idempotency_key}",
-            "charge_id": f"ch_{uuid.uuid4().hex[:24]}",
-            "idempotency_key": idempotency_key,
-            "amount_cents": amount_cents,
-            "currency": currency,
-            "customer_id": customer_id,
-            "status": DECLINED if reason else SUCCEEDED,
-            "decline_reason": reason,
-            "created_at": now,
-        }
+        earlier = self._charges_of_key(order_id, idempotency_key)
+        remembered = [item for item in earlier if item.get("key_expires_at", now + 1) > now]
+        if remembered:
+            record = remembered[-1]  # the key's answer, replayed
+        else:
+            reason = decline_reason(customer_id=customer_id, amount_cents=amount_cents)
+            suffix = f"#{len(earlier) + 1}" if earlier else ""
+            record = {
+                "pk": order_pk(order_id),
+                "sk": f"charge#{idempotency_key}{suffix}",
+                "charge_id": f"ch_{uuid.uuid4().hex[:24]}",
+                "idempotency_key": idempotency_key,
+                "amount_cents": amount_cents,
+                "currency": currency,
+                "customer_id": customer_id,
+                "status": DECLINED if reason else SUCCEEDED,
+                "decline_reason": reason,
+                "created_at": stamp,
+                "key_expires_at": int(now + self.key_lifetime_seconds),
+                # metadata: searchable forever, whatever happens to the key
+                "order_id": order_id,
+                "reference": reference,
+            }
+            record = self._put_once(record)
+        if record["status"] == DECLINED:
+            raise PaymentDeclined(f"payment declined: {record.get('decline_reason')}")
+        return _charge(record)
+
+    def _put_once(self, record: dict[str, Any]) -> dict[str, Any]:
+        """Write the charge unless a racing call with the same key wrote it first (then that one)."""
         try:
-            with translated_errors("provider charge"):
+            with transient_errors("provider charge"):
                 self._client.put_item(
                     TableName=self._table,
                     Item=to_item(record),
@@ -85,10 +129,25 @@ class FakePaymentProvider:
         except ClientError as error:
             if error_code(error) != CONDITION_FAILED:
                 raise
-            record = from_item(error.response.get("Item", {}))  # the key's first answer, replayed
-        if record["status"] == DECLINED:
-            raise PaymentDeclined(f"payment declined: {record.get('decline_reason')}")
-        return _charge(record)
+            return from_item(error.response.get("Item", {}))
+        return record
+
+    def _charges_of_key(self, order_id: str, idempotency_key: str) -> list[dict[str, Any]]:
+        items = self._partition(order_id, f"charge#{idempotency_key}")
+        return sorted(
+            (item for item in items if item["idempotency_key"] == idempotency_key),
+            key=lambda item: str(item["created_at"]),
+        )
+
+    def find_charge(self, *, order_id: str, reference: str) -> Charge | None:
+        """The first charge whose metadata holds this order and reference, or None."""
+        found = [
+            item
+            for item in self._partition(order_id, "charge#")
+            if item.get("reference") == reference and item.get("order_id") == order_id
+        ]
+        found.sort(key=lambda item: str(item["created_at"]))
+        return _charge(found[0]) if found else None
 
     def charges(self, order_id: str) -> list[Charge]:
         return [_charge(item) for item in self._partition(order_id, "charge#")]
@@ -105,7 +164,7 @@ class FakePaymentProvider:
         ]
 
     def _partition(self, order_id: str, prefix: str) -> list[dict[str, Any]]:
-        with translated_errors("provider read"):
+        with transient_errors("provider read"):
             return query_all(self._client, table=self._table, pk=order_pk(order_id), sk_prefix=prefix)
 
 

@@ -24,7 +24,7 @@ def test_function_output_key_follows_the_outputs_contract(function: str, key: st
 def test_invoke_sends_the_event_and_returns_the_function_error() -> None:
     # Given a function that fails with a handler exception
     client = boto3.client("lambda", region_name="us-east-1", aws_access_key_id="x", aws_secret_access_key="x")
-    body = json.dumps({"errorType": "StoreUnavailable", "errorMessage": "throttled"}).encode()
+    body = json.dumps({"errorType": "TransientError", "errorMessage": "throttled"}).encode()
     with Stubber(client) as stub:
         stub.add_response(
             "invoke",
@@ -35,7 +35,7 @@ def test_invoke_sends_the_event_and_returns_the_function_error() -> None:
         payload, error = invoke(client, function_name="rs-worker", event={"Records": []})
 
     # Then the error is reported with the handler's exception class, not swallowed
-    assert (payload["errorType"], error) == ("StoreUnavailable", "Unhandled")
+    assert (payload["errorType"], error) == ("TransientError", "Unhandled")
 
 
 def test_an_unknown_function_names_the_outputs_the_target_has() -> None:

@@ -11,7 +11,10 @@ def test_settings_read_the_documented_variables():
         {
             "SERVICE_NAME": "retrysafe",
             "STAGE": "dev",
+            "IDEMPOTENCY_TTL_SECONDS": "30",
             "FENCE_TTL_SECONDS": "60",
+            "DEDUP_TTL_SECONDS": "50",
+            "PROVIDER_KEY_LIFETIME_SECONDS": "40",
             "ORDERS_TABLE": "t",
             "OTHER": "x",
         }
@@ -22,7 +25,24 @@ def test_settings_read_the_documented_variables():
         settings.require("ledger_table")
 
 
-@pytest.mark.parametrize("env", [{}, {"STAGE": "has space"}, {"STAGE": "dev", "FENCE_TTL_SECONDS": "-1"}])
+LIFETIMES = {
+    "IDEMPOTENCY_TTL_SECONDS": "1",
+    "FENCE_TTL_SECONDS": "1",
+    "DEDUP_TTL_SECONDS": "1",
+    "PROVIDER_KEY_LIFETIME_SECONDS": "1",
+}
+
+
+@pytest.mark.parametrize(
+    "env",
+    [
+        {},
+        {**LIFETIMES, "STAGE": "has space"},
+        {**LIFETIMES, "STAGE": "dev", "FENCE_TTL_SECONDS": "-1"},
+        # no lifetime has a default: infra/config.py is the one place that holds them
+        *({"STAGE": "dev", **{k: v for k, v in LIFETIMES.items() if k != missing}} for missing in LIFETIMES),
+    ],
+)
 def test_bad_settings_fail_the_cold_start(env: dict[str, str]):
     with pytest.raises(ValidationError):
         Settings.from_env(env)

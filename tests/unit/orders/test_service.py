@@ -44,7 +44,7 @@ def _service(ddb: Any, queue: ListQueue) -> OrderService:
     return OrderService(
         catalog=DynamoCatalog(client=ddb, table_name="inventory"),
         orders=DynamoOrderStore(client=ddb, table_name="orders"),
-        payments=FakePaymentProvider(client=ddb, table_name="payments"),
+        payments=FakePaymentProvider(client=ddb, table_name="payments", key_lifetime_seconds=86400),
         queue=queue,
         clock=lambda: datetime.now(UTC),
     )
@@ -101,7 +101,7 @@ def _saga(ddb: Any) -> SagaContext:
         orders=DynamoOrderStore(client=ddb, table_name="orders"),
         clock=lambda: datetime.now(UTC),
         inventory=DynamoCatalog(client=ddb, table_name="inventory"),
-        payments=FakePaymentProvider(client=ddb, table_name="payments"),
+        payments=FakePaymentProvider(client=ddb, table_name="payments", key_lifetime_seconds=86400),
         ledger=DynamoLedger(table_name="ledger"),
         notify_queue=ListQueue(),
         analytics_queue=ListQueue(),

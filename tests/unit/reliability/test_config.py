@@ -31,6 +31,7 @@ def test_reads_the_documented_variables() -> None:
     "env",
     [
         {"STAGE": "dev"},
+        {k: v for k, v in ENV.items() if k != "FENCE_TTL_SECONDS"},
         {**ENV, "FENCE_TTL_SECONDS": "soon"},
         {**ENV, "DEDUP_TTL_SECONDS": "-1"},
     ],

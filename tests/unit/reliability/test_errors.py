@@ -13,7 +13,7 @@ from reliability.errors import (
     RetryableError,
     StaleFence,
     StoreError,
-    StoreUnavailable,
+    TransientError,
     store_error,
 )
 from tests.unit.reliability.domain import DemoOutOfStock, DemoPaymentDeclined
@@ -21,7 +21,7 @@ from tests.unit.reliability.domain import DemoOutOfStock, DemoPaymentDeclined
 
 def test_hierarchy_matches_the_retry_contract() -> None:
     assert issubclass(FenceBusy, RetryableError)
-    assert issubclass(StoreUnavailable, RetryableError)
+    assert issubclass(TransientError, RetryableError)
     assert not issubclass(StaleFence, RetryableError)
     assert not issubclass(ResultTooLarge, RetryableError)
     assert issubclass(RetryableError, ReliabilityError)
@@ -57,15 +57,15 @@ def client_error(code: str, status: int = 400) -> ClientError:
 @pytest.mark.parametrize(
     ("error", "expected"),
     [
-        (client_error("ProvisionedThroughputExceededException"), StoreUnavailable),
-        (client_error("ThrottlingException"), StoreUnavailable),
-        (client_error("RequestLimitExceeded"), StoreUnavailable),
-        (client_error("TransactionConflictException"), StoreUnavailable),
-        (client_error("SomethingNew", 503), StoreUnavailable),
+        (client_error("ProvisionedThroughputExceededException"), TransientError),
+        (client_error("ThrottlingException"), TransientError),
+        (client_error("RequestLimitExceeded"), TransientError),
+        (client_error("TransactionConflictException"), TransientError),
+        (client_error("SomethingNew", 503), TransientError),
         (client_error("ValidationException"), StoreError),
         (client_error("AccessDeniedException"), StoreError),
-        (EndpointConnectionError(endpoint_url="http://x"), StoreUnavailable),
-        (ReadTimeoutError(endpoint_url="http://x"), StoreUnavailable),
+        (EndpointConnectionError(endpoint_url="http://x"), TransientError),
+        (ReadTimeoutError(endpoint_url="http://x"), TransientError),
         (RuntimeError("other"), StoreError),
     ],
 )

@@ -13,7 +13,7 @@ from reliability.errors import (
     FenceBusy,
     ResultTooLarge,
     StoreError,
-    StoreUnavailable,
+    TransientError,
 )
 from reliability.fence import AtomicEffect, FenceState, FenceStore, StepId, Write
 from reliability.telemetry import Telemetry
@@ -196,8 +196,8 @@ def cancelled(*codes: str, item: dict[str, Any] | None = None) -> dict[str, Any]
 @pytest.mark.parametrize(
     ("codes", "expected"),
     [
-        (("None", "TransactionConflict"), StoreUnavailable),
-        (("ThrottlingError", "None"), StoreUnavailable),
+        (("None", "TransactionConflict"), TransientError),
+        (("ThrottlingError", "None"), TransientError),
         (("None", "ValidationError"), StoreError),
     ],
 )
@@ -220,9 +220,9 @@ def test_cancellations_that_are_not_conditions_map_by_code(
 @pytest.mark.parametrize(
     ("code", "status", "expected"),
     [
-        ("ProvisionedThroughputExceededException", 400, StoreUnavailable),
-        ("ThrottlingException", 400, StoreUnavailable),
-        ("InternalServerError", 500, StoreUnavailable),
+        ("ProvisionedThroughputExceededException", 400, TransientError),
+        ("ThrottlingException", 400, TransientError),
+        ("InternalServerError", 500, TransientError),
         ("ResourceNotFoundException", 400, StoreError),
     ],
 )

@@ -9,7 +9,7 @@ import pytest
 from botocore.stub import Stubber
 
 from reliability.crashpoints import CrashPlan, SimulatedCrash
-from reliability.errors import EffectConditionFailed, FenceBusy, ResultTooLarge, StaleFence, StoreUnavailable
+from reliability.errors import EffectConditionFailed, FenceBusy, ResultTooLarge, StaleFence, TransientError
 from reliability.fence import AtomicEffect, FenceState, FenceStore, StepId, Write
 from reliability.telemetry import Telemetry
 from tests.unit.reliability.domain import DemoOutOfStock, DemoPaymentDeclined
@@ -320,7 +320,7 @@ def stubbed(telemetry: Telemetry) -> tuple[FenceStore, Stubber]:
 def test_claim_throttled_is_store_unavailable(telemetry: Telemetry) -> None:
     store, stub = stubbed(telemetry)
     stub.add_client_error("update_item", service_error_code="ProvisionedThroughputExceededException")
-    with stub, pytest.raises(StoreUnavailable):
+    with stub, pytest.raises(TransientError):
         store.claim(STEP, attempt_id="A", lease_seconds=LEASE)
 
 
@@ -349,8 +349,8 @@ def test_complete_failing_on_the_store_releases_the_claim(telemetry: Telemetry) 
     )
     stub.add_client_error("update_item", service_error_code="ThrottlingException")
     stub.add_response("update_item", {})
-    # When the step runs, Then the retryable StoreUnavailable propagates after the release
-    with stub, pytest.raises(StoreUnavailable):
+    # When the step runs, Then the retryable TransientError propagates after the release
+    with stub, pytest.raises(TransientError):
         store.run_leased(STEP, attempt_id="A", lease_seconds=LEASE, effect=lambda key: {"ok": 1})
     stub.assert_no_pending_responses()
 
@@ -358,7 +358,7 @@ def test_complete_failing_on_the_store_releases_the_claim(telemetry: Telemetry) 
 def test_read_maps_store_errors(telemetry: Telemetry) -> None:
     store, stub = stubbed(telemetry)
     stub.add_client_error("get_item", service_error_code="InternalServerError", http_status_code=500)
-    with stub, pytest.raises(StoreUnavailable):
+    with stub, pytest.raises(TransientError):
         store.read(STEP)
 
 
@@ -382,7 +382,7 @@ def claimed_response(store: FenceStore, token: int = 1) -> dict[str, Any]:
 @pytest.mark.parametrize(
     ("error", "expected"),
     [
-        ({"service_error_code": "ThrottlingException"}, StoreUnavailable),
+        ({"service_error_code": "ThrottlingException"}, TransientError),
         (
             {
                 "service_error_code": "TransactionCanceledException",
@@ -390,7 +390,7 @@ def claimed_response(store: FenceStore, token: int = 1) -> dict[str, Any]:
                     "CancellationReasons": [{"Code": "None"}, {"Code": "TransactionConflict"}]
                 },
             },
-            StoreUnavailable,
+            TransientError,
         ),
         (
             {

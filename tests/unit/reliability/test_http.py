@@ -12,7 +12,7 @@ from aws_lambda_powertools.utilities.idempotency import DynamoDBPersistenceLayer
 from botocore.stub import Stubber
 
 from reliability.crashpoints import SimulatedCrash
-from reliability.errors import StoreUnavailable
+from reliability.errors import TransientError
 from reliability.http import HttpIdempotency, HttpResponse, canonical_payload
 from tests.unit.reliability.helpers import IDEMPOTENCY, REGION, CallCounter, make_telemetry, read_emitted
 
@@ -224,7 +224,7 @@ def test_store_failures_are_store_unavailable() -> None:
     stub = Stubber(client)
     stub.add_client_error("put_item", service_error_code="ProvisionedThroughputExceededException")
     api = Api(client)
-    with stub, pytest.raises(StoreUnavailable):
+    with stub, pytest.raises(TransientError):
         api.call()
     assert api.runs == 0
 

@@ -49,7 +49,7 @@ def test_public_names_are_exported() -> None:
         "Key",
         "BusinessError",
         "FenceBusy",
-        "StoreUnavailable",
+        "TransientError",
         "StaleFence",
         "ResultTooLarge",
         "PoisonMessage",

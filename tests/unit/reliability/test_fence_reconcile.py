@@ -1,0 +1,156 @@
+"""A leased step's takeover looks before it acts: it reconciles with the external system, or, with
+no way to ask, refuses to act on an attempt older than the external key's lifetime."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from reliability.crashpoints import CrashPlan, SimulatedCrash
+from reliability.errors import ExternalKeyExpired
+from reliability.fence import ExternalEffect, FenceState, FenceStore, StepId
+from reliability.telemetry import Telemetry
+from tests.unit.reliability.helpers import FENCES, FakeClock
+
+STEP = StepId(token="dev.order-1.r1", step="ChargePayment")
+LEASE = 30.0
+DAY = 86400.0
+
+
+class ForgetfulProvider:
+    """Dedupes on the key only while it remembers it; keeps every charge findable by reference."""
+
+    def __init__(self, clock: FakeClock, key_lifetime: float) -> None:
+        self.clock = clock
+        self.key_lifetime = key_lifetime
+        self.charges: list[tuple[str, float]] = []  # (key, at)
+
+    def charge(self, key: str) -> dict[str, Any]:
+        live = [c for c in self.charges if c[0] == key and c[1] + self.key_lifetime > self.clock()]
+        if not live:
+            self.charges.append((key, self.clock()))
+        return {"charge": len(self.charges)}
+
+    def find(self) -> dict[str, Any] | None:
+        return {"charge": 1} if self.charges else None
+
+
+@pytest.fixture
+def crashing(ddb: Any, telemetry: Telemetry, clock: FakeClock) -> FenceStore:
+    """A fence store whose attempts die after the effect, before completing (once)."""
+    return FenceStore(
+        client=ddb,
+        table_name=FENCES,
+        ttl_seconds=int(60 * DAY),
+        telemetry=telemetry,
+        namespace="saga",
+        clock=clock,
+        crash_plan=CrashPlan.parse("fence:after-effect:ChargePayment=1", mode="raise"),
+    )
+
+
+def _die_after_the_effect(fences: FenceStore, provider: ForgetfulProvider, **guards: Any) -> None:
+    with pytest.raises(SimulatedCrash):
+        fences.run_leased(
+            STEP, attempt_id="a-1", lease_seconds=LEASE, effect=ExternalEffect(provider.charge, **guards)
+        )
+
+
+def test_a_takeover_after_the_key_expired_records_the_charge_it_finds(
+    crashing: FenceStore, clock: FakeClock
+) -> None:
+    # Given an attempt that charged and died before completing
+    provider = ForgetfulProvider(clock, key_lifetime=DAY)
+    _die_after_the_effect(crashing, provider, reconcile=provider.find)
+    # When a takeover comes two days later, after the provider forgot the key
+    clock.advance(2 * DAY)
+    outcome = crashing.run_leased(
+        STEP,
+        attempt_id="a-2",
+        lease_seconds=LEASE,
+        effect=ExternalEffect(provider.charge, reconcile=provider.find),
+    )
+    # Then it records the charge it found instead of charging again
+    assert len(provider.charges) == 1
+    assert (outcome.result, outcome.skipped) == ({"charge": 1}, False)
+    assert crashing.read(STEP).state is FenceState.COMPLETED  # type: ignore[union-attr]
+
+
+def test_without_reconcile_the_same_takeover_charges_twice(crashing: FenceStore, clock: FakeClock) -> None:
+    # The control: what the lookup prevents
+    provider = ForgetfulProvider(clock, key_lifetime=DAY)
+    _die_after_the_effect(crashing, provider)
+    clock.advance(2 * DAY)
+    crashing.run_leased(STEP, attempt_id="a-2", lease_seconds=LEASE, effect=provider.charge)
+    assert len(provider.charges) == 2
+
+
+def test_a_takeover_that_finds_nothing_acts(fences: FenceStore, clock: FakeClock) -> None:
+    provider = ForgetfulProvider(clock, key_lifetime=DAY)
+    looked: list[bool] = []
+
+    def find() -> dict[str, Any] | None:
+        looked.append(True)
+        return None
+
+    def unreachable(_key: str) -> dict[str, Any]:
+        raise ConnectionError("provider unreachable")
+
+    # Given an attempt that failed before acting (a released claim), When a retry takes over
+    with pytest.raises(ConnectionError):
+        fences.run_leased(STEP, attempt_id="a-1", lease_seconds=LEASE, effect=unreachable)
+    outcome = fences.run_leased(
+        STEP, attempt_id="a-2", lease_seconds=LEASE, effect=ExternalEffect(provider.charge, reconcile=find)
+    )
+    # Then it looked, found nothing and acted once
+    assert looked == [True]
+    assert outcome.result == {"charge": 1}
+
+
+def test_a_first_claim_never_looks(fences: FenceStore, clock: FakeClock) -> None:
+    provider = ForgetfulProvider(clock, key_lifetime=DAY)
+    looked: list[bool] = []
+    fences.run_leased(
+        StepId(token="t-2", step="ChargePayment"),
+        attempt_id="a-1",
+        lease_seconds=LEASE,
+        effect=ExternalEffect(provider.charge, reconcile=lambda: looked.append(True)),
+    )
+    assert looked == []
+
+
+def test_with_no_lookup_a_takeover_older_than_the_key_lifetime_stops_for_an_operator(
+    crashing: FenceStore, clock: FakeClock
+) -> None:
+    provider = ForgetfulProvider(clock, key_lifetime=DAY)
+    _die_after_the_effect(crashing, provider, key_lifetime_seconds=DAY)
+    # When a takeover comes after the key's lifetime, Then it refuses to act blind
+    clock.advance(DAY + 60)
+    with pytest.raises(ExternalKeyExpired, match=r"ChargePayment.*86400 s"):
+        crashing.run_leased(
+            STEP,
+            attempt_id="a-2",
+            lease_seconds=LEASE,
+            effect=ExternalEffect(provider.charge, key_lifetime_seconds=DAY),
+        )
+    assert len(provider.charges) == 1
+    # And the fence is released for the operator's redrive (still IN_PROGRESS, no live lease)
+    record = crashing.read(STEP)
+    assert record is not None
+    assert (record.state, record.lease_expires) == (FenceState.IN_PROGRESS, 0)
+
+
+def test_with_no_lookup_a_takeover_inside_the_key_lifetime_acts(
+    crashing: FenceStore, clock: FakeClock
+) -> None:
+    provider = ForgetfulProvider(clock, key_lifetime=DAY)
+    _die_after_the_effect(crashing, provider, key_lifetime_seconds=DAY)
+    clock.advance(DAY / 2)
+    crashing.run_leased(
+        STEP,
+        attempt_id="a-2",
+        lease_seconds=LEASE,
+        effect=ExternalEffect(provider.charge, key_lifetime_seconds=DAY),
+    )
+    assert len(provider.charges) == 1  # the provider deduped the key
