@@ -19,6 +19,7 @@ from constructs import Construct
 from infra.capacity import CapacityPlan
 from infra.config import StageConfig
 from infra.constructs.api import OrdersApi
+from infra.constructs.dashboard import ServiceDashboard
 from infra.constructs.function import POWERTOOLS_LAYER_PARAMETER, ServiceFunction
 from infra.constructs.workflow import FencedWorkflow, StepSpec
 from infra.nag import acknowledge
@@ -211,6 +212,20 @@ class AppStack(Stack):
                 "are chosen at run time, so the execution id must be a wildcard.",
             )
         CfnOutput(self, "StateMachineArn", value=state_machine.state_machine_arn)
+        ServiceDashboard(
+            self,
+            "Dashboard",
+            dashboard_name=config.name("dashboard"),
+            namespace=config.service,  # POWERTOOLS_METRICS_NAMESPACE
+            service=config.service,  # POWERTOOLS_SERVICE_NAME
+            # every fenced step (a function with the fence table) and every consumer's dedup
+            steps=[
+                *(pascal(n) for n, a in ACCESS.items() if "fences" in a.read_write),
+                *QUEUE_CONSUMERS.values(),
+            ],
+            state_machine=state_machine,
+            queues=data.queues,
+        )
 
         api = OrdersApi(
             self,

@@ -1,0 +1,92 @@
+"""The dashboard shows every decision the reliability layer emits, and nothing it does not; the
+alarms a human must act on exist."""
+
+from __future__ import annotations
+
+import json
+import re
+from typing import Any
+
+import pytest
+
+from infra.constructs.dashboard import PANELS, decision_metrics
+from reliability.telemetry import Decision
+from tests.infra.conftest import stack
+
+EMITTED = {decision.value for decision in Decision}
+
+
+def _resources(template: dict[str, Any], kind: str) -> dict[str, dict[str, Any]]:
+    return {k: v for k, v in template["Resources"].items() if v["Type"] == kind}
+
+
+@pytest.fixture(scope="module")
+def app() -> dict[str, Any]:
+    return stack("dev", "app")
+
+
+@pytest.fixture(scope="module")
+def body(app: dict[str, Any]) -> str:
+    (dashboard,) = _resources(app, "AWS::CloudWatch::Dashboard").values()
+    return json.dumps(dashboard["Properties"]["DashboardBody"])
+
+
+def test_every_decision_the_telemetry_emits_has_a_widget_and_no_widget_names_another(body: str):
+    shown = set(re.findall(r'MetricName=\\\\\\"(\w+)\\\\\\"', body))
+    assert shown == EMITTED
+    assert sorted(decision_metrics()) == sorted(EMITTED)  # each once, on one panel
+    for panel in PANELS:
+        assert panel.title in body
+
+
+def test_the_decision_widgets_read_the_services_namespace_and_dimensions(body: str):
+    assert body.count("SEARCH('{retrysafe,service,step} MetricName=") == len(EMITTED)
+    assert body.count('service=\\\\\\"retrysafe\\\\\\"') == len(EMITTED)
+
+
+def test_dlq_depths_and_executions_failed_and_redriven_are_shown(body: str):
+    for dlq in ("orders-dlq", "notify-dlq", "analytics-dlq"):
+        assert f'\\"label\\":\\"{dlq}\\"' in body
+    for metric in ("ExecutionsFailed", "ExecutionsRedriven", "ExecutionsSucceeded"):
+        assert metric in body
+
+
+def _alarm(app: dict[str, Any], suffix: str) -> dict[str, Any]:
+    (alarm,) = [
+        a["Properties"]
+        for a in _resources(app, "AWS::CloudWatch::Alarm").values()
+        if str(a["Properties"].get("AlarmName", "")).endswith(suffix)
+    ]
+    return alarm
+
+
+@pytest.mark.parametrize(
+    ("suffix", "decision", "threshold"),
+    [("stale-completion", "FenceStale", 1), ("takeovers", "FenceTakeover", 5)],
+)
+def test_stale_completions_and_takeovers_alarm_over_every_fenced_step_and_consumer(
+    app, suffix, decision, threshold
+):
+    alarm = _alarm(app, suffix)
+    assert alarm["Threshold"] == threshold
+    metrics = [m["MetricStat"]["Metric"] for m in alarm["Metrics"] if "MetricStat" in m]
+    assert {m["MetricName"] for m in metrics} == {decision}
+    steps = {d["Value"] for m in metrics for d in m["Dimensions"] if d["Name"] == "step"}
+    assert steps == {
+        "ReserveInventory",
+        "ChargePayment",
+        "RecordLedger",
+        "PublishEvents",
+        "MarkCompleted",
+        "ReleaseInventory",
+        "MarkFailed",
+        "worker",
+        "notify",
+        "analytics",
+    }
+
+
+def test_an_order_accepted_too_long_alarms(app):
+    alarm = _alarm(app, "orders-accepted-too-long")
+    assert alarm["MetricName"] == "ApproximateAgeOfOldestMessage"
+    assert alarm["Threshold"] == 900
