@@ -2,11 +2,15 @@
 
 from __future__ import annotations
 
+import base64
+import json
+
 import pytest
 
 from ops.invariants import check
 from reliability.crashpoints import CrashPlan
 from simulator.cloud import InProcessCloud, LambdaError, running_cloud
+from simulator.events import rest_event
 
 pytestmark = pytest.mark.filterwarnings("ignore:No application metrics:UserWarning")
 
@@ -150,3 +154,131 @@ def test_an_unknown_route_is_a_404_json(cloud: InProcessCloud):
     response = cloud.api("GET", "/nothing/here/at-all")
     assert response.status == 404
     assert response.body["error"] == "NotFound"
+
+
+def _raw(cloud: InProcessCloud, event: dict) -> tuple[int, dict, dict]:
+    raw = cloud.invoke("Api", event)
+    headers = {k: v[-1] for k, v in (raw.get("multiValueHeaders") or {}).items() if v}
+    return int(raw["statusCode"]), json.loads(raw["body"]), {**headers, **(raw.get("headers") or {})}
+
+
+def test_an_accepted_order_is_always_readable_repeated_skus_are_refused(cloud: InProcessCloud):
+    # Regression (root cause 1): lines repeating a sku that add up to more than 100 were accepted,
+    # merged, and the merged line made GET /orders/{id} a 500
+    repeated = {**ORDER, "items": [{"sku": "sku-1", "quantity": 60}, {"sku": "sku-1", "quantity": 60}]}
+    refused = cloud.api("POST", "/orders", body=repeated, headers={"Idempotency-Key": "repeat-sku"})
+    assert (refused.status, refused.body["error"]) == (422, "InvalidRequest")
+    assert "sku-1" in refused.body["message"]
+    assert _orders(cloud) == []
+
+    # And an order at the bounds is read back with exactly the items it was sent with
+    items = [{"sku": f"sku-{n}", "quantity": 100} for n in range(1, 21)]
+    accepted = cloud.api(
+        "POST", "/orders", body={**ORDER, "items": items}, headers={"Idempotency-Key": "max"}
+    )
+    assert accepted.status == 202
+    view = cloud.api("GET", f"/orders/{accepted.body['order_id']}")
+    assert view.status == 200
+    assert view.body["items"] == items
+
+
+@pytest.mark.parametrize(
+    ("body", "message"),
+    [
+        ("[" * 5_000, "nested too deeply"),  # RecursionError
+        ('{"customer_id": ' + "1" * 5_000 + "}", "not valid JSON"),  # ValueError: int too long
+        ('{"customer_id": "' + "x" * 20_000 + '"}', "larger than"),
+    ],
+)
+def test_a_body_json_cannot_parse_is_a_400_not_a_500(cloud: InProcessCloud, body: str, message: str):
+    # Regression (root cause 2): RecursionError and ValueError escaped the parser as 500s
+    response = cloud.api("POST", "/orders", body=body, headers={"Idempotency-Key": "parse"})
+    assert (response.status, response.body["error"]) == (400, "MalformedBody")
+    assert message in response.body["message"]
+    assert _orders(cloud) == []
+
+
+@pytest.mark.parametrize("content_type", ["text/plain", "application/x-www-form-urlencoded", None])
+def test_a_body_not_sent_as_json_is_a_415(cloud: InProcessCloud, content_type: str | None):
+    # Regression (root cause 2): a valid order sent as text/plain skipped the edge and was accepted
+    event = rest_event("POST", "/orders", body=ORDER, headers={"Idempotency-Key": "media"})
+    for name in ("headers", "multiValueHeaders"):
+        event[name].pop("Content-Type")
+        if content_type:
+            event[name]["Content-Type"] = content_type if name == "headers" else [content_type]
+    status, body, _ = _raw(cloud, event)
+    assert (status, body["error"]) == (415, "UnsupportedMediaType")
+    assert _orders(cloud) == []
+
+
+def test_json_with_a_charset_parameter_is_json(cloud: InProcessCloud):
+    headers = {"Idempotency-Key": "charset", "Content-Type": "Application/JSON; charset=utf-8"}
+    assert cloud.api("POST", "/orders", body=ORDER, headers=headers).status == 202
+
+
+def test_a_base64_body_that_is_not_utf8_is_a_400(cloud: InProcessCloud):
+    event = rest_event("POST", "/orders", body=None, headers={"Idempotency-Key": "b64"})
+    event.update(body=base64.b64encode(b'{"customer_id": "\xff"}').decode(), isBase64Encoded=True)
+    status, body, _ = _raw(cloud, event)
+    assert (status, body["error"]) == (400, "MalformedBody")
+
+
+@pytest.mark.parametrize(
+    ("values", "code"),
+    [
+        (["key-a", "key-b"], "IdempotencyKeyInvalid"),
+        (["caf\u00e9"], "IdempotencyKeyInvalid"),
+        (["nul\x00"], "IdempotencyKeyInvalid"),
+        (['"unterminated'], "IdempotencyKeyInvalid"),
+    ],
+)
+def test_keys_outside_the_draft_are_a_400(cloud: InProcessCloud, values: list[str], code: str):
+    event = rest_event("POST", "/orders", body=ORDER)
+    event["headers"]["Idempotency-Key"] = values[-1]
+    event["multiValueHeaders"]["Idempotency-Key"] = values
+    status, body, _ = _raw(cloud, event)
+    assert (status, body["error"]) == (400, code)
+    assert _orders(cloud) == []
+
+
+def test_a_missing_key_is_reported_before_a_bad_body(cloud: InProcessCloud):
+    # As API Gateway validates the header before the body
+    response = cloud.api("POST", "/orders", body="[" * 5_000, headers={"Content-Type": "text/plain"})
+    assert (response.status, response.body["error"]) == (400, "IdempotencyKeyMissing")
+
+
+@pytest.mark.parametrize(
+    ("method", "path", "status", "allow"),
+    [
+        ("PUT", "/orders", 405, "POST"),
+        ("DELETE", "/orders", 405, "POST"),
+        ("GET", "/orders", 405, "POST"),
+        ("OPTIONS", "/orders", 405, "POST"),
+        ("POST", "/orders/o-1", 405, "GET"),
+        ("PATCH", "/orders/o-1", 405, "GET"),
+        ("GET", "/orders/a/b", 404, None),
+        ("GET", "/", 404, None),
+    ],
+)
+def test_other_methods_and_paths_are_404_or_405_in_the_error_shape(
+    cloud: InProcessCloud, method: str, path: str, status: int, allow: str | None
+):
+    # Regression (root cause 4, the function's half): API Gateway's catch-all methods send these here
+    event = rest_event(method, path, body=None)
+    event["resource"] = "/{proxy+}"
+    got, body, headers = _raw(cloud, event)
+    assert got == status
+    assert set(body) == {"error", "message"}
+    assert body["error"] == ("MethodNotAllowed" if allow else "NotFound")
+    assert headers.get("Allow") == allow
+
+
+def test_the_status_url_is_the_apis_own_never_the_clients_host(cloud: InProcessCloud):
+    event = rest_event(
+        "POST", "/orders", body=ORDER, headers={"Idempotency-Key": "host", "Host": "evil.test"}
+    )
+    status, body, _ = _raw(cloud, event)
+    assert status == 202
+    domain = event["requestContext"]["domainName"]
+    assert body["status_url"].startswith(f"https://{domain}/{event['requestContext']['stage']}/orders/")
+    assert "evil.test" not in body["status_url"]
