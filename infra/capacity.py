@@ -154,6 +154,8 @@ def receives_to_ride_out(storm_seconds: float) -> int:
 # Receives must outlast the longest throttle storm the backoff can ride out, plus a few transient
 # failures; a poison message never spends them (the handler dead-letters it at once).
 MAX_RECEIVE_COUNT = receives_to_ride_out(THROTTLE_STORM_SECONDS) + TRANSIENT_RECEIVES
+# What the worker gets (THROTTLE_BACKOFF_SECONDS): the visibility for each receive up to the last.
+THROTTLE_BACKOFF_SCHEDULE = tuple(throttle_backoff_seconds(n) for n in range(1, MAX_RECEIVE_COUNT + 1))
 # Without these settings (the template before the capacity plan) the queues had 5 receives and
 # the event source mappings no maximum: the scale model's mutant run uses this.
 UNPLANNED_MAX_RECEIVE_COUNT = 5

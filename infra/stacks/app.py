@@ -16,7 +16,7 @@ from aws_cdk import aws_lambda_event_sources as event_sources
 from aws_cdk import aws_ssm as ssm
 from constructs import Construct
 
-from infra.capacity import CapacityPlan
+from infra.capacity import THROTTLE_BACKOFF_SCHEDULE, CapacityPlan
 from infra.config import StageConfig
 from infra.constructs.api import OrdersApi
 from infra.constructs.dashboard import ServiceDashboard
@@ -190,6 +190,7 @@ class AppStack(Stack):
         state_machine = workflow.state_machine
         worker = fn["worker"]
         worker.add_environment("STATE_MACHINE_ARN", state_machine.state_machine_arn)
+        worker.add_environment("THROTTLE_BACKOFF_SECONDS", ",".join(map(str, THROTTLE_BACKOFF_SCHEDULE)))
         state_machine.grant_start_execution(worker)
         # DescribeExecution takes an execution ARN; executions are named by the worker, so the
         # grant is every execution of this one state machine (the name is known at synth).

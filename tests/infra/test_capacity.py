@@ -10,6 +10,7 @@ import pytest
 from infra.capacity import (
     MAX_RECEIVE_COUNT,
     PROVIDER_CALL_SECONDS,
+    THROTTLE_BACKOFF_SCHEDULE,
     THROTTLE_STORM_SECONDS,
     TRANSIENT_RECEIVES,
     TRANSITIONS_PER_ORDER,
@@ -131,3 +132,11 @@ def test_an_account_too_small_for_the_reservations_fails_the_synth() -> None:
 def test_a_stage_without_a_capacity_entry_is_an_error_naming_it() -> None:
     with pytest.raises(CapacityError, match=r"retrysafe\.stages\.dev\.capacity"):
         stage_capacity({"stages": {"dev": {}}}, "dev")
+
+
+@pytest.mark.parametrize("stage", STAGES)
+def test_the_worker_gets_the_backoff_schedule_that_max_receive_count_is_sized_for(stage: str) -> None:
+    worker = _functions(stack(stage, "app"))["worker"]
+    variables = worker["Properties"]["Environment"]["Variables"]
+    assert variables["THROTTLE_BACKOFF_SECONDS"] == ",".join(map(str, THROTTLE_BACKOFF_SCHEDULE))
+    assert len(THROTTLE_BACKOFF_SCHEDULE) == MAX_RECEIVE_COUNT

@@ -1,22 +1,74 @@
-"""The orders-queue worker: one workflow execution per (order, run)."""
+"""The orders-queue worker: one workflow execution per (order, run).
+
+A throttled StartExecution (``ThrottlingException``; ``ExecutionLimitExceeded`` while the
+account's open executions are at their quota) is a retry, not a failure: the message is kept,
+made visible again after a backoff that grows with its receive count, and counted as a retry with
+reason ``StartExecutionThrottled``. The backoff schedule comes from infra/capacity.py
+(``THROTTLE_BACKOFF_SECONDS``), which sizes maxReceiveCount to ride it out.
+"""
 
 from __future__ import annotations
 
 from aws_lambda_powertools.utilities.data_classes.sqs_event import SQSRecord
 from aws_lambda_powertools.utilities.typing import LambdaContext
+from botocore.exceptions import ClientError
 
 from orders.handlers._sqs import remaining_seconds, sqs_handler
 from orders.messages import OrderMessageModel
 from orders.runtime import Runtime
 from reliability.batch import parse_body
+from reliability.errors import TransientError, error_code
+
+THROTTLED_START_CODES = frozenset({"ThrottlingException", "ExecutionLimitExceeded"})
+
+
+class StartExecutionThrottled(TransientError):
+    """Step Functions refused the start for now; the message waits out a backoff and comes back."""
+
+
+def throttle_code(error: BaseException | None) -> str | None:
+    """The Step Functions throttle code behind ``error`` (adapters wrap it), if any."""
+    while error is not None:
+        if isinstance(error, ClientError) and error_code(error) in THROTTLED_START_CODES:
+            return error_code(error)
+        error = error.__cause__ or error.__context__
+    return None
+
+
+def backoff_seconds(schedule: str, receive_count: int) -> int:
+    """The schedule's entry for this receive (1-based); its last entry once past the end."""
+    steps = [int(part) for part in schedule.split(",")]
+    return steps[min(max(receive_count, 1), len(steps)) - 1]
+
+
+def _back_off(runtime: Runtime, record: SQSRecord) -> None:
+    """Keep the message invisible for the backoff; if that fails, the queue's own visibility
+    timeout brings it back later, which is also safe."""
+    account, queue = record.event_source_arn.split(":")[4:6]
+    delay = backoff_seconds(
+        runtime.settings.require("throttle_backoff_seconds"), int(record.attributes.approximate_receive_count)
+    )
+    try:
+        url = runtime.sqs.get_queue_url(QueueName=queue, QueueOwnerAWSAccountId=account)["QueueUrl"]
+        runtime.sqs.change_message_visibility(
+            QueueUrl=url, ReceiptHandle=record.receipt_handle, VisibilityTimeout=delay
+        )
+    except ClientError:
+        return
 
 
 def _start(runtime: Runtime, record: SQSRecord, context: LambdaContext) -> None:
-    runtime.workflow_starter.start_once(
-        parse_body(record, OrderMessageModel),
-        attempt_id=record.message_id,
-        lease_seconds=remaining_seconds(context),
-    )
+    message = parse_body(record, OrderMessageModel)
+    try:
+        runtime.workflow_starter.start_once(
+            message, attempt_id=record.message_id, lease_seconds=remaining_seconds(context)
+        )
+    except Exception as error:
+        code = throttle_code(error)
+        if code is None:
+            raise
+        _back_off(runtime, record)
+        raise StartExecutionThrottled(f"start execution: {code}") from error
 
 
 handler = sqs_handler(source="worker", dlq_setting="orders_dlq_url", record_handler=_start)
