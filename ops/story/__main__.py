@@ -53,7 +53,9 @@ def load_recorded(order_id: str) -> Story | None:
 
 
 def write(story: Story, fmt: str, out: Path | None, *, color: bool) -> str:
-    """Render; html is written to `out` (default `<state dir>/stories/<order>.html`) and its path returned."""
+    """Render; a page (html, png: the page in headless Chromium, terminal-png: the coloured timeline
+    as a terminal shows it) is written to `out` (default under `<state dir>/stories/`) and its
+    path returned."""
     if fmt == "json":
         return json.dumps(story.to_dict(), indent=2, default=str)
     if fmt in ("html", "png"):
@@ -66,6 +68,13 @@ def write(story: Story, fmt: str, out: Path | None, *, color: bool) -> str:
             )
             return f"wrote {path} and {png}"
         return f"wrote {path}"
+    if fmt == "terminal-png":
+        page = (out or stories_dir() / f"{story.order_id}-terminal.html").with_suffix(".html")
+        page.parent.mkdir(parents=True, exist_ok=True)
+        page.write_text(text.terminal_page(story))
+        lines = text.render(story, color=False).count("\n") + 2
+        png = browser.screenshot(page, page.with_suffix(".png"), width=1440, height=int(lines * 17.6) + 30)
+        return f"wrote {png}"
     return text.render(story, color=color)
 
 
@@ -73,10 +82,10 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m ops.story", description=__doc__.splitlines()[0])
     parser.add_argument("order", nargs="?", help="the order id (o-...)")
     parser.add_argument("--key", help="the client's Idempotency-Key instead of the order id")
-    parser.add_argument("--format", choices=("text", "json", "html", "png"), default="text")
+    parser.add_argument("--format", choices=("text", "json", "html", "png", "terminal-png"), default="text")
     parser.add_argument("--json", action="store_const", const="json", dest="format", help="= --format json")
     parser.add_argument(
-        "--out", type=Path, help="where --format html|png writes (default <state dir>/stories/<order>.html)"
+        "--out", type=Path, help="where a page is written (default <state dir>/stories/<order>.html)"
     )
     parser.add_argument("--color", choices=("auto", "always", "never"), default="auto")
     args = parser.parse_args(argv)

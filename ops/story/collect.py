@@ -99,7 +99,7 @@ def attempt_outcome(invocation: Invocation) -> tuple[Outcome, str]:  # noqa: PLR
         how = "took the fence over, then " if "FenceTakeover" in decisions else ""
         return Outcome.DIED, f"{how}ended with {invocation.error}"
     if "FenceTakeover" in decisions:
-        return Outcome.TAKEOVER, "took over the fence of an attempt whose lease had run out"
+        return Outcome.TAKEOVER, "took over the fence: the attempt before it held it until its lease ran out"
     if "FenceSkipped" in decisions:
         return Outcome.SKIPPED, "the fence answered with the stored result"
     if "FenceBusy" in decisions or invocation.error == "FenceBusy":

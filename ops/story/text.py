@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable
 from datetime import UTC, datetime
+from html import escape
 
 from ops.story.model import Entry, Outcome, StepState, Story
 
@@ -68,7 +70,7 @@ def _entry(entry: Entry, paint: Paint) -> str:
     detail = f"  {entry.detail}" if entry.detail else ""
     outcome = paint(f"{entry.outcome.value:<18}", OUTCOME_STYLE[entry.outcome])
     return (
-        f"{clock(entry.at)}  {entry.lane.value:<9}  {entry.subject:<40} {outcome} {duration}{attempt}{detail}"
+        f"{clock(entry.at)}  {entry.lane.value:<9}  {entry.subject:<48} {outcome} {duration}{attempt}{detail}"
     )
 
 
@@ -107,3 +109,31 @@ def render(story: Story, *, color: bool) -> str:
     lines.append("invariants: " + paint(story.verdict if not story.violations else "VIOLATED", verdict_style))
     lines.extend(f"  - {v}" for v in story.violations)
     return "\n".join(lines)
+
+
+# How a dark terminal shows the SGR codes above, for `terminal_page`.
+_TERMINAL_CSS = {
+    _GOOD: "color:#4ec97b",
+    _REPLAY: "color:#4fc1e9",
+    _WARN: "color:#f0c24b",
+    _BAD: "color:#f2545b",
+    _DIM: "color:#7f8790",
+    _BOLD: "font-weight:bold;color:#ffffff",
+}
+_SGR = re.compile(r"\033\[(\d+)m(.*?)\033\[0m", re.DOTALL)
+
+
+def terminal_page(story: Story) -> str:
+    """The coloured timeline as a terminal shows it, as an HTML page (for a screenshot of it)."""
+    coloured = render(story, color=True)
+    out, last = [], 0
+    for match in _SGR.finditer(coloured):
+        out.append(escape(coloured[last : match.start()]))
+        out.append(f'<span style="{_TERMINAL_CSS[match[1]]}">{escape(match[2])}</span>')
+        last = match.end()
+    out.append(escape(coloured[last:]))
+    return (
+        '<!doctype html><html><head><meta charset="utf-8"><style>body{margin:0;background:#1e1e1e}'
+        "pre{margin:0;padding:14px 18px;color:#d4d4d4;font:13px/1.35 'DejaVu Sans Mono',monospace}</style>"
+        f"</head><body><pre>$ make story ORDER={escape(story.order_id)}\n{''.join(out)}</pre></body></html>\n"
+    )

@@ -41,6 +41,7 @@ class E2ETarget:
     client: Callable[[str], Any]
     control_endpoint: str | None  # the local cloud's AWS endpoint (crash/worker control); None on AWS
     local: outputs_file.Outputs | None = None  # the local cloud's outputs; None on AWS
+    state_dir: Path | None = None  # the local cloud's state directory (function logs); None on AWS
 
     def output(self, key: str) -> str:
         return self.outputs[key]
@@ -58,7 +59,7 @@ def wait_for(what: str, probe: Callable[[], T | None], timeout: float = WAIT_SEC
         time.sleep(0.3)
 
 
-def _local_target(out: outputs_file.Outputs) -> E2ETarget:
+def _local_target(out: outputs_file.Outputs, state_dir: Path) -> E2ETarget:
     session = boto3.session.Session(
         aws_access_key_id="local", aws_secret_access_key="local", region_name=out.region
     )
@@ -69,6 +70,7 @@ def _local_target(out: outputs_file.Outputs) -> E2ETarget:
         client=lambda name: session.client(name, endpoint_url=out.endpoint),
         control_endpoint=out.endpoint,
         local=out,
+        state_dir=state_dir,
     )
 
 
@@ -90,14 +92,14 @@ def e2e(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory
     if choice == "aws":
         target = _aws_target()
     elif choice == "outputs":
-        target = _local_target(outputs_file.load())
+        target = _local_target(outputs_file.load(), Path(os.environ.get("LOCALCLOUD_DIR") or ".localcloud"))
     elif choice:
         raise pytest.UsageError(f"{TARGET_ENV} must be unset, 'outputs' or 'aws', not {choice!r}")
     else:
         assembly: Path = request.getfixturevalue("local_assembly")
         state_dir = tmp_path_factory.mktemp("e2e-localcloud")
         with process.background(state_dir=state_dir, assembly=assembly, extra_args=["--prewarm"]) as out:
-            target = _local_target(out)
+            target = _local_target(out, state_dir)
             seed_inventory(target.client("dynamodb"), target.output("InventoryTableName"))
             yield target
         return

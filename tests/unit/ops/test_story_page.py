@@ -24,7 +24,7 @@ pytestmark = pytest.mark.skipif(
 )
 
 
-def _png_pixels(path: Path) -> tuple[int, int, list[bytes]]:
+def png_pixels(path: Path) -> tuple[int, int, list[bytes]]:
     """Rows of RGB(A) bytes of an 8-bit, non-interlaced PNG (what Chromium writes)."""
     data = path.read_bytes()
     assert data[:8] == b"\x89PNG\r\n\x1a\n"
@@ -74,7 +74,7 @@ def shown(tmp_path_factory) -> tuple[Story, html.Layout, int, list[bytes]]:
     page = tmp_path_factory.mktemp("story") / "story.html"
     page.write_text(html.render(story))
     png = browser.screenshot(page, page.with_suffix(".png"), width=html.WIDTH, height=html.height(story))
-    _, channels, rows = _png_pixels(png)
+    _, channels, rows = png_pixels(png)
     return story, html.layout(story), channels, rows
 
 
