@@ -113,8 +113,8 @@ invoke: install ## Send a sample event to its function: make invoke EVENT=events
 	@test -n "$(EVENT)" || { echo "usage: make invoke EVENT=events/<function>/<file>.json [FN=<function>]"; ls events; exit 2; }
 	$(PY) -m ops.invoke $(EVENT) $(if $(FN),--function $(FN))
 
-story: install ## One order's story: make story ORDER=<id> | KEY=<Idempotency-Key> [FORMAT=text|json|html]
-	@test -n "$(ORDER)$(KEY)" || { echo "usage: make story ORDER=<order id> | KEY=<Idempotency-Key> [FORMAT=text|json|html]"; exit 2; }
+story: install ## One order's story: make story ORDER=<id> | KEY=<Idempotency-Key> [FORMAT=text|json|html|png|terminal-png]
+	@test -n "$(ORDER)$(KEY)" || { echo "usage: make story ORDER=<order id> | KEY=<Idempotency-Key> [FORMAT=text|json|html|png|terminal-png]"; exit 2; }
 	PYTHONPATH=functions $(PY) -m ops.story $(ORDER) $(if $(KEY),--key '$(KEY)') --format $(or $(FORMAT),text)
 
 idem-show: install ## Print the idempotency record of a client's key: make idem-show KEY=<Idempotency-Key>
