@@ -7,12 +7,16 @@ from pathlib import Path
 
 import pytest
 
+from ops.story.__main__ import main as story_main
+from ops.story.__main__ import order_for_key
 from ops.story.collect import CREATE_ROUTE, FENCE_NAMESPACE, Workflow, attempt_outcome
-from ops.story.logs import Invocation, LocalLogFiles
+from ops.story.logs import InsightsLogs, Invocation, LocalLogFiles
 from ops.story.model import Outcome, StepState, Story
 from ops.story.text import render
+from orders.domain import order_id_for
 from orders.handlers.api import CREATE_ROUTE as HANDLER_ROUTE
 from orders.handlers.steps import SAGA_NAMESPACE
+from reliability.keys import derive_key
 
 FIXTURES = Path(__file__).parent / "fixtures"
 
@@ -146,3 +150,62 @@ def test_the_workflow_graph_comes_from_the_state_machine_definition():
 
 def test_the_route_and_fence_namespace_are_the_ones_the_handlers_use():
     assert (CREATE_ROUTE, FENCE_NAMESPACE) == (HANDLER_ROUTE, SAGA_NAMESPACE)
+
+
+class FakeInsights:
+    """CloudWatch Logs Insights as the API answers: a query id, then rows of fields."""
+
+    def __init__(self, rows_by_query: list[list[dict[str, str]]]) -> None:
+        self.rows = list(rows_by_query)
+        self.queries: list[dict] = []
+
+    def start_query(self, **kwargs):
+        self.queries.append(kwargs)
+        return {"queryId": f"q{len(self.queries)}"}
+
+    def get_query_results(self, queryId):
+        rows = self.rows.pop(0)
+        return {
+            "status": "Complete",
+            "results": [[{"field": k, "value": v} for k, v in r.items()] for r in rows],
+        }
+
+
+def test_logs_insights_gives_the_same_invocations_on_a_deployed_stage():
+    line = {
+        "function_request_id": "req-7",
+        "decision": "FenceSkipped",
+        "token": "dev.o-abc.r1",
+        "timestamp": "2026-11-23 09:24:32,785+0000",
+    }
+    client = FakeInsights([[{"@message": json.dumps(line)}], [{"@requestId": "req-7", "@duration": "48.5"}]])
+    (found,) = InsightsLogs(client, poll_seconds=0).invocations(
+        {"charge-payment": "svc-dev-charge"}, ["o-abc"]
+    )
+    assert (found.request_id, found.duration_ms, found.decisions()) == ("req-7", 48.5, ["FenceSkipped"])
+    assert client.queries[0]["logGroupNames"] == ["/aws/lambda/svc-dev-charge"]
+    assert '@message like "o-abc"' in client.queries[0]["queryString"]
+    assert '"req-7"' in client.queries[1]["queryString"]
+
+
+def test_with_no_target_running_make_story_shows_the_story_the_demo_recorded(tmp_path, monkeypatch, capsys):
+    # Given the demo's local cloud is gone (no outputs.json) but it recorded the order's story
+    crash = story("crash_redrive")
+    (tmp_path / "stories").mkdir()
+    (tmp_path / "stories" / f"{crash.order_id}.json").write_text(json.dumps(crash.to_dict(), default=str))
+    monkeypatch.setenv("LOCALCLOUD_DIR", str(tmp_path))
+    for name in ("AWS_PROFILE", "AWS_ENDPOINT_URL"):
+        monkeypatch.delenv(name, raising=False)
+    # When the operator asks for it, plain (piped)
+    assert story_main([crash.order_id, "--color", "never"]) == 0
+    # Then the recorded timeline is shown, and where it came from is said
+    captured = capsys.readouterr()
+    assert "died" in captured.out
+    assert "takeover" in captured.out
+    assert "recorded" in captured.err
+
+
+def test_a_client_key_names_the_order_it_created():
+    # The order id is derived from the stored key (orders.domain.order_id_for), so the key finds it
+    stored = derive_key("http", stage="local", identity={"route": "POST /orders", "key": "demo-1"}).value
+    assert order_for_key("demo-1", stage="local") == order_id_for(stored)
