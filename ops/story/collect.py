@@ -10,9 +10,11 @@ import json
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime
+from itertools import count
 from typing import Any
 
 from boto3.dynamodb.types import TypeDeserializer
+from botocore.exceptions import ClientError
 
 from ops.invariants import Stores, check
 from ops.story.logs import Invocation, LogSource, line_time
@@ -216,18 +218,26 @@ class Collector:
         definition = self.sfn.describe_state_machine(stateMachineArn=self.outputs["StateMachineArn"])
         return Workflow.from_definition(json.loads(definition["definition"]))
 
-    def executions(self, order_id: str) -> list[dict[str, Any]]:
+    def executions(self, order_id: str, runs: int) -> list[dict[str, Any]]:
+        """Every execution of the order's runs, by name (no listing of the whole state machine):
+        `<order>-r<run>` (orders.domain.execution_name) and the local restarts `-restart-<n>`
+        (ops.redrive; on AWS a redrive keeps the execution)."""
+        prefix = self.outputs["StateMachineArn"].replace(":stateMachine:", ":execution:")
         found = []
-        for page in self.sfn.get_paginator("list_executions").paginate(
-            stateMachineArn=self.outputs["StateMachineArn"]
-        ):
-            for summary in page["executions"]:
-                if summary["name"].startswith(order_id):
-                    described = self.sfn.describe_execution(executionArn=summary["executionArn"])
-                    history = self.sfn.get_execution_history(
-                        executionArn=summary["executionArn"], maxResults=1000
-                    )["events"]
-                    found.append({**described, "failures": _failures(history)})
+        for run in range(1, runs + 1):
+            for restart in count():
+                name = f"{order_id}-r{run}" + (f"-restart-{restart}" if restart else "")
+                try:
+                    described = self.sfn.describe_execution(executionArn=f"{prefix}:{name}")
+                except ClientError as error:
+                    if error.response.get("Error", {}).get("Code") == "ExecutionDoesNotExist":
+                        break
+                    raise
+                history = self.sfn.get_paginator("get_execution_history").paginate(
+                    executionArn=described["executionArn"]
+                )
+                events = [event for page in history for event in page["events"]]
+                found.append({**described, "failures": _failures(events)})
         return sorted(found, key=lambda e: _epoch(e.get("startDate")) or 0)
 
     def fence(self, token: str, step: str) -> dict[str, Any]:
@@ -241,7 +251,7 @@ class Collector:
     def collect(self, order_id: str) -> Story:
         order = self.order(order_id)
         workflow = self.workflow()
-        executions = self.executions(order_id)
+        executions = self.executions(order_id, int(order.get("run", 1)))
         tokens = sorted({json.loads(e.get("input") or "{}").get("token", "") for e in executions} - {""})
         stored_key = str(order.get("idempotency_key") or "")
         physical = {
