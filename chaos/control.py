@@ -25,7 +25,7 @@ from botocore.exceptions import ClientError
 from orders.runtime import Runtime
 from reliability.errors import BusinessError, EffectConditionFailed
 from reliability.fence import AtomicEffect, FenceStore, Outcome, StepId
-from reliability.http import HttpIdempotency, HttpResponse
+from reliability.http import Headers, HttpIdempotency, HttpResponse
 
 
 class PassThroughFences(FenceStore):
@@ -75,7 +75,7 @@ class NoHttpIdempotency(HttpIdempotency):
         self,
         *,
         route: str,  # noqa: ARG002
-        headers: Mapping[str, str] | None,  # noqa: ARG002
+        headers: Headers | None,  # noqa: ARG002
         payload: Any,  # noqa: ARG002
         lambda_context: Any,  # noqa: ARG002
         execute: Callable[[], HttpResponse],

@@ -12,13 +12,11 @@ from orders.contract import MAX_BODY_BYTES, CreateOrderRequest, OrderItem, parse
 from orders.errors import InvalidRequest, MalformedBody
 
 ids = st.text(st.characters(min_codepoint=0x21, max_codepoint=0x7E), min_size=1, max_size=64)
-items = st.builds(lambda sku, q: {"sku": sku, "quantity": q}, ids, st.integers(1, 100))
+items = st.lists(
+    st.tuples(ids, st.integers(1, 100)), min_size=1, max_size=50, unique_by=lambda line: line[0]
+).map(lambda lines: [{"sku": sku, "quantity": quantity} for sku, quantity in lines])
 bodies = st.fixed_dictionaries(
-    {
-        "customer_id": ids,
-        "currency": st.from_regex(r"\A[A-Z]{3}\Z"),
-        "items": st.lists(items, min_size=1, max_size=50, unique_by=lambda item: item["sku"]),
-    }
+    {"customer_id": ids, "currency": st.from_regex(r"\A[A-Z]{3}\Z"), "items": items}
 )
 
 
