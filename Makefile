@@ -143,6 +143,10 @@ redrive-dlq: install ## Move a DLQ back to its source queue: make redrive-dlq QU
 redrive-workflow: install ## Redrive failed workflow executions (all, or EXECUTION_ARN=...)
 	$(PY) -m ops.redrive workflow $(if $(EXECUTION_ARN),--execution-arn $(EXECUTION_ARN))
 
+rerun: install ## Start run N+1 of an order whose run N ended FAILED (guarded on the order): make rerun ORDER=o-...
+	@test -n "$(ORDER)" || { echo "usage: make rerun ORDER=<order id>" >&2; exit 2; }
+	PYTHONPATH=functions $(PY) -m ops.rerun $(ORDER)
+
 constraints: ## Re-pin transitive dependencies after editing requirements*.txt
 	rm -rf $(VENV) && $(PYTHON) -m venv $(VENV)
 	$(VENV)/bin/pip install --quiet -r requirements-dev.txt

@@ -16,6 +16,8 @@ from orders.contract import CreateOrderRequest, OrderItem, OrderStatus
 from orders.errors import UnknownSku
 
 ORDER_ID_PREFIX = "o-"
+# A run that reached one of these is over; only a FAILED one may be followed by another run.
+TERMINAL_STATUSES = frozenset({OrderStatus.COMPLETED, OrderStatus.FAILED})
 # Execution names are at most 80 characters of [A-Za-z0-9-_]; an order id of 2 + 32 characters
 # plus "-r<run>" leaves ample room.
 _ORDER_ID_HEX = 32
@@ -74,12 +76,21 @@ class Order:
         return [OrderItem(sku=line.sku, quantity=line.quantity) for line in self.lines]
 
     def same_order_as(self, other: Order) -> bool:
-        """True when `other` is the same business order (ignoring run-time state)."""
-        return (self.customer_id, self.currency, self.lines) == (
+        """True when `other` is the same business order: the same customer, currency and items.
+
+        Prices are not compared: the stored order keeps the prices it was accepted at, and a
+        client's retry after a crash is priced again from the catalog, which may have changed in
+        between. The retry is the same order, and gets the stored one back.
+        """
+        return (self.customer_id, self.currency, self.quantities) == (
             other.customer_id,
             other.currency,
-            other.lines,
+            other.quantities,
         )
+
+    @property
+    def quantities(self) -> dict[str, int]:
+        return {line.sku: line.quantity for line in self.lines}
 
 
 def order_id_for(stored_idempotency_key: str) -> str:

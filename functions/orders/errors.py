@@ -65,3 +65,12 @@ class OutOfStock(BusinessError):
 
 class UnknownOrder(Exception):
     """A workflow or queue message names an order that does not exist (a poison input)."""
+
+
+class RunNotCurrent(Exception):
+    """A queue message for a run that is not the order's current run (a poison input): runs
+    after the first start only through `Reruns.start_next_run`, never from a message alone."""
+
+
+class RerunRefused(Exception):
+    """A new run was asked for an order whose current run did not end FAILED."""

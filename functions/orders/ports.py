@@ -38,7 +38,14 @@ class OrderStore(Protocol):
 
     def get(self, order_id: str) -> Order | None: ...
 
-    def mark_running(self, order_id: str, *, run: int, execution_arn: str) -> None: ...
+    def mark_running(self, order_id: str, *, run: int, execution_arn: str) -> None:
+        """RUNNING + the execution ARN, if `run` is still the order's current run."""
+        ...
+
+    def start_next_run(self, order_id: str, *, run: int) -> Order:
+        """run -> run + 1, status ACCEPTED, in ONE conditional write: only if the order's current
+        run is `run` and it ended FAILED (after its compensation). Else `RerunRefused`."""
+        ...
 
     def record_step(self, order_id: str, step: str, status: StepStatus) -> None: ...
 
@@ -90,6 +97,10 @@ class Workflow(Protocol):
 
         Raises `ExecutionConflict` when an execution of that name has a different input.
         """
+        ...
+
+    def execution_arn(self, name: str) -> str:
+        """The ARN an execution of this name has (names are unique per state machine)."""
         ...
 
 

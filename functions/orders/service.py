@@ -6,9 +6,16 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import datetime
 
-from orders.contract import CreateOrderRequest, OrderAccepted, OrderView, StepStatus
-from orders.domain import OrderMessage, WorkflowInput, execution_name, new_order
-from orders.errors import OrderNotFound, UnknownOrder
+from orders.contract import CreateOrderRequest, OrderAccepted, OrderStatus, OrderView, StepStatus
+from orders.domain import (
+    TERMINAL_STATUSES,
+    Order,
+    OrderMessage,
+    WorkflowInput,
+    execution_name,
+    new_order,
+)
+from orders.errors import OrderNotFound, RerunRefused, RunNotCurrent, UnknownOrder
 from orders.messages import OrderCompletedEvent, OrderMessageModel
 from orders.ports import (
     Aggregates,
@@ -38,15 +45,20 @@ class OrderService:
     def place(self, request: CreateOrderRequest, *, stored_key: str, status_base: str = "") -> OrderAccepted:
         """Price, store (idempotently, keyed by the stored idempotency key) and enqueue an order.
 
-        A crash between the write and the send heals on the client's retry: the order id is derived
-        from the key, so the write finds the same order and the message is sent again (a duplicate
-        message is harmless downstream: the worker dedupes per order and run).
+        The order write and the queue send are two writes; a crash between them, or after the send
+        and before the client saw the answer, heals on the client's retry with the same key and
+        body: the order id is derived from the key, so the write finds the stored order (the same
+        items: prices are not compared, the catalog may have changed meanwhile), and while that
+        order is still ACCEPTED its message is sent again (a duplicate is harmless: the worker
+        dedupes per order and run). An order past ACCEPTED was picked up: nothing is re-sent.
+        A client that never retries is covered by the sweeper (`Reruns.resend`).
         """
         catalog = self.catalog.lookup([item.sku for item in request.items])
         order = self.orders.create(
             new_order(request=request, catalog=catalog, stored_idempotency_key=stored_key, now=self.clock())
         )
-        self.queue.send(OrderMessage(order.order_id, order.run, order.idempotency_key).as_dict())
+        if order.status is OrderStatus.ACCEPTED:
+            self.queue.send(OrderMessage(order.order_id, order.run, order.idempotency_key).as_dict())
         return OrderAccepted(order_id=order.order_id, status_url=f"{status_base}/orders/{order.order_id}")
 
     def view(self, order_id: str) -> OrderView:
@@ -90,13 +102,19 @@ class WorkflowStarter:
                 lease_seconds=lease_seconds,
                 effect=lambda _key: {"execution_arn": self.start(message)},
             )
-        except (UnknownOrder, ExecutionConflict) as error:
+        except (UnknownOrder, RunNotCurrent, ExecutionConflict) as error:
             raise PoisonMessage(str(error)) from error
         arn = outcome.result.get("execution_arn")
         return str(arn) if arn else None
 
     def start(self, message: OrderMessage) -> str:
         """Start `<order_id>-r<run>` with `{"order_id", "run", "token"}`; record RUNNING + ARN.
+
+        The run is the order's decision, never the message's: a message whose run is not the
+        order's current run (a run 2 for an order on run 1, COMPLETED or still running) is poison
+        (`RunNotCurrent`); a run after the first begins only by `Reruns.start_next_run`. A message
+        for the current run of an order that already finished is a late duplicate (e.g. the worker
+        died between the start and its dedup record): no execution; its ARN is recorded.
 
         Raises `UnknownOrder` (poison) for an order that does not exist or whose key lineage does
         not match, and `ExecutionConflict` (poison) when the name exists with another input.
@@ -106,13 +124,48 @@ class WorkflowStarter:
             raise UnknownOrder(f"no order {message.order_id!r}")
         if order.idempotency_key != message.idempotency_key:
             raise UnknownOrder(f"message key lineage does not match order {message.order_id!r}")
-        token = execution_token(stage=self.stage, business_id=message.order_id, run=message.run)
-        arn = self.workflow.start(
-            name=execution_name(message.order_id, message.run),
-            payload=WorkflowInput(order_id=message.order_id, run=message.run, token=token).as_dict(),
-        )
+        if message.run != order.run:
+            raise RunNotCurrent(
+                f"message run {message.run} is not order {order.order_id}'s current run {order.run} "
+                f"({order.status.value}); a new run starts only with `make rerun ORDER={order.order_id}`"
+            )
+        name = execution_name(message.order_id, message.run)
+        if order.status in TERMINAL_STATUSES:
+            arn = order.execution_arn or self.workflow.execution_arn(name)
+        else:
+            token = execution_token(stage=self.stage, business_id=message.order_id, run=message.run)
+            arn = self.workflow.start(
+                name=name,
+                payload=WorkflowInput(order_id=message.order_id, run=message.run, token=token).as_dict(),
+            )
         self.orders.mark_running(message.order_id, run=message.run, execution_arn=arn)
         return arn
+
+
+@dataclass
+class Reruns:
+    """Operator actions on an order's runs (`python -m ops.rerun`), and re-sending a stranded one."""
+
+    orders: OrderStore
+    queue: Queue
+
+    def start_next_run(self, order_id: str) -> Order:
+        """Run N+1 of an order whose run N ended FAILED: one conditional transition on the order
+        (run == N and FAILED -> run N+1, ACCEPTED), then its message. Asked again after a crash
+        between the two, it finds the order ACCEPTED on run N+1 and only sends the message again."""
+        order = self.orders.get(order_id)
+        if order is None:
+            raise OrderNotFound(order_id)
+        if order.status is not OrderStatus.ACCEPTED:
+            order = self.orders.start_next_run(order_id, run=order.run)
+        self.resend(order)
+        return order
+
+    def resend(self, order: Order) -> None:
+        """The message of an ACCEPTED order's current run, again (the worker dedupes a duplicate)."""
+        if order.status is not OrderStatus.ACCEPTED:
+            raise RerunRefused(f"order {order.order_id} is {order.status.value}: its message was consumed")
+        self.queue.send(OrderMessage(order.order_id, order.run, order.idempotency_key).as_dict())
 
 
 @dataclass

@@ -41,6 +41,9 @@ class StepFunctionsWorkflow:
         self._client = client
         self._arn = state_machine_arn
 
+    def execution_arn(self, name: str) -> str:
+        return execution_arn(self._arn, name)
+
     def start(self, *, name: str, payload: Mapping[str, Any]) -> str:
         try:
             with transient_errors("start execution"):
@@ -53,7 +56,7 @@ class StepFunctionsWorkflow:
                 raise
         # Someone started this name before: the same input is our own earlier start (success);
         # a different input can never succeed (poison).
-        arn = execution_arn(self._arn, name)
+        arn = self.execution_arn(name)
         with transient_errors("describe execution"):
             existing = self._client.describe_execution(executionArn=arn)
         if json.loads(existing.get("input") or "null") != dict(payload):

@@ -29,7 +29,7 @@ from orders.adapters._dynamo import (
 )
 from orders.contract import OrderStatus, StepStatus
 from orders.domain import CatalogItem, Line, Order
-from orders.errors import OrderConflict, OutOfStock
+from orders.errors import OrderConflict, OutOfStock, RerunRefused
 from reliability.errors import transient_errors
 from reliability.fence import Write
 
@@ -230,14 +230,15 @@ class DynamoOrderStore:
         return _order_from(head, steps)
 
     def mark_running(self, order_id: str, *, run: int, execution_arn: str) -> None:
-        """RUNNING + execution ARN; never moves a finished order back (the saga may be quicker)."""
+        """RUNNING + execution ARN for the order's current run; never moves a finished order back
+        (the saga may be quicker than this write), never touches another run."""
         try:
             with transient_errors("mark running"):
                 self._client.update_item(
                     TableName=self._table,
                     Key=key(order_pk(order_id), ORDER_SK),
-                    UpdateExpression="SET #s = :running, execution_arn = :arn, #r = :run",
-                    ConditionExpression="attribute_exists(pk) AND #s IN (:accepted, :running)",
+                    UpdateExpression="SET #s = :running, execution_arn = :arn",
+                    ConditionExpression="attribute_exists(pk) AND #r = :run AND #s IN (:accepted, :running)",
                     ExpressionAttributeNames={"#s": "status", "#r": "run"},
                     ExpressionAttributeValues=to_item(
                         {
@@ -251,14 +252,55 @@ class DynamoOrderStore:
         except ClientError as error:
             if error_code(error) != CONDITION_FAILED:
                 raise
-            with transient_errors("record execution arn"):
-                self._client.update_item(
+            try:
+                with transient_errors("record execution arn"):
+                    self._client.update_item(
+                        TableName=self._table,
+                        Key=key(order_pk(order_id), ORDER_SK),
+                        UpdateExpression="SET execution_arn = :arn",
+                        ConditionExpression="attribute_exists(pk) AND #r = :run",
+                        ExpressionAttributeNames={"#r": "run"},
+                        ExpressionAttributeValues=to_item({":arn": execution_arn, ":run": run}),
+                    )
+            except ClientError as stale:
+                if error_code(stale) != CONDITION_FAILED:
+                    raise
+                # The order moved on to a later run meanwhile: this run's ARN is history.
+
+    def start_next_run(self, order_id: str, *, run: int) -> Order:
+        try:
+            with transient_errors("start next run"):
+                response = self._client.update_item(
                     TableName=self._table,
                     Key=key(order_pk(order_id), ORDER_SK),
-                    UpdateExpression="SET execution_arn = :arn",
-                    ConditionExpression="attribute_exists(pk)",
-                    ExpressionAttributeValues=to_item({":arn": execution_arn}),
+                    UpdateExpression="SET #r = :next, #s = :accepted, accepted_at = :at "
+                    "REMOVE execution_arn, finished_at",
+                    ConditionExpression="attribute_exists(pk) AND #r = :run AND #s = :failed",
+                    ExpressionAttributeNames={"#s": "status", "#r": "run"},
+                    ExpressionAttributeValues=to_item(
+                        {
+                            ":next": run + 1,
+                            ":run": run,
+                            ":accepted": OrderStatus.ACCEPTED.value,
+                            ":failed": OrderStatus.FAILED.value,
+                            ":at": _now(),
+                        }
+                    ),
+                    ReturnValues="ALL_NEW",
+                    ReturnValuesOnConditionCheckFailure="ALL_OLD",
                 )
+        except ClientError as error:
+            if error_code(error) != CONDITION_FAILED:
+                raise
+            old = error.response.get("Item")
+            if not old:
+                raise RerunRefused(f"no order {order_id!r}") from error
+            current = from_item(old)
+            raise RerunRefused(
+                f"order {order_id} is {current['status']} on run {current.get('run', 1)}; run "
+                f"{run + 1} may start only after run {run} ended FAILED"
+            ) from error
+        return _order_from(from_item(response["Attributes"]), {})
 
     def record_step(self, order_id: str, step: str, status: StepStatus) -> None:
         entry = self.step_write(order_id, step, status).entry["Update"]

@@ -1,0 +1,219 @@
+"""No stranded order, and runs guarded by the order: a client's retry gets its stored order even
+after a price change; the worker starts only the order's current run; run N+1 starts only through
+one conditional transition after run N ended FAILED (ops.rerun)."""
+
+from __future__ import annotations
+
+import json
+from datetime import UTC, datetime
+from typing import Any
+
+import boto3
+import pytest
+
+from ops import rerun as rerun_cli
+from ops.target import Target
+from orders.adapters.dynamo import DynamoCatalog, DynamoOrderStore
+from orders.adapters.payments import FakePaymentProvider
+from orders.contract import CreateOrderRequest, OrderItem, OrderStatus
+from orders.domain import OrderMessage
+from orders.errors import OrderConflict, RerunRefused, RunNotCurrent
+from orders.messages import OrderMessageModel
+from orders.service import OrderService, Reruns, WorkflowStarter
+from reliability.batch import ConsumerDedup, PoisonMessage
+from reliability.fence import FenceStore
+from tests.unit.orders.test_service import TELEMETRY, ListQueue
+
+
+class RecordingWorkflow:
+    def __init__(self) -> None:
+        self.started: list[str] = []
+
+    def start(self, *, name: str, payload: Any) -> str:
+        self.started.append(name)
+        return self.execution_arn(name)
+
+    def execution_arn(self, name: str) -> str:
+        return f"arn:{name}"
+
+
+def _service(ddb: Any, queue: ListQueue) -> OrderService:
+    return OrderService(
+        catalog=DynamoCatalog(client=ddb, table_name="inventory"),
+        orders=DynamoOrderStore(client=ddb, table_name="orders"),
+        payments=FakePaymentProvider(client=ddb, table_name="payments", key_lifetime_seconds=86400),
+        queue=queue,
+        clock=lambda: datetime.now(UTC),
+    )
+
+
+def _request(quantity: int = 2, sku: str = "sku-1") -> CreateOrderRequest:
+    return CreateOrderRequest(customer_id="c", currency="EUR", items=[OrderItem(sku=sku, quantity=quantity)])
+
+
+def _set_price(ddb: Any, sku: str, cents: int) -> None:
+    ddb.update_item(
+        TableName="inventory",
+        Key={"pk": {"S": f"sku#{sku}"}, "sk": {"S": "catalog"}},
+        UpdateExpression="SET price_cents = :p",
+        ExpressionAttributeValues={":p": {"N": str(cents)}},
+    )
+
+
+def _set_status(ddb: Any, order_id: str, status: OrderStatus) -> None:
+    ddb.update_item(
+        TableName="orders",
+        Key={"pk": {"S": f"order#{order_id}"}, "sk": {"S": "order"}},
+        UpdateExpression="SET #s = :s",
+        ExpressionAttributeNames={"#s": "status"},
+        ExpressionAttributeValues={":s": {"S": status.value}},
+    )
+
+
+# --- no stranded order ------------------------------------------------------------------------
+
+
+def test_a_retry_after_a_price_change_gets_the_stored_order_and_its_message_again(ddb: Any) -> None:
+    queue = ListQueue()
+    service = _service(ddb, queue)
+    first = service.place(_request(), stored_key="key-1")
+    # Given the catalog price changed before the client retried (after a crash either side of the send)
+    _set_price(ddb, "sku-1", 999_99)
+    # When the client retries with the same key and body
+    again = service.place(_request(), stored_key="key-1")
+    # Then it is the same order, at the price it was accepted at, and its message went out again
+    assert again.order_id == first.order_id
+    assert service.view(first.order_id).total_cents == 2 * 199
+    assert len(queue.sent) == 2
+
+
+def test_a_retry_with_other_items_under_the_same_key_is_still_a_conflict(ddb: Any) -> None:
+    service = _service(ddb, ListQueue())
+    service.place(_request(quantity=2), stored_key="key-1")
+    with pytest.raises(OrderConflict):
+        service.place(_request(quantity=3), stored_key="key-1")
+
+
+@pytest.mark.parametrize("status", [OrderStatus.RUNNING, OrderStatus.COMPLETED, OrderStatus.FAILED])
+def test_a_retry_for_an_order_past_accepted_sends_nothing(ddb: Any, status: OrderStatus) -> None:
+    queue = ListQueue()
+    service = _service(ddb, queue)
+    order = service.place(_request(), stored_key="key-1")
+    _set_status(ddb, order.order_id, status)
+    assert service.place(_request(), stored_key="key-1").order_id == order.order_id
+    assert len(queue.sent) == 1
+
+
+# --- the worker starts only the order's current run -------------------------------------------
+
+
+def _starter(ddb: Any, workflow: RecordingWorkflow) -> WorkflowStarter:
+    dedup = FenceStore(
+        client=ddb,
+        table_name="fences",
+        ttl_seconds=3600,
+        telemetry=TELEMETRY,
+        namespace="worker",
+        stage="dev",
+    )
+    return WorkflowStarter(
+        stage="dev",
+        orders=DynamoOrderStore(client=ddb, table_name="orders"),
+        workflow=workflow,
+        dedup=ConsumerDedup(fences=dedup, consumer="worker", telemetry=TELEMETRY),
+    )
+
+
+def _message(order_id: str, run: int) -> OrderMessageModel:
+    return OrderMessageModel(order_id=order_id, run=run, idempotency_key="key-1")
+
+
+@pytest.mark.parametrize("status", [OrderStatus.ACCEPTED, OrderStatus.RUNNING, OrderStatus.COMPLETED])
+def test_a_message_for_another_run_is_poison_and_starts_nothing(ddb: Any, status: OrderStatus) -> None:
+    order = _service(ddb, ListQueue()).place(_request(), stored_key="key-1")
+    _set_status(ddb, order.order_id, status)
+    workflow = RecordingWorkflow()
+    with pytest.raises(PoisonMessage, match=r"message run 2 is not order .* current run 1"):
+        _starter(ddb, workflow).start_once(_message(order.order_id, 2), attempt_id="m-1", lease_seconds=30)
+    assert workflow.started == []
+
+
+@pytest.mark.parametrize("status", [OrderStatus.COMPLETED, OrderStatus.FAILED])
+def test_the_current_run_of_a_finished_order_starts_nothing(ddb: Any, status: OrderStatus) -> None:
+    order = _service(ddb, ListQueue()).place(_request(), stored_key="key-1")
+    _set_status(ddb, order.order_id, status)
+    workflow = RecordingWorkflow()
+    starter = _starter(ddb, workflow)
+    message = OrderMessage(order.order_id, 1, "key-1")
+    assert starter.start(message) == f"arn:{order.order_id}-r1"
+    assert workflow.started == []
+    with pytest.raises(RunNotCurrent):
+        starter.start(OrderMessage(order.order_id, 3, "key-1"))
+
+
+def test_mark_running_ignores_a_run_that_is_not_current(ddb: Any) -> None:
+    store = DynamoOrderStore(client=ddb, table_name="orders")
+    order = _service(ddb, ListQueue()).place(_request(), stored_key="key-1")
+    store.mark_running(order.order_id, run=2, execution_arn="arn:stale")
+    stored = store.get(order.order_id)
+    assert stored is not None
+    assert (stored.status, stored.execution_arn) == (OrderStatus.ACCEPTED, None)
+
+
+# --- run N+1: one guarded transition ----------------------------------------------------------
+
+
+@pytest.mark.parametrize("status", [OrderStatus.RUNNING, OrderStatus.COMPLETED])
+def test_a_new_run_is_refused_unless_the_current_run_failed(ddb: Any, status: OrderStatus) -> None:
+    queue = ListQueue()
+    order = _service(ddb, queue).place(_request(), stored_key="key-1")
+    _set_status(ddb, order.order_id, status)
+    reruns = Reruns(orders=DynamoOrderStore(client=ddb, table_name="orders"), queue=queue)
+    with pytest.raises(RerunRefused, match=f"is {status.value} on run 1"):
+        reruns.start_next_run(order.order_id)
+    assert len(queue.sent) == 1
+
+
+def test_a_failed_run_is_followed_by_one_next_run_whose_message_the_worker_starts(ddb: Any) -> None:
+    queue = ListQueue()
+    order = _service(ddb, queue).place(_request(), stored_key="key-1")
+    _set_status(ddb, order.order_id, OrderStatus.FAILED)
+    store = DynamoOrderStore(client=ddb, table_name="orders")
+    reruns = Reruns(orders=store, queue=queue)
+    # When the operator asks for a new run
+    next_run = reruns.start_next_run(order.order_id)
+    # Then the order is on run 2, ACCEPTED, and run 2's message went out
+    assert (next_run.run, next_run.status) == (2, OrderStatus.ACCEPTED)
+    assert queue.sent[-1] == {"order_id": order.order_id, "run": 2, "idempotency_key": "key-1"}
+    # And asked again (a crash after the transition), it only re-sends run 2's message
+    assert reruns.start_next_run(order.order_id).run == 2
+    assert [m["run"] for m in queue.sent] == [1, 2, 2]
+    # And the worker starts run 2, and refuses run 1's late message
+    workflow = RecordingWorkflow()
+    starter = _starter(ddb, workflow)
+    starter.start_once(_message(order.order_id, 2), attempt_id="m-2", lease_seconds=30)
+    assert workflow.started == [f"{order.order_id}-r2"]
+    with pytest.raises(PoisonMessage, match="message run 1 is not"):
+        starter.start_once(_message(order.order_id, 1), attempt_id="m-1", lease_seconds=30)
+
+
+def test_ops_rerun_prints_the_new_run_or_refuses(
+    ddb: Any, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    sqs = boto3.client("sqs", region_name="us-east-1")
+    url = sqs.create_queue(QueueName="orders")["QueueUrl"]
+    target = Target(
+        endpoint_url=None, region="us-east-1", outputs={"OrdersTableName": "orders", "OrdersQueueUrl": url}
+    )
+    monkeypatch.setattr(Target, "resolve", classmethod(lambda cls, **_: target))
+    order = _service(ddb, ListQueue()).place(_request(), stored_key="key-1")
+    # Refused while run 1 is running, naming why
+    _set_status(ddb, order.order_id, OrderStatus.RUNNING)
+    assert rerun_cli.main([order.order_id]) == 1
+    assert "is RUNNING on run 1" in capsys.readouterr().err
+    _set_status(ddb, order.order_id, OrderStatus.FAILED)
+    assert rerun_cli.main([order.order_id]) == 0
+    assert json.loads(capsys.readouterr().out) == {"order_id": order.order_id, "run": 2, "status": "ACCEPTED"}
+    (message,) = sqs.receive_message(QueueUrl=url)["Messages"]
+    assert json.loads(message["Body"])["run"] == 2
+    assert rerun_cli.main(["o-none"]) == 1
