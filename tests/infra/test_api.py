@@ -152,3 +152,25 @@ def test_stage_throttling_access_logs_and_tracing(dev_app: Template) -> None:
         "AWS::Logs::LogGroup",
         {"LogGroupName": "/aws/apigateway/retrysafe-dev-api/access", "RetentionInDays": 30},
     )
+
+
+def test_every_route_of_the_template_is_an_operation_of_the_published_document(dev_app: Template) -> None:
+    resources = dev_app.find_resources("AWS::ApiGateway::Resource")
+
+    def path(resource_ref: dict[str, Any]) -> str:
+        parts: list[str] = []
+        while "Ref" in resource_ref and resource_ref["Ref"] in resources:
+            props = resources[resource_ref["Ref"]]["Properties"]
+            parts.insert(0, props["PathPart"])
+            resource_ref = props["ParentId"]
+        return "/" + "/".join(parts)
+
+    routes = {
+        (m["Properties"]["HttpMethod"].lower(), path(m["Properties"]["ResourceId"]))
+        for m in dev_app.find_resources("AWS::ApiGateway::Method").values()
+        if m["Properties"]["HttpMethod"] != "ANY"
+    }
+    documented = {
+        (method, p) for p, operations in openapi.document()["paths"].items() for method in operations
+    }
+    assert routes == documented
