@@ -68,7 +68,9 @@ _DEFAULT_STATUSES = {"DEFAULT_4XX": (400, 403, 404, 429), "DEFAULT_5XX": (500, 5
 # What the function answers, per operation: status -> codes.
 _CREATE_ERRORS: dict[int, tuple[str, ...]] = {
     400: ("IdempotencyKeyMissing", "IdempotencyKeyInvalid", "MalformedBody"),
-    409: ("RequestInProgress",),
+    # RequestInProgress: the first request with this key still runs; OrderConflict: the key's order
+    # holds other items (a retry with the same key and body always gets its order back).
+    409: ("RequestInProgress", "OrderConflict"),
     415: ("UnsupportedMediaType",),
     422: ("InvalidRequest", "UnknownSku", "IdempotencyKeyReused"),
 }
