@@ -49,7 +49,7 @@ ClientFactory = Callable[[str], Any]
 # timeout (20 s); what still fails after these retries becomes TransientError and is retried by the
 # state machine or the queue, with backoff measured in seconds rather than milliseconds.
 CLIENT_CONFIG = Config(
-    retries={"mode": "standard", "max_attempts": 3},
+    retries={"mode": "standard", "total_max_attempts": 3},  # the first call and 2 retries
     connect_timeout=2,
     read_timeout=5,
     tcp_keepalive=True,

@@ -19,6 +19,7 @@ from botocore.exceptions import ClientError
 from orders.adapters.aws import SqsQueue, StepFunctionsWorkflow
 from orders.adapters.dynamo import DynamoCatalog, DynamoOrderStore
 from orders.adapters.payments import FakePaymentProvider
+from orders.runtime import default_client_factory
 from reliability.crashpoints import CrashPlan
 from reliability.errors import TransientError
 
@@ -158,3 +159,10 @@ def test_the_step_functions_adapter_lets_a_bad_request_through_unretried(machine
     with pytest.raises(ClientError) as raised:
         StepFunctionsWorkflow(client=sfn, state_machine_arn=arn).start(name="x", payload={})
     assert not isinstance(raised.value, TransientError)
+
+
+@pytest.mark.parametrize("service", ["dynamodb", "sqs", "stepfunctions"])
+def test_clients_retry_in_botocore_standard_mode_with_explicit_settings(service: str) -> None:
+    config = default_client_factory(service).meta.config
+    assert config.retries == {"mode": "standard", "total_max_attempts": 3}
+    assert (config.connect_timeout, config.read_timeout, config.tcp_keepalive) == (2, 5, True)
