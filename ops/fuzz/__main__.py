@@ -72,6 +72,7 @@ def main(argv: list[str] | None = None) -> int:
         seed_inventory(dynamodb, out["InventoryTableName"])
         stores = Stores(dynamodb, out["OrdersTableName"], out["IdempotencyTableName"])
         runner = Runner(HttpTransport(out.api_url), stores, stage=STAGE)
+        runner.progress = say
         say(f"sending {args.requests} drawn requests to {out.api_url} ...")
         tally: Tally = runner.run(args.requests, seed=args.seed)
     seconds = time.monotonic() - started

@@ -5,7 +5,8 @@ fuzz proves answers right, not only well-formed: a valid order under a fresh key
 type is a 202, a body nested 5,000 deep a 400, a valid order sent as text/plain a 415, and so on.
 Large bodies are built from small drawn numbers ("[" * depth), so generation stays cheap.
 Placeholders the runner fills at send time (hypothesis may draw the same value twice; these must
-not repeat): `{fresh}` in a key is a key never sent before, `{run}` the run's id (pooled keys),
+not repeat): `{fresh}` in a key is a key never sent before, `{fresh}` followed by padding `k`s
+keeps the header's drawn length (`fill`), `{run}` the run's id (pooled keys),
 `{known}` in a path an order accepted earlier in the run.
 """
 
@@ -25,6 +26,7 @@ CATALOG = tuple(f"sku-{n}" for n in range(1, 21))  # functions/orders/catalog_se
 JSON = "application/json"
 KEY_POOL = tuple(f"{{run}}-pool-{n}" for n in range(8))  # reused: replays, 422 IdempotencyKeyReused
 FRESH = "{fresh}"
+RUN = "{run}"
 KNOWN = "{known}"
 
 
@@ -37,6 +39,19 @@ class Request:
     kind: str = ""  # what was generated, for the figures
     expect: frozenset[int] | None = None  # the only statuses the contract allows, when certain
     order: dict[str, Any] | None = field(default=None, compare=False)  # the order a 202 must show
+
+
+def fill(value: str, *, fresh: str, run: str) -> str:
+    """A header value with its placeholders filled; a fresh key followed by padding `k`s keeps the
+    length that was drawn (a 255-character key stays 255 characters long)."""
+    head, found, tail = value.replace(RUN, run).partition(FRESH)
+    if not found:
+        return head
+    padding = len(tail) - len(tail.lstrip("k"))
+    if not padding:
+        return head + fresh + tail
+    length = len(FRESH) + padding
+    return head + (fresh.ljust(length, "k") if len(fresh) <= length else fresh[-length:]) + tail[padding:]
 
 
 def _ids(min_size: int = 1, max_size: int = 64) -> st.SearchStrategy[str]:
@@ -160,6 +175,7 @@ def _keys() -> st.SearchStrategy[tuple[str, list[str], bool]]:
     """(kind, Idempotency-Key header values, whether the key is valid and fresh)."""
     return st.one_of(
         st.just(("fresh-key", [FRESH], True)),
+        st.just(("fresh-key", [FRESH], True)),
         st.just(("quoted-key", [f'"{FRESH}"'], True)),
         st.sampled_from(KEY_POOL).map(lambda k: ("pooled-key", [k], False)),
         st.just(("no-key", [], False)),
@@ -214,7 +230,7 @@ def post_orders(draw: st.DrawFn, stage: str) -> Request:
     """POST /orders with every combination of key, content type and body."""
     key_kind, key_values, key_ok = draw(_keys())
     content_type, is_json = draw(_content_types())
-    body_kind = draw(st.sampled_from(["valid"] * 1 + ["mutated"] * 4 + ["raw"] * 4))
+    body_kind = draw(st.sampled_from(["valid"] * 2 + ["mutated"] * 4 + ["raw"] * 4))
     order: dict[str, Any] | None = None
     if body_kind == "valid":
         order = draw(valid_orders())

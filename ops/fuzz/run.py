@@ -21,7 +21,7 @@ from hypothesis import HealthCheck, Phase, given, settings
 from hypothesis import seed as hypothesis_seed
 
 from ops.fuzz.oracle import Answer, Oracle, Tally
-from ops.fuzz.requests import FRESH, KNOWN, Request, requests
+from ops.fuzz.requests import KNOWN, Request, fill, requests
 
 Transport = Callable[[Request], Answer]
 MAX_THROTTLE_RESENDS = 20
@@ -70,14 +70,12 @@ class Runner:
         self._counter = itertools.count()
         self._pause = pause
         self.accepted: dict[str, dict[str, Any]] = {}  # order id -> the order sent
+        self.progress: Callable[[str], None] | None = None
 
     def _concrete(self, request: Request) -> Request:
         """Fill the placeholders: a key never sent before, the run id, an order accepted earlier."""
         fresh = f"{self.run_id}-{next(self._counter)}"
-        headers = tuple(
-            (name, value.replace(FRESH, fresh).replace("{run}", self.run_id))
-            for name, value in request.headers
-        )
+        headers = tuple((name, fill(value, fresh=fresh, run=self.run_id)) for name, value in request.headers)
         path = request.path
         if KNOWN in path:
             if self.accepted:
@@ -103,6 +101,8 @@ class Runner:
         request = self._concrete(drawn)
         answer = self.send(request)
         self.oracle.check(request, answer, self.tally)
+        if self.progress is not None and self.tally.requests % 500 == 0:
+            self.progress(f"{self.tally.requests} requests, {len(self.tally.problems)} problems so far")
         if request.method == "POST" and answer.status == 202 and answer.header("Idempotent-Replayed") is None:
             self.tally.accepted += 1
             order_id = json.loads(answer.body)["order_id"]
