@@ -32,6 +32,8 @@ from unittest import mock
 import boto3
 from botocore.config import Config
 
+from chaos.audit import FenceAudit
+from chaos.mutants import Mutant, instrument
 from chaos.points import CrashController
 from ops.redrive import redrive_dlq, redrive_failed_executions
 from orders import runtime as orders_runtime
@@ -89,9 +91,6 @@ class ClientPool:
                 self._clients[(owner, service)] = client
             return client
 
-    def factory_for(self, owner: str) -> Callable[[str], Any]:
-        return lambda service: self.get(owner, service)
-
     def for_step_functions(self, region: str, service: str, state_credentials: Any = None) -> Any:  # noqa: ARG002
         return self.get(
             f"sfn-{region}",
@@ -147,12 +146,16 @@ class ChaosCloud(InProcessCloud):
         controller: CrashController | None = None,
         clock: Clock | None = None,
         runtime_factory: RuntimeFactory = orders_runtime.Runtime,
+        mutant: Mutant | None = None,
     ) -> None:
         super().__init__(assembly, clock=clock)
+        self.mutant = mutant
         self.controller = controller or CrashController()
         self.runtime_factory = runtime_factory
         self.exchanges: list[Exchange] = []
         self.recovery = Recovery()
+        self.fence_audit = FenceAudit()
+        self.write_observers.append(self.fence_audit)
         self._visibility: dict[str, int] = {}
         self._held = threading.Event()
         self._held.set()
@@ -169,12 +172,16 @@ class ChaosCloud(InProcessCloud):
                 spec = self.functions[function_name]
                 runtime = self.runtime_factory(
                     Settings.from_env({**spec.environment, "AWS_LAMBDA_FUNCTION_NAME": function_name}),
-                    client_factory=POOL.factory_for(function_name),
+                    client_factory=self._clients_for(short_name(function_name)),
                     crash_plan=self.controller.plan_for(short_name(function_name)),
                     clock=self.clock,
                 )
                 self._runtimes[function_name] = runtime
             return runtime
+
+    def _clients_for(self, function: str) -> Callable[[str], Any]:
+        """The function's clients, with this world's mutant (if any) on them."""
+        return lambda service: instrument(POOL.get(function, service), function, self.mutant)
 
     def call(self, function_name: str, event: Any) -> Any:
         if short_name(function_name) in STEP_FUNCTIONS:
@@ -391,6 +398,7 @@ def chaos_cloud(
     seed: int = 0,
     controller: CrashController | None = None,
     clock: Clock | None = None,
+    mutant: Mutant | None = None,
 ) -> Iterator[ChaosCloud]:
     """A fresh moto world with the assembly deployed and the handlers installed; `control=True`
     builds every function on `UnfencedRuntime` (fences, HTTP idempotency and dedup off)."""
@@ -404,7 +412,9 @@ def chaos_cloud(
     factory: RuntimeFactory = UnfencedRuntime if control else orders_runtime.Runtime
     with ExitStack() as stack:
         stack.enter_context(mock_aws(config={"stepfunctions": {"execute_state_machine": True}}))
-        cloud = ChaosCloud(assembly, controller=controller, clock=clock, runtime_factory=factory)
+        cloud = ChaosCloud(
+            assembly, controller=controller, clock=clock, runtime_factory=factory, mutant=mutant
+        )
         stack.enter_context(mock.patch(f"{_SFN_LAMBDA}.boto_client_for", POOL.for_step_functions))
         stack.enter_context(cloud.installed())
         cloud.deploy()

@@ -30,6 +30,7 @@ from pathlib import Path
 from typing import Any
 
 from chaos.cloud import ChaosCloud, chaos_cloud, rest_post
+from chaos.mutants import Mutant
 from chaos.points import CrashController
 from chaos.scenarios import PlacedOrder, Verdict, order_body, verdict
 from orders.domain import WorkflowInput
@@ -188,10 +189,12 @@ def _outcome(attempt: Attempt) -> str:
 
 
 @contextmanager
-def _world(assembly: Path, *, control: bool) -> Iterator[tuple[ChaosCloud, CrashController, SkewClock]]:
+def _world(
+    assembly: Path, *, control: bool, mutant: Mutant | None = None
+) -> Iterator[tuple[ChaosCloud, CrashController, SkewClock]]:
     controller = CrashController()
     clock = SkewClock()
-    with chaos_cloud(assembly, controller=controller, control=control, clock=clock) as cloud:
+    with chaos_cloud(assembly, controller=controller, control=control, clock=clock, mutant=mutant) as cloud:
         yield cloud, controller, clock
 
 
@@ -319,10 +322,15 @@ class InterleavingRun:
 
 
 def run_interleaving(
-    assembly: Path, pair: Pair, choose: Callable[[list[int]], int], *, control: bool = False
+    assembly: Path,
+    pair: Pair,
+    choose: Callable[[list[int]], int],
+    *,
+    control: bool = False,
+    mutant: Mutant | None = None,
 ) -> InterleavingRun:
     """Build a fresh world, run the pair in the order `choose` dictates, recover, judge."""
-    with _world(assembly, control=control) as (cloud, controller, clock):
+    with _world(assembly, control=control, mutant=mutant) as (cloud, controller, clock):
         scheduler = Scheduler(controller, clock)
         attempts, placed = _run_pair(pair, cloud, scheduler, choose)
         cloud.recover()
@@ -357,12 +365,13 @@ def explore(
     *,
     control: bool = False,
     limit: int | None = None,
+    mutant: Mutant | None = None,
 ) -> PairResult:
     """Every interleaving of the pair (or the first `limit`), each judged from a fresh world."""
     result = PairResult(pair.name)
 
     def one(chooser: Chooser) -> None:
-        run = run_interleaving(assembly, pair, chooser, control=control)
+        run = run_interleaving(assembly, pair, chooser, control=control, mutant=mutant)
         result.points |= run.points
         result.outcomes["+".join(sorted(_outcome(a) for a in run.attempts))] += 1
         calls = (run.attempts[0].calls, run.attempts[1].calls)

@@ -68,6 +68,7 @@ def verdict(cloud: ChaosCloud, placed: Sequence[PlacedOrder]) -> Verdict:
     report = check(cloud.stores())
     result = Verdict(violations=list(report.violations), dead_letters=len(report.dead_letters))
     result.violations.extend(cloud.http_violations())
+    result.violations.extend(cloud.fence_audit.violations)
     rows = {row.order_id: row for row in report.orders}
     result.rows = rows
     for order in placed:

@@ -57,6 +57,7 @@ from reliability.crashpoints import CrashPlan, SimulatedCrash
 from simulator.clock import Clock, clocked_datetime_module
 from simulator.events import ACCOUNT, EVENTS_DIR, REGION, rest_event, sqs_record
 from simulator.expiry import delete_expired, ttl_tables
+from simulator.observe import Caller, Observer, Snapshot, current_caller, observed, set_caller
 from simulator.templates import exports_of, function_specs, state_machine_definition
 
 __all__ = [
@@ -186,12 +187,15 @@ _REQUEST_LOCK = threading.RLock()
 
 
 @contextmanager
-def _atomic_requests(handler_class: type) -> Iterator[None]:
+def _atomic_requests(handler_class: type, observers: list[Observer] | None = None) -> Iterator[None]:
     original = handler_class.call_action  # type: ignore[attr-defined]
+    snapshot = Snapshot(ACCOUNT, REGION) if observers is not None else None
 
     def call_action(self: Any) -> Any:
         with _REQUEST_LOCK:
-            return original(self)
+            if snapshot is None or not observers:
+                return original(self)
+            return observed(snapshot, self._get_action(), self.body, lambda: original(self), observers)
 
     with mock.patch.object(handler_class, "call_action", call_action):
         yield
@@ -223,6 +227,7 @@ class InProcessCloud:
         self.invocations: list[Invocation] = []
         self._runtimes: dict[str, orders_runtime.Runtime] = {}
         self._lock = threading.Lock()
+        self.write_observers: list[Observer] = []  # told every DynamoDB write (simulator.observe)
         self.ttl_tables = ttl_tables(self.data_template)
         self.expired_items = 0  # deleted by TTL so far
 
@@ -379,7 +384,7 @@ class InProcessCloud:
         clocked = clocked_datetime_module(self.clock)
         with ExitStack() as stack:
             stack.enter_context(mock.patch.object(LambdaFunction, "_invoke_lambda", invoke))
-            stack.enter_context(_atomic_requests(DynamoHandler))
+            stack.enter_context(_atomic_requests(DynamoHandler, self.write_observers))
             stack.enter_context(_atomic_requests(SQSResponse))
             for module in _POWERTOOLS_TIME_MODULES:
                 stack.enter_context(mock.patch(f"{module}.dt", clocked))
@@ -408,8 +413,13 @@ class InProcessCloud:
         module_name, _, attribute = spec.handler.rpartition(".")
         handler = getattr(importlib.import_module(module_name), attribute)
         context = FakeLambdaContext(function_name=function_name, timeout_seconds=spec.timeout)
-        with orders_runtime.scoped(self.runtime_for(function_name)):
-            return handler(event, context)
+        outer = current_caller()
+        set_caller(Caller(function_name, context.aws_request_id))
+        try:
+            with orders_runtime.scoped(self.runtime_for(function_name)):
+                return handler(event, context)
+        finally:
+            set_caller(outer)
 
     def _invoke(self, function_name: str, event: Any) -> tuple[str, bool, str]:
         if isinstance(event, str):
