@@ -27,7 +27,7 @@ export JSII_SILENCE_WARNING_UNTESTED_NODE_VERSION := 1
 
 .PHONY: help install synth nag lint format test test-unit test-integration test-infra test-e2e bench \
         demo summary local local-up local-down invoke seed invariants redrive-dlq redrive-workflow chaos constraints clean \
-        story idem-show idem-forget fence-show fence-reset browser openapi fuzz
+        story idem-show idem-forget fence-show fence-reset browser openapi fuzz scale scale-sheet
 
 help: ## List every target with what it does
 	@awk 'BEGIN {FS = ":.*## "} /^[a-zA-Z_-]+:.*## / {printf "  \033[36m%-18s\033[0m %s\n", $$1, $$2}' $(MAKEFILE_LIST)
@@ -90,6 +90,12 @@ openapi: install ## Write the API's OpenAPI description (functions/orders/openap
 
 fuzz: install ## Hostile requests over HTTP against a local cloud (running, or started and stopped); FUZZ_ARGS="--requests 5000 --seed 11"; writes ops/results/fuzz.{json,md}
 	PYTHONPATH=functions:. $(PY) -m ops.fuzz $(FUZZ_ARGS)
+
+scale: install ## Burst (10,000 orders/min) and 1 h soak with faults in the scale model, planned and mutant; writes scale/results/report.{json,md}
+	PYTHONPATH=functions:. $(PY) -m scale run $(SCALE_ARGS)
+
+scale-sheet: install ## Write docs/scale.md: which quota binds first at 10..10,000 orders/s, what to raise, cost per hour
+	PYTHONPATH=functions:. $(PY) -m scale sheet $(SCALE_ARGS)
 
 chaos: install ## Crash at every crash point, random fault schedules, all interleavings, the control; writes chaos/results/report.{json,md}
 	PYTHONPATH=functions:. $(PY) -m chaos $(CHAOS_ARGS)

@@ -1,0 +1,568 @@
+"""A discrete-event model of the order chain under AWS's quotas, in virtual time.
+
+Why a model and not the real handlers: 10,000 orders through the handlers on moto would take
+hours (moto's TransactWriteItems deep-copies every table it touches; DEVELOPERS.md and
+/work/shared/FACTS.md), and a soak is an hour of traffic. The simulator (``simulator/``) proves the
+handlers one order at a time; this model proves what the capacity settings do to a crowd.
+
+What it models, with the semantics of the real services:
+- SQS standard queues: visibility timeout per receive, ChangeMessageVisibility, the move to the
+  DLQ on the receive after maxReceiveCount, occasional duplicate delivery; values from the
+  template.
+- SQS event source mappings: 5 concurrent batches at first, up to 300 more a minute while
+  messages wait, at most MaximumConcurrency (or Lambda's 1,000), batch size, partial batch
+  failures; an invocation Lambda throttles returns its batch to the queue after the visibility
+  timeout, having spent a receive of every message in it.
+- Lambda concurrency: the account pool (its quota minus every reservation) and each reserved
+  function's own pool; a task invoked without a free slot fails with
+  ``Lambda.TooManyRequestsException``.
+- Step Functions: StartExecution and state-transition token buckets (us-east-1 defaults from
+  infra.capacity.QUOTAS); the state machine's own states, Retry (interval, backoff rate,
+  MaxDelay, max attempts, full jitter) and Catch from the template; execution names unique.
+- DynamoDB: the daily aggregate item as a hot key (one partition's write units).
+- The payment provider: a token bucket at the stage's rate limit; a refused call is the
+  adapter's ``TransientError`` (retried by the state machine).
+- Faults (the fault search's kinds): crashed invocations (``Runtime.ExitError``, before or after
+  the effect), timeouts (``Sandbox.Timedout`` after the function's timeout), transient store
+  errors, duplicate deliveries, poison messages, a drained StartExecution bucket, a provider
+  brownout.
+
+What it does not model: the handlers' code (the steps' outcomes are the business rules in a few
+lines; the fences are modelled as "an effect applies once"), the API (orders enter at the orders
+queue), Lambda's per-function scaling rate and cold starts, latency variance beyond a +-20 %
+jitter, the queues' retention (an hour-long run never reaches it), DynamoDB partitions other
+than the hot item, and operator redrives (an order left non-terminal is a violation).
+"""
+
+from __future__ import annotations
+
+import functools
+import heapq
+import itertools
+import random
+from collections import Counter
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+from infra.capacity import (
+    PROVIDER_CALL_SECONDS,
+    STEP_SECONDS,
+    TRANSACTIONAL_WRU_PER_ITEM,
+    WORKER_SECONDS_PER_MESSAGE,
+    quota,
+)
+from scale.topology import QueueSpec, Topology
+
+LAMBDA_THROTTLED = "Lambda.TooManyRequestsException"
+TRANSIENT = "TransientError"
+CRASHED = "Runtime.ExitError"
+TIMED_OUT = "Sandbox.Timedout"
+ESM_TICK_SECONDS = 60.0
+
+
+@dataclass(frozen=True)
+class Faults:
+    """Fault rates and windows; all zero is a clean run."""
+
+    crash: float = 0.0  # per invocation: the sandbox dies (before or after the effect)
+    timeout: float = 0.0  # per task invocation: runs to its timeout
+    transient: float = 0.0  # per invocation: a store call fails transiently
+    duplicate: float = 0.0  # per message sent: SQS delivers a second copy
+    poison: float = 0.0  # per order message: the body is malformed (the worker dead-letters it)
+    start_storm: tuple[float, float] | None = None  # StartExecution bucket drained in [from, to)
+    provider_brownout: tuple[float, float, float] | None = None  # (from, to, share refused)
+
+
+class Sim:
+    """The event loop: callbacks at virtual times."""
+
+    def __init__(self) -> None:
+        self.now = 0.0
+        self._heap: list[tuple[float, int, Callable[[], None]]] = []
+        self._seq = itertools.count()
+        self.events = 0
+
+    def at(self, when: float, callback: Callable[[], None]) -> None:
+        heapq.heappush(self._heap, (max(when, self.now), next(self._seq), callback))
+
+    def run(self, until: float) -> None:
+        while self._heap and self._heap[0][0] <= until:
+            self.now, _, callback = heapq.heappop(self._heap)
+            self.events += 1
+            callback()
+
+
+class TokenBucket:
+    def __init__(self, size: float, rate: float) -> None:
+        self.size, self.rate = size, rate
+        self.tokens, self.last = size, 0.0
+        self.blocked: tuple[float, float] | None = None
+
+    def _refill(self, now: float) -> None:
+        if now > self.last:
+            self.tokens = min(self.size, self.tokens + (now - self.last) * self.rate)
+            self.last = now
+
+    def take(self, now: float) -> bool:
+        if self.blocked and self.blocked[0] <= now < self.blocked[1]:
+            self.tokens, self.last = 0.0, now
+            return False
+        self._refill(now)
+        if self.tokens >= 1:
+            self.tokens -= 1
+            return True
+        return False
+
+    def wait(self, now: float) -> float:
+        """Seconds until a token is there (at least a millisecond)."""
+        if self.blocked and self.blocked[0] <= now < self.blocked[1]:
+            return self.blocked[1] - now
+        self._refill(now)
+        return max((1 - self.tokens) / self.rate, 0.001)
+
+
+class Pools:
+    """Lambda concurrency: each reserved function's own slots, the rest from the account's pool."""
+
+    def __init__(self, topology: Topology) -> None:
+        self.reserved = {f.name: int(f.reserved) for f in topology.functions.values() if f.reserved}
+        self.free = dict(self.reserved)
+        self.account_free = topology.capacity.account_concurrency - sum(self.reserved.values())
+        self.peak: Counter[str] = Counter()
+        self.busy: Counter[str] = Counter()
+
+    def acquire(self, function: str) -> bool:
+        if function in self.free:
+            if self.free[function] <= 0:
+                return False
+            self.free[function] -= 1
+        elif self.account_free <= 0:
+            return False
+        else:
+            self.account_free -= 1
+        self.busy[function] += 1
+        self.peak[function] = max(self.peak[function], self.busy[function])
+        return True
+
+    def release(self, function: str) -> None:
+        self.busy[function] -= 1
+        if function in self.free:
+            self.free[function] += 1
+        else:
+            self.account_free += 1
+
+
+@dataclass(eq=False)
+class Message:
+    ref: str  # order id, or event id (= order id: one OrderCompleted per order)
+    sent_at: float
+    poison: bool = False
+    receive_count: int = 0
+    receipt: int = 0
+    visible_at: float = 0.0
+    deleted: bool = False
+
+
+class Queue:
+    def __init__(self, sim: Sim, spec: QueueSpec) -> None:
+        self.sim, self.spec = sim, spec
+        self._visible: list[tuple[float, int, int, Message]] = []
+        self._seq = itertools.count()
+        self.dlq: list[Message] = []
+        self.live = 0  # sent, neither deleted nor dead-lettered
+        self.max_age = 0.0
+        self.on_visible: Callable[[], None] = lambda: None
+
+    def send(self, message: Message) -> None:
+        self.live += 1
+        self._schedule(message, self.sim.now)
+
+    def _schedule(self, message: Message, when: float) -> None:
+        message.visible_at = when
+        heapq.heappush(self._visible, (when, next(self._seq), message.receipt, message))
+        self.sim.at(when, self.on_visible)
+
+    def receive(self, limit: int) -> list[Message]:
+        now, batch = self.sim.now, list[Message]()
+        while self._visible and len(batch) < limit and self._visible[0][0] <= now:
+            _, _, receipt, message = heapq.heappop(self._visible)
+            if message.deleted or receipt != message.receipt:
+                continue
+            self.max_age = max(self.max_age, now - message.sent_at)
+            if message.receive_count >= self.spec.max_receive_count:
+                # SQS moves it on the receive after maxReceiveCount.
+                message.deleted = True
+                self.live -= 1
+                self.dlq.append(message)
+                continue
+            message.receive_count += 1
+            message.receipt += 1
+            self._schedule(message, now + self.spec.visibility_timeout)
+            batch.append(message)
+        return batch
+
+    def change_visibility(self, message: Message, seconds: float) -> None:
+        if not message.deleted:
+            message.receipt += 1
+            self._schedule(message, self.sim.now + seconds)
+
+    def delete(self, message: Message) -> None:
+        if not message.deleted:
+            message.deleted = True
+            self.live -= 1
+
+
+@dataclass
+class Order:
+    order_id: str
+    declined: bool = False
+    out_of_stock: bool = False
+    terminal: list[str] = field(default_factory=list)  # each terminal status written
+
+
+# A record's outcome in a batch: delete it, leave it for the visibility timeout, or back off.
+OK, FAIL, THROTTLED = "ok", "fail", "throttled"
+
+
+class Model:
+    """The chain for one topology and one fault plan; ``submit`` orders, ``run``, then ``report``."""
+
+    def __init__(self, topology: Topology, faults: Faults, seed: int) -> None:
+        self.topology, self.faults = topology, faults
+        self.rng = random.Random(seed)  # noqa: S311 - a reproducible model, not a secret
+        self.sim = Sim()
+        self.pools = Pools(topology)
+        self.throttles: Counter[str] = Counter()
+        self.retries: Counter[str] = Counter()
+        self.start_bucket = TokenBucket(
+            quota("start_execution_bucket_us_east_1"), quota("start_execution_refill_us_east_1")
+        )
+        self.start_bucket.blocked = faults.start_storm
+        self.transition_bucket = TokenBucket(
+            quota("state_transition_bucket_us_east_1"), quota("state_transition_refill_us_east_1")
+        )
+        provider_rate = topology.capacity.provider_requests_per_second
+        self.provider = TokenBucket(provider_rate, provider_rate)
+        hot_key_rate = quota("dynamodb_partition_wcu") / TRANSACTIONAL_WRU_PER_ITEM
+        self.hot_key = TokenBucket(hot_key_rate, hot_key_rate)
+        self.orders: dict[str, Order] = {}
+        self.executions: set[str] = set()
+        self.running_executions = 0
+        self.failed_executions: list[str] = []
+        self.applied: dict[str, Counter[str]] = {"notify": Counter(), "analytics": Counter()}
+        self.effects: set[tuple[str, str]] = set()
+        self.queues = {name: Queue(self.sim, spec) for name, spec in topology.queues.items()}
+        self.esms = {name: _Esm(self, queue) for name, queue in self.queues.items()}
+        self.last_activity = 0.0
+        self.first_submit: float | None = None
+
+    # --- orders in ------------------------------------------------------------------------------
+    def submit(self, at: float, order: Order) -> None:
+        self.orders[order.order_id] = order
+
+        def send() -> None:
+            self.first_submit = self.sim.now if self.first_submit is None else self.first_submit
+            poison = self.rng.random() < self.faults.poison
+            self._send("orders", Message(order.order_id, self.sim.now, poison=poison))
+
+        self.sim.at(at, send)
+
+    def _send(self, queue: str, message: Message) -> None:
+        self.queues[queue].send(message)
+        if self.rng.random() < self.faults.duplicate:
+            self.queues[queue].send(Message(message.ref, message.sent_at, poison=message.poison))
+        self.esms[queue].arm()
+
+    # --- the worker -----------------------------------------------------------------------------
+    def worker(self, batch: list[Message]) -> tuple[float, list[str]]:
+        t, outcomes = self.sim.now, []
+        crash_at = self._crash_index(len(batch))
+        for index, message in enumerate(batch):
+            t += WORKER_SECONDS_PER_MESSAGE * self.rng.uniform(0.8, 1.2)
+            if index == crash_at:
+                return t - self.sim.now, [FAIL] * len(batch)  # the whole batch comes back
+            if message.poison:
+                outcomes.append(OK)  # dead-lettered by the handler itself, with a reason
+                self.queues["orders"].dlq.append(message)
+            elif message.ref in self.executions:
+                outcomes.append(OK)  # ExecutionAlreadyExists with the same input: our own start
+            elif self.rng.random() < self.faults.transient:
+                outcomes.append(FAIL)
+            elif self.start_bucket.take(t):
+                self.executions.add(message.ref)
+                self._start_execution(message.ref, t)
+                outcomes.append(OK)
+            else:
+                self.throttles["Step Functions StartExecution"] += 1
+                outcomes.append(THROTTLED)
+        return t - self.sim.now, outcomes
+
+    def _crash_index(self, size: int) -> int | None:
+        return self.rng.randrange(size) if self.rng.random() < self.faults.crash else None
+
+    # --- the consumers --------------------------------------------------------------------------
+    def consumer(self, name: str, batch: list[Message]) -> tuple[float, list[str]]:
+        t, outcomes = self.sim.now, []
+        crash_at = self._crash_index(len(batch))
+        for index, message in enumerate(batch):
+            t += STEP_SECONDS * self.rng.uniform(0.8, 1.2)
+            if index == crash_at:
+                return t - self.sim.now, [FAIL] * len(batch)
+            if self.applied[name][message.ref]:
+                outcomes.append(OK)  # dedup hit
+            elif self.rng.random() < self.faults.transient:
+                outcomes.append(FAIL)
+            elif name == "analytics" and not self.hot_key.take(t):
+                self.throttles["DynamoDB hot key (daily aggregate)"] += 1
+                outcomes.append(FAIL)
+            else:
+                self.applied[name][message.ref] += 1
+                outcomes.append(OK)
+        return t - self.sim.now, outcomes
+
+    # --- Step Functions ---------------------------------------------------------------------------
+    def _start_execution(self, order_id: str, at: float) -> None:
+        self.running_executions += 1
+        execution = _Execution(order_id)
+        self.sim.at(at, lambda: self._enter(execution, self.topology.workflow["StartAt"]))
+
+    def _enter(self, execution: _Execution, state_name: str) -> None:
+        if not self.transition_bucket.take(self.sim.now):
+            self.throttles["Step Functions StateTransition"] += 1
+            wait = self.transition_bucket.wait(self.sim.now)
+            self.sim.at(self.sim.now + wait, lambda: self._enter(execution, state_name))
+            return
+        state = self.topology.workflow["States"][state_name]
+        execution.state = state_name
+        if state["Type"] == "Succeed":
+            self._finish()
+        elif state["Type"] == "Task":
+            self._invoke(execution)
+        else:
+            raise ValueError(f"the model runs Task and Succeed states, not {state['Type']}")
+
+    def _invoke(self, execution: _Execution) -> None:
+        state = self.topology.workflow["States"][execution.state]
+        function = self.topology.task_function(execution.state) or ""
+        if not self.pools.acquire(function):
+            self.throttles[f"Lambda {function}"] += 1
+            self._error(execution, LAMBDA_THROTTLED)
+            return
+        duration, error = self._step(function, execution)
+
+        def done() -> None:
+            self.pools.release(function)
+            self.last_activity = self.sim.now
+            if error:
+                self._error(execution, error)
+            elif "Next" in state:
+                self._enter(execution, state["Next"])
+            else:
+                self._finish()
+
+        self.sim.at(self.sim.now + duration, done)
+
+    def _step(self, function: str, execution: _Execution) -> tuple[float, str | None]:
+        """One task invocation: (duration, error name or None). Effects apply once (the fence)."""
+        order = self.orders[execution.order_id]
+        timeout = self.topology.functions[function].timeout
+        roll = self.rng.random()
+        if roll < self.faults.timeout:
+            return float(timeout), TIMED_OUT
+        if roll < self.faults.timeout + self.faults.transient:
+            return STEP_SECONDS, TRANSIENT
+        crash = self.rng.random() < self.faults.crash
+        crash_after_effect = crash and self.rng.random() < 0.5
+        if crash and not crash_after_effect:
+            return STEP_SECONDS / 2, CRASHED
+        duration = STEP_SECONDS * self.rng.uniform(0.8, 1.2)
+        error = self._effect(function, order)
+        if function == "charge-payment":
+            duration = PROVIDER_CALL_SECONDS * self.rng.uniform(0.8, 1.2)
+        return duration, CRASHED if crash_after_effect and error is None else error
+
+    def _effect(self, function: str, order: Order) -> str | None:
+        once = (order.order_id, function)
+        if function == "reserve-inventory" and order.out_of_stock:
+            return "OutOfStock"
+        if function == "charge-payment":
+            if once in self.effects:
+                return None  # the fence: the charge is already recorded
+            brownout = self.faults.provider_brownout
+            refused = (
+                brownout and brownout[0] <= self.sim.now < brownout[1] and self.rng.random() < brownout[2]
+            )
+            if refused or not self.provider.take(self.sim.now):
+                self.throttles["payment provider"] += 1
+                return TRANSIENT
+            if order.declined:
+                return "PaymentDeclined"
+        if function == "publish-events":
+            # Leased: a re-run after a crash re-sends the same event id (consumers dedupe).
+            for queue in ("notify", "analytics"):
+                self._send(queue, Message(order.order_id, self.sim.now))
+        if once not in self.effects:
+            self.effects.add(once)
+            if function == "mark-completed":
+                order.terminal.append("COMPLETED")
+            elif function == "mark-failed":
+                order.terminal.append("FAILED")
+        return None
+
+    def _error(self, execution: _Execution, error: str) -> None:
+        state = self.topology.workflow["States"][execution.state]
+        for index, retrier in enumerate(state.get("Retry", [])):
+            if error not in retrier["ErrorEquals"] and "States.ALL" not in retrier["ErrorEquals"]:
+                continue
+            attempt = execution.attempts[(execution.state, index)]
+            if attempt < retrier.get("MaxAttempts", 3):
+                execution.attempts[(execution.state, index)] += 1
+                delay = retrier.get("IntervalSeconds", 1) * retrier.get("BackoffRate", 2.0) ** attempt
+                delay = min(delay, retrier.get("MaxDelaySeconds", delay))
+                if retrier.get("JitterStrategy") == "FULL":
+                    delay = self.rng.uniform(0, delay)
+                self.retries[error] += 1
+                self.sim.at(self.sim.now + delay, lambda: self._invoke(execution))
+                return
+            break  # the matching retrier is spent: on to Catch
+        for catcher in state.get("Catch", []):
+            if error in catcher["ErrorEquals"] or "States.ALL" in catcher["ErrorEquals"]:
+                self._enter(execution, catcher["Next"])
+                return
+        self.failed_executions.append(f"{execution.order_id} at {execution.state}: {error}")
+        self.running_executions -= 1
+
+    def _finish(self) -> None:
+        self.running_executions -= 1
+        self.last_activity = self.sim.now
+
+    # --- the run ----------------------------------------------------------------------------------
+    def busy(self) -> bool:
+        return self.running_executions > 0 or any(q.live for q in self.queues.values())
+
+    def run(self, horizon: float) -> None:
+        self.sim.run(horizon)
+
+    def report(self) -> dict[str, Any]:
+        completed = sum(1 for o in self.orders.values() if o.terminal == ["COMPLETED"])
+        failed = sum(1 for o in self.orders.values() if o.terminal == ["FAILED"])
+        legit_dlq = {name: sum(1 for m in q.dlq if not m.poison) for name, q in self.queues.items()}
+        poison_dlq = {name: sum(1 for m in q.dlq if m.poison) for name, q in self.queues.items()}
+        poisoned = {m.ref for m in self.queues["orders"].dlq if m.poison}
+        violations: list[str] = []
+        for order in self.orders.values():
+            if len(order.terminal) != 1 and order.order_id not in poisoned:
+                violations.append(f"{order.order_id}: terminal {order.terminal or 'never'}")
+        for name, count in legit_dlq.items():
+            if count:
+                violations.append(f"{count} legitimate messages in {name}-dlq")
+        completed_ids = {o.order_id for o in self.orders.values() if o.terminal == ["COMPLETED"]}
+        for consumer, applied in self.applied.items():
+            wrong = [ref for ref in completed_ids if applied[ref] != 1]
+            if wrong:
+                violations.append(f"{consumer}: {len(wrong)} completed orders not applied exactly once")
+        return {
+            "orders": len(self.orders),
+            "completed": completed,
+            "failed_compensated": failed,
+            "poison_orders": len(poisoned),
+            "not_terminal": len(self.orders) - completed - failed - len(poisoned),
+            "time_to_drain_s": round(self.last_activity - (self.first_submit or 0.0), 1),
+            "max_queue_age_s": {name: round(q.max_age, 1) for name, q in self.queues.items()},
+            "throttles": dict(sorted(self.throttles.items())),
+            "retries": dict(sorted(self.retries.items())),
+            "dlq_legit": legit_dlq,
+            "dlq_poison": poison_dlq,
+            "failed_executions": len(self.failed_executions),
+            "peak_concurrency": dict(sorted(self.pools.peak.items())),
+            "violations": len(violations),
+            "violation_examples": violations[:5],
+            "events": self.sim.events,
+        }
+
+
+@dataclass(eq=False)
+class _Execution:
+    order_id: str
+    state: str = ""
+    attempts: Counter[tuple[str, int]] = field(default_factory=Counter)
+
+
+class _Esm:
+    """An SQS event source mapping: scales its concurrent batches, receives, invokes, settles."""
+
+    def __init__(self, model: Model, queue: Queue) -> None:
+        self.model, self.queue, self.spec = model, queue, queue.spec
+        self.cap = int(self.spec.max_concurrency or quota("esm_max_concurrency"))
+        self.floor = min(int(quota("esm_initial_concurrency")), self.cap)
+        self.target, self.running = self.floor, 0
+        self.ticking = False
+        self.backoff = model.topology.functions[self.spec.consumer].backoff_schedule
+        self.resume_at = 0.0
+        queue.on_visible = self.pump
+
+    def arm(self) -> None:
+        self.pump()
+        if not self.ticking:
+            self.ticking = True
+            self.model.sim.at(self.model.sim.now + ESM_TICK_SECONDS, self._tick)
+
+    def _tick(self) -> None:
+        # Up to 300 more concurrent batches a minute while messages wait; back to the floor idle.
+        if self.queue.live:
+            self.target = min(self.cap, self.target + int(quota("esm_scale_per_minute")))
+            self.model.sim.at(self.model.sim.now + ESM_TICK_SECONDS, self._tick)
+        else:
+            self.target, self.ticking = self.floor, False
+
+    def pump(self) -> None:
+        sim, function = self.model.sim, self.spec.consumer
+        if sim.now < self.resume_at:
+            return
+        while self.running < self.target:
+            batch = self.queue.receive(self.spec.batch_size)
+            if not batch:
+                return
+            if not self.model.pools.acquire(function):
+                # Throttled: the batch returns after its visibility timeout; the poller backs off.
+                self.model.throttles[f"Lambda {function}"] += 1
+                self.resume_at = sim.now + 1.0
+                sim.at(self.resume_at, self.pump)
+                return
+            self.running += 1
+            if function == "worker":
+                duration, outcomes = self.model.worker(batch)
+            else:
+                duration, outcomes = self.model.consumer(function, batch)
+            sim.at(sim.now + duration, functools.partial(self._settle, batch, outcomes))
+
+    def _settle(self, batch: list[Message], outcomes: list[str]) -> None:
+        self.model.pools.release(self.spec.consumer)
+        self.running -= 1
+        self.model.last_activity = self.model.sim.now
+        for message, outcome in zip(batch, outcomes, strict=True):
+            if outcome == OK:
+                self.queue.delete(message)
+            elif outcome == THROTTLED and self.backoff:
+                # The worker's ChangeMessageVisibility: the schedule's entry for this receive.
+                step = self.backoff[min(message.receive_count, len(self.backoff)) - 1]
+                self.queue.change_visibility(message, step)
+                self.model.retries["StartExecution throttled (visibility backoff)"] += 1
+            elif outcome == THROTTLED:
+                self.model.retries["StartExecution throttled (visibility timeout)"] += 1
+        self.pump()
+
+
+def new_orders(count: int, *, rng: random.Random, declined: float, out_of_stock: float) -> list[Order]:
+    orders = []
+    for n in range(count):
+        roll = rng.random()
+        orders.append(
+            Order(
+                f"o-{n:06d}",
+                declined=roll < declined,
+                out_of_stock=declined <= roll < declined + out_of_stock,
+            )
+        )
+    return orders

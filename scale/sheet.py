@@ -1,0 +1,230 @@
+"""The scale sheet: at 10, 100, 1,000 and 10,000 orders/s, which limit binds first, what to raise,
+what an hour costs at list prices, and what changes in the design past each point.
+
+Limits come from the synthesized topology (admission, the API stage throttle, the happy path's
+states, memory sizes, batch sizes), the stage's capacity entry and infra.capacity.QUOTAS
+(us-east-1 defaults); prices from ops.costs. Per-order usage that no template states (durations,
+DynamoDB units, log bytes) is written below with where each number comes from.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from infra.capacity import (
+    PROVIDER_CALL_SECONDS,
+    QUOTAS,
+    STEP_SECONDS,
+    TRANSACTIONAL_WRU_PER_ITEM,
+    WORKER_SECONDS_PER_MESSAGE,
+    quota,
+)
+from ops.costs import price
+from scale.topology import Topology
+
+RATES = (10, 100, 1_000, 10_000)
+# The API function's time per request (HTTP idempotency record, order write, SendMessage).
+API_SECONDS = 0.1
+# DynamoDB units per order: estimates from the writes each hop makes (API: idempotency record and
+# order; worker: dedup claim/complete and RUNNING; each atomic step a 2-3 item transaction at
+# 2 units an item; each leased step claim, effect, complete, status; each consumer a transaction).
+# `make bench` counts them through the handlers; replace these with its figures.
+WRITE_UNITS_PER_ORDER = 40
+READ_UNITS_PER_ORDER = 12
+# The share of those writes on the busiest table (orders: the order, its step statuses).
+BUSIEST_TABLE_SHARE = 0.4
+# Log bytes per order (issue 16 measured ~16 KB through the handlers: 15 decisions, each a log
+# line and an EMF blob).
+LOG_BYTES_PER_ORDER = 16_000
+
+
+@dataclass(frozen=True)
+class Limit:
+    what: str
+    orders_per_second: float
+    raise_it: str  # the quota or setting to raise
+    past_it: str  # what changes in the design past this point
+
+
+def per_order(topology: Topology) -> dict[str, float]:
+    """What one happy-path order uses: invocations, GB-seconds, transitions, requests, units."""
+    fns = topology.functions
+    batch = {q.consumer: q.batch_size for q in topology.queues.values()}
+    tasks = [f for f in (topology.task_function(s) for s in topology.happy_path()) if f]
+    seconds = {name: STEP_SECONDS for name in tasks} | {
+        "api": API_SECONDS,
+        "worker": WORKER_SECONDS_PER_MESSAGE,
+        "charge-payment": PROVIDER_CALL_SECONDS,
+        "notify": STEP_SECONDS,
+        "analytics": STEP_SECONDS,
+    }
+    invocations = {"api": 1.0} | {name: 1.0 for name in tasks} | {c: 1 / b for c, b in batch.items()}
+    # A batch invocation lasts its records' times together: per order, each function adds its
+    # time per record whatever the batch.
+    gb_seconds = sum(fns[name].memory_mb / 1024 * seconds[name] for name in invocations)
+    concurrency_seconds = sum(seconds[name] for name in invocations)
+    return {
+        "lambda_requests": sum(invocations.values()),
+        "gb_seconds": gb_seconds,
+        "concurrency_seconds": concurrency_seconds,
+        "transitions": float(len(topology.happy_path())),
+        # each queue: SendMessage, then one ReceiveMessage and one DeleteMessageBatch per batch
+        "sqs_requests": sum(1 + 2 / q.batch_size for q in topology.queues.values()),
+        "write_units": WRITE_UNITS_PER_ORDER,
+        "read_units": READ_UNITS_PER_ORDER,
+        "api_requests": 1.0,
+        "log_gb": LOG_BYTES_PER_ORDER / 1e9,
+    }
+
+
+def cost_per_order(usage: dict[str, float]) -> dict[str, float]:
+    return {
+        "Step Functions": usage["transitions"] * price("sfn_standard_transition"),
+        "Lambda": usage["lambda_requests"] * price("lambda_request")
+        + usage["gb_seconds"] * price("lambda_gb_second_arm64"),
+        "API Gateway": usage["api_requests"] * price("apigw_rest_request"),
+        "DynamoDB": usage["write_units"] * price("dynamodb_write_request_unit")
+        + usage["read_units"] * price("dynamodb_read_request_unit"),
+        "SQS": usage["sqs_requests"] * price("sqs_standard_request"),
+        "CloudWatch Logs": usage["log_gb"] * price("logs_ingested_gb"),
+    }
+
+
+def limits(topology: Topology) -> list[Limit]:
+    usage = per_order(topology)
+    account = topology.capacity.account_concurrency
+    return sorted(
+        [
+            Limit(
+                "payment provider rate limit",
+                topology.capacity.provider_requests_per_second,
+                "the provider's account limit (Stripe: ask support), then cdk.json "
+                "capacity.provider_requests_per_second",
+                "several provider accounts or a provider that batches; the charge step's reserved "
+                "concurrency follows the plan",
+            ),
+            Limit(
+                "API stage throttle (cdk.json api_throttle.rate)",
+                topology.api_rate,
+                "cdk.json api_throttle (rate, burst)",
+                "clients get 429 + Retry-After beyond it; the idempotency key makes their retries safe",
+            ),
+            Limit(
+                "Step Functions StartExecution refill",
+                quota("start_execution_refill_us_east_1"),
+                QUOTAS["start_execution_refill_us_east_1"].name,
+                "Express workflows for the saga (far higher start rates; the fences make "
+                "Express's at-least-once runs safe, but Express has no redrive: the DLQ becomes the "
+                "redrive path)",
+            ),
+            Limit(
+                "DynamoDB hot key: the daily aggregate item",
+                quota("dynamodb_partition_wcu") / TRANSACTIONAL_WRU_PER_ITEM,
+                "nothing to raise: one item lives on one partition",
+                "shard the counter (day#<date>#<n> for n in 0..N-1, summed on read)",
+            ),
+            Limit(
+                "Step Functions state transitions",
+                quota("state_transition_refill_us_east_1") / usage["transitions"],
+                QUOTAS["state_transition_refill_us_east_1"].name,
+                "fewer states per order (one task for ledger + publish + mark completed) or an "
+                "Express sub-workflow after the charge",
+            ),
+            Limit(
+                "Lambda concurrency (the account)",
+                account / usage["concurrency_seconds"],
+                QUOTAS["lambda_concurrency"].name,
+                "raise the account quota and account_concurrency in cdk.json; past ~10,000 split "
+                "the service across accounts or regions",
+            ),
+            Limit(
+                "DynamoDB table write throughput (the orders table)",
+                quota("dynamodb_table_wru") / (WRITE_UNITS_PER_ORDER * BUSIEST_TABLE_SHARE),
+                QUOTAS["dynamodb_table_wru"].name,
+                "warm throughput on the busiest tables before a launch; fewer writes per step",
+            ),
+            Limit(
+                "API Gateway account throttle",
+                quota("apigw_account_rps"),
+                QUOTAS["apigw_account_rps"].name,
+                "several regions behind latency routing; or an ingest path without API Gateway",
+            ),
+        ],
+        key=lambda limit: limit.orders_per_second,
+    )
+
+
+def render(topology: Topology) -> str:
+    usage = per_order(topology)
+    costs = cost_per_order(usage)
+    order_cost = sum(costs.values())
+    all_limits = limits(topology)
+    orders = topology.queues["orders"]
+    admission = (orders.max_concurrency or quota("esm_max_concurrency")) / WORKER_SECONDS_PER_MESSAGE
+    lines = [
+        f"# Scale sheet: stage `{topology.stage}`",
+        "",
+        "Generated by `make scale-sheet` (`python -m scale sheet`) from the synthesized templates, "
+        "`infra/capacity.py` (AWS default quotas, us-east-1) and `ops/costs.py` (list prices). "
+        "Do not edit by hand.",
+        "",
+        f"Per happy-path order: {usage['transitions']:g} state transitions, "
+        f"{usage['lambda_requests']:.1f} Lambda invocations, {usage['gb_seconds']:.3f} GB-s, "
+        f"{usage['sqs_requests']:.1f} SQS requests, ~{WRITE_UNITS_PER_ORDER} DynamoDB write units "
+        f"(estimate), {LOG_BYTES_PER_ORDER // 1000} KB of logs: ${order_cost * 1e6:,.0f} per million "
+        "orders (" + ", ".join(f"{k} {v / order_cost:.0%}" for k, v in costs.items()) + ").",
+        "",
+        "## The plan in the templates (infra/capacity.py)",
+        "",
+        f"The worker admits at most {admission:,.0f} orders/s (ESM MaximumConcurrency "
+        f"{orders.max_concurrency} x 1/{WORKER_SECONDS_PER_MESSAGE:g} s); the orders queue absorbs "
+        "anything faster, so a burst waits in the queue instead of failing. Reserved concurrency: "
+        + ", ".join(f"{f.name} {f.reserved}" for f in topology.functions.values() if f.reserved)
+        + f"; maxReceiveCount {orders.max_receive_count}; visibility timeout "
+        f"{orders.visibility_timeout} s. Raising any limit below means raising the stage's capacity "
+        "entry in cdk.json too: the plan then derives the new settings.",
+        "",
+        "## Limits, tightest first (orders/s each allows)",
+        "",
+        "| limit | orders/s | raise | past it |",
+        "| --- | ---: | --- | --- |",
+    ]
+    lines += [
+        f"| {lim.what} | {lim.orders_per_second:,.0f} | {lim.raise_it} | {lim.past_it} |"
+        for lim in all_limits
+    ]
+    lines += [
+        "",
+        "## At each rate",
+        "",
+        "| orders/s | binds first | raise (newly binding) | also binding | design change past it "
+        "| cost per hour |",
+        "| ---: | --- | --- | --- | --- | ---: |",
+    ]
+    previous = 0
+    for rate in RATES:
+        binding = [lim for lim in all_limits if lim.orders_per_second <= rate]
+        # What changes past this point: every limit first crossed since the previous rate.
+        new = [lim for lim in binding if lim.orders_per_second > previous]
+        previous = rate
+        if binding:
+            cells = [
+                binding[0].what,
+                "; ".join(lim.raise_it for lim in new) or "-",
+                ", ".join(lim.what for lim in binding[1:]) or "-",
+                "; ".join(f"{lim.what}: {lim.past_it}" for lim in new) or "-",
+            ]
+        else:
+            tightest = all_limits[0]
+            use = f"{rate / tightest.orders_per_second:.0%}"
+            cells = [f"nothing ({tightest.what} at {use})", "-", "-", "none needed"]
+        lines.append(f"| {rate:,} | " + " | ".join(cells) + f" | ${rate * 3600 * order_cost:,.2f} |")
+    lines += [
+        "",
+        "Each quota's source: "
+        + "; ".join(sorted({f"[{q.source.rsplit('/', 1)[-1]}]({q.source})" for q in QUOTAS.values()}))
+        + ". Step Functions' buckets are smaller outside us-east-1, us-west-2 and eu-west-1 "
+        "(StartExecution 150/s, state transitions 800/s): the plan derives admission from those.",
+        "",
+    ]
+    return "\n".join(lines)
