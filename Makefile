@@ -11,6 +11,8 @@ CDK := node_modules/.bin/cdk
 PY_STAMP := $(VENV)/.installed
 NODE_STAMP := node_modules/.installed
 STAGE ?= dev
+# Where `make deploy` / `make destroy` go: always named, never guessed (STAGE=local: the local cloud).
+TARGET ?= $(if $(filter local,$(STAGE)),local,)
 
 # Keep every cache inside the project (jsii unpacks ~185 MB on first import; the CDK CLI caches
 # notices); `make clean` removes them with the rest.
@@ -26,7 +28,7 @@ export JSII_SILENCE_WARNING_END_OF_LIFE_NODE_VERSION := $(NODE_MAJOR)
 export JSII_SILENCE_WARNING_UNTESTED_NODE_VERSION := 1
 
 .PHONY: help install synth nag lint format test test-unit test-integration test-infra test-e2e bench \
-        demo summary local local-up local-down invoke seed invariants redrive-dlq redrive-workflow chaos constraints clean \
+        demo summary deploy destroy local local-up local-down invoke seed invariants redrive-dlq redrive-workflow chaos constraints clean \
         story idem-show idem-forget fence-show fence-reset browser openapi fuzz scale scale-sheet
 
 help: ## List every target with what it does
@@ -48,6 +50,14 @@ synth: install ## Synthesize both stacks of STAGE=dev|prod|local into cdk.out/; 
 	rm -rf cdk.out
 	$(CDK) synth --quiet -c stage=$(STAGE)
 	@ls cdk.out/*.template.json
+
+deploy: synth ## Deploy STAGE with the pinned CDK CLI to TARGET=local|localstack|aws (printed first; bootstraps if needed)
+	@test -n "$(TARGET)" || { echo "usage: make deploy STAGE=dev|prod|local TARGET=local|localstack|aws"; exit 2; }
+	$(PY) -m ops.deploy deploy --stage $(STAGE) --target $(TARGET) --app cdk.out
+
+destroy: synth ## Remove STAGE's stacks from TARGET with `cdk destroy` (the CDK bootstrap stack stays)
+	@test -n "$(TARGET)" || { echo "usage: make destroy STAGE=dev|prod|local TARGET=local|localstack|aws"; exit 2; }
+	$(PY) -m ops.deploy destroy --stage $(STAGE) --target $(TARGET) --app cdk.out
 
 nag: synth ## Synthesize, then list every acknowledged cdk-nag finding with the construct and reason
 	@$(PY) -m ops.summary --acknowledgments cdk.out
@@ -103,7 +113,7 @@ chaos: install ## Crash at every crash point, random fault schedules, all interl
 local: install ## Run the local cloud in the foreground with a live function log (Ctrl-C stops it); LOCALCLOUD_PORT=4599
 	$(PY) -m localcloud run $(LOCALCLOUD_ARGS)
 
-local-up: install ## Start the local cloud in the background; returns once .localcloud/outputs.json is written
+local-up: install ## Start the local cloud and `cdk deploy` the local stage into it; returns once it serves
 	$(PY) -m localcloud up $(LOCALCLOUD_ARGS)
 
 local-down: install ## Stop the local cloud and every Lambda worker process it started

@@ -1,8 +1,10 @@
 """`python -m localcloud up|down|run|status`: the local cloud's lifecycle (the Makefile calls these).
 
-`run` serves in the foreground with a live log until Ctrl-C or SIGTERM. `up` starts `run` as a
-background process in its own session, waits until `.localcloud/outputs.json` is written and
-returns; `down` stops that process group (server and every worker); `status` says what runs.
+`run` starts the endpoint, deploys the assembly into it with the CDK CLI (`python -m ops.deploy
+deploy --target local`, as `make deploy STAGE=local`) and serves in the foreground with a live log
+until Ctrl-C or SIGTERM. `up` starts `run` as a background process in its own session, shows its
+log (the CLI's deploy included) until `.localcloud/outputs.json` is written and returns; `down`
+stops that process group (server and every worker); `status` says what runs.
 """
 
 from __future__ import annotations
@@ -89,8 +91,7 @@ def _pid(config: Config) -> int | None:
 
 def run(config: Config) -> int:
     # moto is imported here only: `down` and `status` must not pay seconds for it.
-    from localcloud.cloud import LocalCloud  # noqa: PLC0415
-    from localcloud.deploy import DeployError  # noqa: PLC0415
+    from localcloud.cloud import DeployError, LocalCloud  # noqa: PLC0415
     from localcloud.server import PortInUseError  # noqa: PLC0415
     from localcloud.synth import SynthError  # noqa: PLC0415
 
@@ -111,6 +112,7 @@ def run(config: Config) -> int:
     try:
         cloud.start()
         cloud.deploy()
+        config.ready_path.touch()
         print(
             f"ready in {time.monotonic() - started:.1f}s; Ctrl-C (or `make local-down`) stops it", flush=True
         )
@@ -124,6 +126,7 @@ def run(config: Config) -> int:
         return 0
     finally:
         cloud.stop()
+        config.ready_path.unlink(missing_ok=True)
         config.pid_path.unlink(missing_ok=True)
 
 
@@ -133,6 +136,7 @@ def up(config: Config, argv: list[str]) -> int:
         return 0
     config.state_dir.mkdir(parents=True, exist_ok=True)
     config.outputs_path.unlink(missing_ok=True)
+    config.ready_path.unlink(missing_ok=True)
     log_path = config.state_dir / "localcloud.log"
     forwarded = list(argv)
     forwarded.remove("up")  # the command itself; every option goes on to `run`
@@ -157,20 +161,32 @@ def up(config: Config, argv: list[str]) -> int:
 
 def _wait_ready(config: Config, child: subprocess.Popen[bytes], log_path: Path) -> int:
     deadline = time.monotonic() + READY_TIMEOUT_SECONDS
-    while time.monotonic() < deadline:
-        if child.poll() is not None:
-            print(log_path.read_text(encoding="utf-8")[-4000:], file=sys.stderr)
-            print(f"error: the local cloud exited ({child.returncode}); log in {log_path}", file=sys.stderr)
-            return 1
-        if config.outputs_path.exists():
-            data = outputs_file.load(config.outputs_path)
-            print(f"local cloud up (pid {child.pid}): endpoint {data.endpoint}, api {data.api_url}")
-            print(f"outputs in {config.outputs_path}; log in {log_path}; function logs in {config.log_dir}/")
-            return 0
-        time.sleep(0.2)
+    with log_path.open(encoding="utf-8") as log:
+        while time.monotonic() < deadline:
+            sys.stdout.write(log.read())  # the log so far: the endpoint, then the CLI's deploy
+            sys.stdout.flush()
+            if child.poll() is not None:
+                sys.stdout.write(log.read())
+                print(
+                    f"error: the local cloud exited ({child.returncode}); log in {log_path}", file=sys.stderr
+                )
+                return 1
+            if _ready(config, child, log_path):
+                return 0
+            time.sleep(0.2)
     _terminate(child.pid)
     print(f"error: not ready after {READY_TIMEOUT_SECONDS:.0f}s; log in {log_path}", file=sys.stderr)
     return 1
+
+
+def _ready(config: Config, child: subprocess.Popen[bytes], log_path: Path) -> bool:
+    """`run` marks itself ready after the deploy (and the prewarm)."""
+    if not config.ready_path.exists():
+        return False
+    data = outputs_file.load(config.outputs_path)
+    print(f"local cloud up (pid {child.pid}): endpoint {data.endpoint}, api {data.api_url}")
+    print(f"outputs in {config.outputs_path}; log in {log_path}; function logs in {config.log_dir}/")
+    return True
 
 
 def _terminate(pid: int) -> bool:
@@ -209,8 +225,8 @@ def down(config: Config) -> int:
         config.pid_path.unlink(missing_ok=True)
         return 0
     _terminate(pid)
-    config.pid_path.unlink(missing_ok=True)
-    config.outputs_path.unlink(missing_ok=True)
+    for path in (config.pid_path, config.outputs_path, config.ready_path):
+        path.unlink(missing_ok=True)
     print(f"local cloud stopped (pid {pid})")
     return 0
 

@@ -1,19 +1,25 @@
-"""`LocalCloud`: the endpoint, the deployed stacks, the Lambda workers, the pollers and the REST API.
+"""`LocalCloud`: the endpoint, the Lambda workers, the pollers and the REST API; the CDK CLI deploys.
 
-    with LocalCloud(Config.from_env(port=0)) as cloud:     # starts and deploys
+    with LocalCloud(Config.from_env(port=0)) as cloud:     # starts, then `cdk deploy`s the assembly
         cloud.outputs.api_url, cloud.client("sqs"), cloud.workers()
 
-`start()` + `deploy()` + `stop()` are the same steps one at a time. Only one local cloud can run in
-a process: moto's backends are process-global.
+`start()` + `deploy()` + `stop()` are the same steps one at a time. `deploy()` runs the same
+`python -m ops.deploy deploy --target local` as `make deploy STAGE=local`: the CDK CLI bootstraps
+the endpoint when needed and deploys every stack through CloudFormation change sets; it then asks
+this cloud to `refresh()` (serve the REST APIs now deployed) and writes `outputs.json`. Only one
+local cloud can run in a process: moto's backends are process-global.
 """
 
 from __future__ import annotations
 
+import io
 import json
 import logging
-import re
+import subprocess
+import sys
 import threading
 import time
+import zipfile
 from pathlib import Path
 from typing import IO, Any
 
@@ -22,16 +28,25 @@ from botocore.config import Config as BotoConfig
 
 from localcloud import outputs as outputs_file
 from localcloud import patches
-from localcloud.apigw import RestApiHandler, RestApiServer, apis_from_template
+from localcloud.apigw import RestApiHandler, RestApiServer, RestApiSpec, apis_from_template
 from localcloud.config import ACCOUNT_ID, Config
-from localcloud.deploy import Deployer, DeployReport, read_assembly
 from localcloud.lambdas import LambdaRuntime
-from localcloud.outputs import Outputs
+from localcloud.outputs import Endpoint, Outputs
 from localcloud.pollers import PollerManager, client_factory
 from localcloud.server import MotoEndpoint, PortInUseError, is_port_free
-from localcloud.synth import ensure_assembly
+from localcloud.synth import ensure_assembly, synth_env
 
 logger = logging.getLogger("localcloud")
+
+PROJECT_DIR = Path(__file__).resolve().parents[1]
+STAND_IN_LAYER = "localcloud-venv-layer"
+# Stacks in these states hold what is deployed; a REST API of any other stack is not served.
+DEPLOYED_STATES = ("CREATE_COMPLETE", "UPDATE_COMPLETE", "UPDATE_ROLLBACK_COMPLETE")
+
+
+class DeployError(RuntimeError):
+    """`cdk deploy` into the local cloud failed; its output was printed above."""
+
 
 _running_lock = threading.Lock()
 _running: LocalCloud | None = None
@@ -51,9 +66,8 @@ class LocalCloud:
         self.endpoint: MotoEndpoint | None = None
         self.runtime: LambdaRuntime | None = None
         self.pollers: PollerManager | None = None
-        self.apis: list[RestApiServer] = []
-        self.report: DeployReport | None = None
-        self._outputs: Outputs | None = None
+        self.apis: dict[str, RestApiServer] = {}  # REST API id -> its server
+        self._api_lock = threading.Lock()
         self._clients = None
 
     # -- lifecycle --------------------------------------------------------------------------
@@ -85,45 +99,116 @@ class LocalCloud:
             patches.install(self.runtime)
             self.endpoint.start()
             self._clients = client_factory(endpoint_url, self.config.region)  # type: ignore[assignment]
+            patches.serve_public_layer(self._publish_stand_in_layer())
+            self.pollers = PollerManager(endpoint=endpoint_url, region=self.config.region)
+            self.pollers.start()  # mappings are picked up as deploys create them
+            outputs_file.write_endpoint(Endpoint(endpoint_url, self.config.region), self.config.state_dir)
             self._say(f"AWS endpoint on {endpoint_url} (region {self.config.region})")
         except BaseException:
             self.stop()
             raise
         return self
 
+    def _publish_stand_in_layer(self) -> str:
+        """The layer version the public Powertools parameters resolve to (see patches #5)."""
+        if self._clients is None:
+            raise RuntimeError("start() the local cloud first")
+        buffer = io.BytesIO()
+        with zipfile.ZipFile(buffer, "w") as archive:
+            archive.writestr("python/LOCALCLOUD.txt", "The local cloud's workers use the venv's packages.\n")
+        return str(
+            self._clients("lambda").publish_layer_version(
+                LayerName=STAND_IN_LAYER,
+                Description="stands in for the public Powertools layer; workers import it from the venv",
+                Content={"ZipFile": buffer.getvalue()},
+            )["LayerVersionArn"]
+        )
+
     def deploy(self, assembly: Path | None = None) -> Outputs:
-        """Deploy a cloud assembly (default: the configured one, synthesized if needed)."""
-        if self.endpoint is None or self.runtime is None or self._clients is None:
+        """`cdk deploy` an assembly (default: the configured one, synthesized if needed) into this
+        cloud, as `make deploy STAGE=local` does; its output goes to the console."""
+        if self.endpoint is None:
             raise RuntimeError("start() the local cloud first")
         directory = assembly or self.config.assembly or ensure_assembly(self.config, log=self._say)
-        deployer = Deployer(self._clients, region=self.config.region, log=self._say)
-        self.report = deployer.deploy(read_assembly(Path(directory)))
-        for line in self.report.lines():
-            self._say(line)
-        self._serve_apis()
-        self.pollers = PollerManager(endpoint=self.endpoint.url, region=self.config.region)
-        self.pollers.start()
-        for mapping in self.pollers.active():
-            self._say(
-                f"polling {mapping.queue_arn.rsplit(':', 1)[-1]} -> {mapping.function_arn.rsplit(':', 1)[-1]}"
-            )
+        command = [
+            sys.executable,
+            "-m",
+            "ops.deploy",
+            "deploy",
+            "--target",
+            "local",
+            "--stage",
+            self.config.stage,
+            "--app",
+            str(Path(directory).resolve()),
+            "--localcloud-dir",
+            str(self.config.state_dir.resolve()),
+        ]
+        with subprocess.Popen(  # noqa: S603 - our own module
+            command,
+            cwd=PROJECT_DIR,
+            env=synth_env(PROJECT_DIR),
+            stdout=subprocess.PIPE,
+            stderr=subprocess.STDOUT,
+            text=True,
+        ) as deploying:
+            assert deploying.stdout is not None
+            for line in deploying.stdout:  # the CLI's own output: stack events, outputs
+                self._say(line.rstrip("\n"))
+        if deploying.returncode != 0:
+            raise DeployError(f"`{' '.join(command)}` failed ({deploying.returncode})")
         if self.config.prewarm:
             self.prewarm()
-        # Written last: `up` returns when this file appears, so everything above is ready.
-        self._outputs = self._build_outputs()
-        outputs_file.write(self._outputs, self.config.outputs_path)
-        if self._outputs.api_url:
-            self._say(f"REST API on {self._outputs.api_url}")
-        self._say(f"outputs in {self.config.outputs_path}")
-        return self._outputs
+        return self.outputs
 
-    def _serve_apis(self) -> None:
-        if self.report is None or self._clients is None:
-            raise RuntimeError("deploy first")
+    def refresh(self) -> dict[str, str]:
+        """Serve the REST APIs of every deployed stack (new or changed ones restart on the port
+        they had, removed ones stop); returns REST API id -> its local URL."""
+        if self._clients is None:
+            raise RuntimeError("start() the local cloud first")
         cfn = self._clients("cloudformation")
-        lambda_client = self._clients("lambda")  # boto3 clients are thread-safe for calls
+        specs: dict[str, RestApiSpec] = {}
+        for stack in cfn.describe_stacks()["Stacks"]:
+            if stack["StackStatus"] not in DEPLOYED_STATES:
+                continue
+            name = stack["StackName"]
+            body = cfn.get_template(StackName=name)["TemplateBody"]
+            if "AWS::ApiGateway::RestApi" not in json.dumps(body):
+                continue  # no REST API (the CDK bootstrap stack's template is not even JSON)
+            template = json.loads(body) if isinstance(body, str) else body
+            resources = cfn.describe_stack_resources(StackName=name)["StackResources"]
+            # Resources moto skipped come back without ids: they are not needed here.
+            physical = {
+                r["LogicalResourceId"]: r["PhysicalResourceId"]
+                for r in resources
+                if r.get("LogicalResourceId") and r.get("PhysicalResourceId")
+            }
+            functions = {
+                r["LogicalResourceId"]: r["PhysicalResourceId"]
+                for r in resources
+                if r.get("ResourceType") == "AWS::Lambda::Function" and r.get("PhysicalResourceId")
+            }
+            for spec in apis_from_template(template, physical_ids=physical, function_names=functions):
+                specs[spec.api_id] = spec
+        with self._api_lock:
+            for api_id in [api_id for api_id in self.apis if api_id not in specs]:
+                self.apis.pop(api_id).stop()
+                self._say(f"REST API {api_id} removed")
+            for api_id, spec in specs.items():
+                running = self.apis.get(api_id)
+                if running is not None and running.handler.spec == spec:
+                    continue
+                if running is not None:
+                    running.stop()
+                self.apis[api_id] = self._serve_api(spec, running.port if running else None)
+                self._say(f"REST API {spec.name} on {self.apis[api_id].url}")
+            return {api_id: server.url for api_id, server in self.apis.items()}
+
+    def _serve_api(self, spec: RestApiSpec, port: int | None) -> RestApiServer:
+        lambda_client = self._clients("lambda") if self._clients else None  # thread-safe for calls
 
         def invoke(function: str, event: dict[str, Any]) -> tuple[Any, str | None]:
+            assert lambda_client is not None
             response = lambda_client.invoke(FunctionName=function, Payload=json.dumps(event).encode("utf-8"))
             raw = response["Payload"].read()
             try:
@@ -132,60 +217,17 @@ class LocalCloud:
                 payload = raw.decode("utf-8", "replace")
             return payload, response.get("FunctionError")
 
-        port = self.config.rest_api_port
-        for stack_name, template in self.report.templates.items():
-            resources = cfn.describe_stack_resources(StackName=stack_name)["StackResources"]
-            # Resources moto skipped come back without ids: they are not needed here.
-            resources = [r for r in resources if r.get("LogicalResourceId") and r.get("PhysicalResourceId")]
-            physical = {r["LogicalResourceId"]: r["PhysicalResourceId"] for r in resources}
-            functions = {
-                r["LogicalResourceId"]: r["PhysicalResourceId"]
-                for r in resources
-                if r.get("ResourceType") == "AWS::Lambda::Function"
-            }
-            for spec in apis_from_template(template, physical_ids=physical, function_names=functions):
-                handler = RestApiHandler(
-                    spec, invoke=invoke, account_id=ACCOUNT_ID, region=self.config.region
-                )
-                try:
-                    server = RestApiServer(handler, port=port)
-                except OSError as exc:
-                    raise PortInUseError(f"REST API {spec.name}", port) from exc
-                server.start()
-                self.apis.append(server)
-                port = server.port + 1 if port else 0
-
-    def _build_outputs(self) -> Outputs:
-        if self.endpoint is None or self.report is None:
-            raise RuntimeError("deploy first")
-        local_urls = {server.handler.spec.api_id: server.url for server in self.apis}
-        pattern = re.compile(r"^https://([A-Za-z0-9]+)\.execute-api\.[^/]+/[^/]*/(.*)$")
-
-        def localize(value: str) -> str:
-            """Execute-api URLs of an API served here point at its local URL instead."""
-            match = pattern.match(value)
-            if match and match.group(1) in local_urls:
-                return local_urls[match.group(1)] + match.group(2)
-            return value
-
-        stacks = {
-            name: {key: localize(value) for key, value in values.items()}
-            for name, values in self.report.outputs.items()
-        }
-        merged: dict[str, str] = {}
-        for values in stacks.values():
-            # CDK's own cross-stack exports (ExportsOutputRef..., ExportsOutputFnGetAtt...) are
-            # plumbing, not outputs anyone reads; they stay under "stacks".
-            merged.update(
-                {key: value for key, value in values.items() if not key.startswith("ExportsOutput")}
-            )
-        return Outputs(
-            endpoint=self.endpoint.url,
-            api_url=self.apis[0].url if self.apis else None,
-            region=self.config.region,
-            outputs=merged,
-            stacks=stacks,
-        )
+        if port is None:  # the first API on the configured port, the next ones after it
+            taken = [server.port for server in self.apis.values()]
+            base = self.config.rest_api_port
+            port = (max(taken) + 1 if taken else base) if base else 0
+        handler = RestApiHandler(spec, invoke=invoke, account_id=ACCOUNT_ID, region=self.config.region)
+        try:
+            server = RestApiServer(handler, port=port)
+        except OSError as exc:
+            raise PortInUseError(f"REST API {spec.name}", port) from exc
+        server.start()
+        return server
 
     def stop(self) -> None:
         """Stop pollers, workers, the REST API and the endpoint; forget moto's state."""
@@ -195,9 +237,10 @@ class LocalCloud:
             self.pollers = None
         if self.runtime is not None:
             self.runtime.close()
-        for server in self.apis:
-            server.stop()
-        self.apis = []
+        with self._api_lock:
+            for server in self.apis.values():
+                server.stop()
+            self.apis = {}
         if self.endpoint is not None:
             self.endpoint.stop()
             self.endpoint = None
@@ -206,10 +249,10 @@ class LocalCloud:
             patches.reset_moto()
             self.runtime = None
         try:
-            if self._outputs is not None:
-                self.config.outputs_path.unlink(missing_ok=True)
+            for path in (self.config.outputs_path, self.config.cli_outputs_path):
+                path.unlink(missing_ok=True)
+            (self.config.state_dir / outputs_file.ENDPOINT_FILE).unlink(missing_ok=True)
         finally:
-            self._outputs = None
             with _running_lock:
                 if _running is self:
                     _running = None
@@ -229,9 +272,11 @@ class LocalCloud:
     # -- for clients, demo, e2e and chaos ----------------------------------------------------
     @property
     def outputs(self) -> Outputs:
-        if self._outputs is None:
-            raise RuntimeError("nothing deployed yet")
-        return self._outputs
+        """What the last deploy wrote (`outputs.json`)."""
+        try:
+            return outputs_file.load(self.config.outputs_path)
+        except FileNotFoundError:
+            raise RuntimeError("nothing deployed yet") from None
 
     def client(self, service: str) -> Any:
         """A boto3 client for this local cloud."""
@@ -274,7 +319,7 @@ class LocalCloud:
     def status(self) -> dict[str, Any]:
         return {
             "endpoint": self.endpoint.url if self.endpoint else None,
-            "api_url": self._outputs.api_url if self._outputs else None,
+            "apis": {api_id: server.url for api_id, server in self.apis.items()},
             "workers": self.workers(),
             "mappings": [
                 {"uuid": m.uuid, "queue": m.queue_arn, "function": m.function_arn, "batch_size": m.batch_size}
@@ -298,6 +343,8 @@ class LocalCloud:
                 document.get("crash_points"), Path(state_dir) if state_dir else None, document.get("mode")
             )
             return 200, self.status()
+        if method == "POST" and route == "refresh":
+            return 200, {**self.status(), "apis": self.refresh()}
         if method == "POST" and route == "prewarm":
             results = self.prewarm()
             return 200, {**self.status(), "prewarmed": results}

@@ -6,6 +6,8 @@ import os
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 
+from localcloud import outputs
+
 # Not LocalStack's 4566, so both can run side by side; the REST API listens on the next port.
 DEFAULT_PORT = 4599
 DEFAULT_REGION = "us-east-1"
@@ -33,7 +35,7 @@ class Config:
     api_port: int | None = None  # None: port + 1
     region: str = DEFAULT_REGION
     state_dir: Path = Path(".localcloud")
-    assembly: Path | None = None  # None: synthesize the local stage into state_dir/cdk.out
+    assembly: Path | None = None  # None: `cdk.out/` if it holds a fresh local stage, else synthesize
     stage: str = "local"
     project_dir: Path = Path()
     max_workers: int = DEFAULT_MAX_WORKERS
@@ -64,7 +66,7 @@ class Config:
 
     @property
     def endpoint(self) -> str:
-        return f"http://127.0.0.1:{self.port}"
+        return f"http://localhost:{self.port}"  # localhost: see server.MotoEndpoint.url
 
     @property
     def rest_api_port(self) -> int:
@@ -79,6 +81,15 @@ class Config:
     @property
     def outputs_path(self) -> Path:
         return self.state_dir / "outputs.json"
+
+    @property
+    def cli_outputs_path(self) -> Path:
+        return self.state_dir / outputs.CLI_OUTPUTS_FILE
+
+    @property
+    def ready_path(self) -> Path:
+        """Written by `run` once deployed (and prewarmed): what `up` waits for."""
+        return self.state_dir / "ready"
 
     @property
     def pid_path(self) -> Path:

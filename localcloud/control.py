@@ -8,6 +8,7 @@ For the demo, chaos and e2e code that use a local cloud started elsewhere (`make
     control.status(endpoint)["workers"]     # {function name: [worker pids]}
     control.set_crash_points(endpoint, None)  # off again
     control.prewarm(endpoint)               # one warm worker per function now (after a switch)
+    control.refresh(endpoint)["apis"]       # serve the REST APIs deployed now (ops.deploy calls it)
 
 Changing crash points retires the warm workers: the next call of each function starts a fresh
 worker process that reads the new RETRYSAFE_CRASH_* variables at its cold start.
@@ -51,3 +52,9 @@ def prewarm(endpoint: str, *, timeout: float = 120) -> dict[str, Any]:
     """Start one worker per function now (in parallel), so the next calls skip cold starts;
     returns the status plus `prewarmed`: {function name: init error or None}."""
     return _call(endpoint, "prewarm", {}, timeout=timeout)
+
+
+def refresh(endpoint: str) -> dict[str, Any]:
+    """Serve the REST APIs of the stacks deployed now (after `cdk deploy` or `cdk destroy`);
+    returns the status plus `apis`: {REST API id: its local URL}."""
+    return _call(endpoint, "refresh", {})

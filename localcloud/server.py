@@ -1,4 +1,4 @@
-"""The AWS endpoint: moto's werkzeug application served on 127.0.0.1 from this process.
+"""The AWS endpoint: moto's werkzeug application served on 127.0.0.1 (as http://localhost:<port>).
 
 The server is built in the caller's thread (so a taken port fails here, with a clear error,
 instead of inside a background thread as moto's ThreadedMotoServer would) and then served by a
@@ -110,7 +110,10 @@ class MotoEndpoint:
 
     @property
     def url(self) -> str:
-        return f"http://{self.host}:{self.port}"
+        # `localhost`, not the address it binds: moto reads the host of a path-style S3 URL as a
+        # bucket unless it is `localhost`, so a CloudFormation TemplateURL on http://127.0.0.1:...
+        # (what `cdk deploy` passes) fails with "The specified bucket does not exist".
+        return f"http://localhost:{self.port}"
 
     def start(self) -> None:
         self._thread.start()

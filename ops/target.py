@@ -1,11 +1,14 @@
 """Which deployment an operator tool talks to, and that deployment's stack outputs.
 
-Precedence, so that the same command serves every environment:
-1. `AWS_ENDPOINT_URL` or `AWS_PROFILE` set: that endpoint or account (LocalStack, a real stage);
-   outputs come from CloudFormation DescribeStacks of `{service}-{stage}-data` and `-app`.
-2. otherwise the local cloud: `.localcloud/outputs.json` written by `python -m localcloud up`
-   (`$LOCALCLOUD_DIR/outputs.json` when that variable names another state directory, as it does
-   for `make local-up`).
+Outputs are what the CDK CLI wrote with `--outputs-file` when it deployed the stage
+(`make deploy`, see ops.deploy). Precedence, so that the same command serves every environment:
+1. `RETRYSAFE_TARGET=aws|localstack|local` names the target explicitly (CI does);
+2. else `AWS_ENDPOINT_URL` set: LocalStack (or any endpoint); `AWS_PROFILE` set: AWS;
+3. else the local cloud.
+AWS and LocalStack outputs are in `.cdk-outputs/<target>-<stage>.json` (stage from
+`RETRYSAFE_STAGE`, default `dev`; `RETRYSAFE_OUTPUTS_FILE` names another file). The local cloud's
+are in `$LOCALCLOUD_DIR/outputs.json` (default `.localcloud/`): the CLI's outputs with the REST API
+URL pointed at the local cloud's HTTP server.
 """
 
 from __future__ import annotations
@@ -21,6 +24,8 @@ import boto3
 from botocore.config import Config
 
 DEFAULT_OUTPUTS_FILE = Path(".localcloud/outputs.json")
+CLI_OUTPUTS_DIR = Path(".cdk-outputs")
+TARGET_ENV = "RETRYSAFE_TARGET"
 
 
 def default_outputs_file() -> Path:
@@ -29,7 +34,24 @@ def default_outputs_file() -> Path:
     return Path(state_dir) / "outputs.json" if state_dir else DEFAULT_OUTPUTS_FILE
 
 
-DEFAULT_SERVICE = "retrysafe"
+def outputs_file(target: str, stage: str, environ: Mapping[str, str] | None = None) -> Path:
+    """Where `cdk deploy --outputs-file` writes a stage's outputs on AWS or LocalStack."""
+    environ = os.environ if environ is None else environ
+    override = environ.get("RETRYSAFE_OUTPUTS_FILE")
+    return Path(override) if override else CLI_OUTPUTS_DIR / f"{target}-{stage}.json"
+
+
+def read_cli_outputs(path: Path) -> dict[str, str]:
+    """Every stack's outputs in one map; CDK's `ExportsOutput*` keys (cross-stack plumbing) left out."""
+    stacks: dict[str, dict[str, str]] = json.loads(path.read_text(encoding="utf-8"))
+    return {
+        key: value
+        for values in stacks.values()
+        for key, value in values.items()
+        if not key.startswith("ExportsOutput")
+    }
+
+
 DEFAULT_STAGE = "dev"
 # The local cloud accepts any credentials; real AWS never sees these because an endpoint or
 # profile from the environment takes precedence.
@@ -72,28 +94,31 @@ class Target:
         return cls(endpoint_url=data["endpoint"], region=data["region"], outputs=data["outputs"], local=True)
 
     @classmethod
-    def resolve(
-        cls,
-        *,
-        outputs_file: Path | None = None,
-        service: str = DEFAULT_SERVICE,
-        stage: str | None = None,
-    ) -> Target:
+    def resolve(cls, *, path: Path | None = None, stage: str | None = None) -> Target:
         """The target the environment names, else the running local cloud."""
-        if os.environ.get("AWS_ENDPOINT_URL") or os.environ.get("AWS_PROFILE"):
-            session = boto3.session.Session()
-            region = session.region_name or "us-east-1"
-            stage = stage or os.environ.get("RETRYSAFE_STAGE", DEFAULT_STAGE)
-            cfn = session.client("cloudformation", region_name=region)
-            outputs: dict[str, str] = {}
-            for suffix in ("data", "app"):
-                stack = cfn.describe_stacks(StackName=f"{service}-{stage}-{suffix}")["Stacks"][0]
-                outputs.update({o["OutputKey"]: o["OutputValue"] for o in stack.get("Outputs", [])})
-            return cls(endpoint_url=os.environ.get("AWS_ENDPOINT_URL"), region=region, outputs=outputs)
-        outputs_file = outputs_file or default_outputs_file()
-        if outputs_file.exists():
-            return cls.from_outputs_file(outputs_file)
-        raise TargetNotFound(
-            f"no target: set AWS_ENDPOINT_URL or AWS_PROFILE, or start the local cloud "
-            f"(`make local-up` writes {outputs_file})"
+        name = os.environ.get(TARGET_ENV) or (
+            "localstack"
+            if os.environ.get("AWS_ENDPOINT_URL")
+            else "aws"
+            if os.environ.get("AWS_PROFILE")
+            else "local"
         )
+        if name == "local":
+            path = path or default_outputs_file()
+            if path.exists():
+                return cls.from_outputs_file(path)
+            raise TargetNotFound(
+                f"no target: set {TARGET_ENV}, AWS_ENDPOINT_URL or AWS_PROFILE, or start the local cloud "
+                f"(`make local-up` writes {path})"
+            )
+        stage = stage or os.environ.get("RETRYSAFE_STAGE", DEFAULT_STAGE)
+        path = path or outputs_file(name, stage)
+        if not path.exists():
+            raise TargetNotFound(
+                f"no outputs of stage {stage} on {name} in {path}: `make deploy STAGE={stage} TARGET={name}` "
+                "writes them (a deploy with no changes only writes the file)"
+            )
+        # AWS_REGION as the CDK CLI reads it, then what the SDK finds (AWS_DEFAULT_REGION, profile)
+        region = os.environ.get("AWS_REGION") or boto3.session.Session().region_name or "us-east-1"
+        endpoint = os.environ.get("AWS_ENDPOINT_URL") if name == "localstack" else None
+        return cls(endpoint_url=endpoint, region=region, outputs=read_cli_outputs(path))

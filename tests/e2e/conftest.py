@@ -2,13 +2,15 @@
 
 `RETRYSAFE_E2E_TARGET` picks it:
 - unset (what `make test` does): a local cloud of the suite's own, in its own process on free
-  ports (`localcloud.process.background`), deploying the session's synthesized `local` assembly;
-  stopped with every worker when the session ends;
+  ports (`localcloud.process.background`), into which the CDK CLI deploys the session's
+  synthesized `local` assembly (`cdk deploy`, as for any target); stopped with every worker when
+  the session ends;
 - `outputs`: the local cloud that `.localcloud/outputs.json` (or `$LOCALCLOUD_DIR`) names, e.g.
   after `make local-up`; left running;
-- `aws`: the stage `AWS_ENDPOINT_URL` / `AWS_PROFILE` and `RETRYSAFE_STAGE` name (stack outputs
-  from CloudFormation, see ops.target); API requests are SigV4-signed unless an endpoint is set.
-  Tests that need the local cloud's process control skip there.
+- `aws`: a stage deployed with `make deploy` to AWS or LocalStack (`RETRYSAFE_TARGET`,
+  `AWS_ENDPOINT_URL` / `AWS_PROFILE`, `RETRYSAFE_STAGE`): outputs from the CLI's outputs file (see
+  ops.target); API requests are SigV4-signed unless an endpoint is set. Tests that need the local
+  cloud's process control skip there.
 """
 
 from __future__ import annotations

@@ -2,12 +2,12 @@
 
 from __future__ import annotations
 
+import io
 import socket
+import zipfile
 from pathlib import Path
 
 import pytest
-
-from localcloud.deploy import zip_directory
 
 FIXTURES = Path(__file__).parent / "fixtures"
 ASSEMBLY = FIXTURES / "assembly"
@@ -27,5 +27,10 @@ def assembly() -> Path:
 
 @pytest.fixture
 def handlers_zip() -> bytes:
-    """The fixture handlers zipped as CDK packages a directory asset."""
-    return zip_directory(FIXTURES / "cdk_app" / "handlers")
+    """The fixture handlers zipped, as the CDK CLI packages a directory asset."""
+    directory = FIXTURES / "cdk_app" / "handlers"
+    buffer = io.BytesIO()
+    with zipfile.ZipFile(buffer, "w", zipfile.ZIP_DEFLATED) as archive:
+        for path in sorted(directory.rglob("*.py")):
+            archive.write(path, path.relative_to(directory).as_posix())
+    return buffer.getvalue()

@@ -49,7 +49,7 @@ def test_up_status_down_leaves_no_process(tmp_path):
         assert up.returncode == 0, up.stderr
         pid = int((state / "localcloud.pid").read_text())
         data = json.loads((state / "outputs.json").read_text())
-        assert data["endpoint"] == f"http://127.0.0.1:{port}"
+        assert data["endpoint"] == f"http://localhost:{port}"
         assert data["api_url"] == f"http://127.0.0.1:{api_port}/local/"
         assert data["region"] == "us-east-1"
         assert data["outputs"]["TableName"] == "fx-local-table"

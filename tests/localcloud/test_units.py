@@ -1,83 +1,50 @@
-"""Pure pieces of the local cloud: assembly reading, SQS event shape, batch failures, config, outputs."""
+"""Pure pieces of the local cloud: SQS event shape, batch failures, config, outputs, patches."""
 
 from __future__ import annotations
 
-import io
-import json
 import os
 import time
-import zipfile
 from pathlib import Path
 
 import pytest
 from moto.awslambda.models import LambdaFunction
+from moto.cloudformation.models import CloudFormationBackend
 from moto.sqs.models import Queue
+from moto.ssm.models import SimpleSystemManagerBackend
 from moto.stepfunctions import models as sfn_models
 
 from localcloud import outputs, patches
 from localcloud.config import Config
-from localcloud.deploy import (
-    EMULATED_TYPES,
-    DeployReport,
-    moto_supported_types,
-    read_assembly,
-    substitute,
-    unsupported_types,
-    zip_directory,
-)
 from localcloud.lambdas import LambdaRuntime
 from localcloud.pollers import failed_ids, sqs_record
 from localcloud.synth import is_stale, stacks_of_stage
 
 
-def test_assembly_stacks_in_dependency_order_with_their_assets(assembly):
-    read = read_assembly(assembly)
+def test_cli_outputs_point_execute_api_urls_at_the_local_rest_api():
+    # Given the outputs file `cdk deploy` wrote and the REST API the local cloud serves
+    cli = {
+        "fx-local-data": {"TableName": "fx-local-table", "ExportsOutputRefTable1": "fx-local-table"},
+        "fx-local-app": {"ApiUrl": "https://abc123.execute-api.us-east-1.amazonaws.com/None/"},
+    }
+    endpoint = outputs.Endpoint("http://localhost:4599", "us-east-1")
 
-    assert [stack.stack_name for stack in read.stacks] == ["fx-local-data", "fx-local-app"]
-    assert read.stacks[1].dependencies == ("fx-local-data",)
-    zipped = [asset for asset in read.assets if asset.packaging == "zip"]
-    assert len(zipped) == 1
-    bucket, key = zipped[0].destinations[0]
-    assert bucket == "cdk-hnb659fds-assets-${AWS::AccountId}-${AWS::Region}"
-    assert key.endswith(".zip")
+    # When outputs.json is derived from them
+    local = outputs.from_cli_outputs(cli, endpoint=endpoint, apis={"abc123": "http://127.0.0.1:4600/local/"})
 
-
-def test_directory_assets_zip_deterministically(tmp_path: Path):
-    (tmp_path / "pkg").mkdir()
-    (tmp_path / "pkg" / "mod.py").write_text("X = 1\n")
-    (tmp_path / "pkg" / "__pycache__").mkdir()
-    (tmp_path / "pkg" / "__pycache__" / "mod.pyc").write_bytes(b"junk")
-
-    first = zip_directory(tmp_path)
-    os.utime(tmp_path / "pkg" / "mod.py", (time.time() + 100, time.time() + 100))
-
-    assert zip_directory(tmp_path) == first
-    assert zipfile.ZipFile(io.BytesIO(first)).namelist() == ["pkg/mod.py"]
+    # Then the API URL is the local one; CDK's exports stay out of the merged outputs
+    assert local.api_url == "http://127.0.0.1:4600/local/"
+    assert local["ApiUrl"] == "http://127.0.0.1:4600/local/"
+    assert local.outputs == {"TableName": "fx-local-table", "ApiUrl": "http://127.0.0.1:4600/local/"}
+    assert local.stacks["fx-local-data"]["ExportsOutputRefTable1"] == "fx-local-table"
+    assert (local.endpoint, local.region) == (endpoint.url, "us-east-1")
 
 
-def test_bucket_names_resolve_pseudo_parameters():
-    assert (
-        substitute("cdk-hnb659fds-assets-${AWS::AccountId}-${AWS::Region}", region="eu-west-1")
-        == "cdk-hnb659fds-assets-123456789012-eu-west-1"
-    )
+def test_endpoint_file_round_trip(tmp_path: Path):
+    outputs.write_endpoint(outputs.Endpoint("http://localhost:4599", "eu-west-1"), tmp_path)
 
-
-def test_unsupported_types_are_listed_with_what_the_local_cloud_does(assembly):
-    template = json.loads((assembly / "fx-local-app.template.json").read_text())
-
-    missing = unsupported_types(template, moto_supported_types())
-
-    assert {
-        "AWS::ApiGateway::Stage",
-        "AWS::ApiGateway::RequestValidator",
-        "AWS::ApiGateway::Model",
-        "AWS::ApiGateway::GatewayResponse",
-    } <= set(missing)
-    assert "AWS::Lambda::Function" not in missing
-    report = DeployReport(not_created={"fx-local-app": missing}, templates={"fx-local-app": template})
-    text = "\n".join(report.lines())
-    assert EMULATED_TYPES["AWS::ApiGateway::Stage"] in text
-    assert "AWS::Lambda::EventSourceMapping: SQS pollers" in text
+    assert outputs.load_endpoint(tmp_path) == outputs.Endpoint("http://localhost:4599", "eu-west-1")
+    with pytest.raises(FileNotFoundError):
+        outputs.load_endpoint(tmp_path / "none")
 
 
 def test_sqs_record_has_the_lambda_event_shape():
@@ -134,7 +101,7 @@ def test_config_from_env_and_overrides(monkeypatch):
 
     assert config.port == 4700
     assert config.rest_api_port == 4701
-    assert config.endpoint == "http://127.0.0.1:4700"
+    assert config.endpoint == "http://localhost:4700"
     assert config.region == "eu-west-1"
     assert config.crash_env()["RETRYSAFE_CRASH_POINTS"] == "p1"
     assert Config.from_env(port=0).rest_api_port == 0
@@ -195,12 +162,16 @@ def test_outputs_default_path_follows_localcloud_dir(monkeypatch, tmp_path: Path
 def test_patches_install_and_uninstall_restore_moto(tmp_path: Path):
     original_invoke = LambdaFunction._invoke_lambda
     original_backends = sfn_models.stepfunctions_backends
+    original_execute = CloudFormationBackend.execute_change_set
+    original_get_parameter = SimpleSystemManagerBackend.get_parameter
     runtime = LambdaRuntime(state_dir=tmp_path, endpoint="http://127.0.0.1:9")
     try:
         patches.install(runtime)
         assert LambdaFunction._invoke_lambda is not original_invoke
         assert isinstance(Queue.__dict__["lambda_event_source_mappings"], property)
         assert sfn_models.stepfunctions_backends is not original_backends
+        assert CloudFormationBackend.execute_change_set is not original_execute
+        assert SimpleSystemManagerBackend.get_parameter is not original_get_parameter
     finally:
         patches.uninstall()
         runtime.close()
@@ -208,4 +179,6 @@ def test_patches_install_and_uninstall_restore_moto(tmp_path: Path):
     assert LambdaFunction._invoke_lambda is original_invoke
     assert "lambda_event_source_mappings" not in Queue.__dict__
     assert sfn_models.stepfunctions_backends is original_backends
+    assert CloudFormationBackend.execute_change_set is original_execute
+    assert SimpleSystemManagerBackend.get_parameter is original_get_parameter
     assert not patches.installed()
