@@ -68,10 +68,11 @@ demo: install ## The service offline: local cloud up, orders, retries, duplicate
 summary: synth ## Synthesize and print the stack summary (resources per type, outputs, cdk-nag result)
 	$(PY) -m ops.summary cdk.out
 
-lint: install ## ruff (lint + format check) and mypy
+lint: install ## ruff (lint + format check), mypy, and the GitHub Actions workflows against their schema
 	$(VENV)/bin/ruff check .
 	$(VENV)/bin/ruff format --check .
 	$(VENV)/bin/mypy
+	$(VENV)/bin/check-jsonschema --builtin-schema vendor.github-workflows .github/workflows/*.yml
 
 format: install ## Apply ruff's fixes and formatting
 	$(VENV)/bin/ruff check --fix .
