@@ -101,6 +101,11 @@ def attempt_outcome(invocation: Invocation) -> tuple[Outcome, str]:  # noqa: PLR
         how = "took the fence over, then " if "FenceTakeover" in decisions else ""
         return Outcome.DIED, f"{how}ended with {invocation.error}"
     if "FenceTakeover" in decisions:
+        if any(line.get("reconciled") for line in invocation.lines):
+            return (
+                Outcome.TAKEOVER,
+                "took over the fence; the external system already had the effect (reconciled)",
+            )
         return Outcome.TAKEOVER, "took over the fence: the attempt before it held it until its lease ran out"
     if "FenceSkipped" in decisions:
         return Outcome.SKIPPED, "the fence answered with the stored result"

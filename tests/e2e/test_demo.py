@@ -35,7 +35,7 @@ def test_the_demo_scenario_ends_with_invariants_ok(e2e: E2ETarget, local_control
         "ReserveInventory COMPENSATED",
         "dedup answered both copies (2 dedup hits)",
         "restart-with-same-token",
-        "2 provider calls with the same key, 1 charge",
+        "the takeover found the charge at the provider: 1 provider call, 1 charge",
     ):
         assert promise in output, output
 

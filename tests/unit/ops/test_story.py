@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -209,3 +210,13 @@ def test_a_client_key_names_the_order_it_created():
     # The order id is derived from the stored key (orders.domain.order_id_for), so the key finds it
     stored = derive_key("http", stage="local", identity={"route": "POST /orders", "key": "demo-1"}).value
     assert order_for_key("demo-1", stage="local") == order_id_for(stored)
+
+
+def test_a_takeover_that_found_the_effect_at_the_external_system_says_it_reconciled():
+    lines: list[dict[str, Any]] = [
+        {"decision": "FenceTakeover"},
+        {"decision": "FenceTakeover", "reconciled": True},
+    ]
+    outcome, detail = attempt_outcome(Invocation("charge-payment", "r-2", lines=lines))
+    assert outcome is Outcome.TAKEOVER
+    assert "reconciled" in detail
