@@ -252,6 +252,8 @@ class Model:
         self.failed_executions: list[str] = []
         self.applied: dict[str, Counter[str]] = {"notify": Counter(), "analytics": Counter()}
         self.effects: set[tuple[str, str]] = set()
+        # Each order's task invocations in order (what the anchor test compares with the handlers).
+        self.trace: dict[str, list[str]] = {}
         self.queues = {name: Queue(self.sim, spec) for name, spec in topology.queues.items()}
         self.esms = {name: _Esm(self, queue) for name, queue in self.queues.items()}
         self.last_activity = 0.0
@@ -345,6 +347,7 @@ class Model:
     def _invoke(self, execution: _Execution) -> None:
         state = self.topology.workflow["States"][execution.state]
         function = self.topology.task_function(execution.state) or ""
+        self.trace.setdefault(execution.order_id, []).append(function)
         if not self.pools.acquire(function):
             self.throttles[f"Lambda {function}"] += 1
             self._error(execution, LAMBDA_THROTTLED)
