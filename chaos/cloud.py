@@ -51,6 +51,7 @@ from simulator.cloud import (
 )
 
 RuntimeFactory = Callable[..., orders_runtime.Runtime]
+TIMED_OUT = "Sandbox.Timedout"
 # Consumers of each queue (stack outputs contract).
 QUEUES = {"OrdersQueueUrl": "Worker", "NotifyQueueUrl": "Notify", "AnalyticsQueueUrl": "Analytics"}
 DLQS = {
@@ -117,6 +118,7 @@ class Exchange:
     status: int  # 502 when the function died
     body: Any
     replayed: bool
+    request: Any = None  # the request body sent (None: the one the key was first used with)
 
 
 @dataclass
@@ -216,7 +218,12 @@ class ChaosCloud(InProcessCloud):
             error_type = EXIT_ERROR if isinstance(error, SimulatedCrash) else type(error).__name__
             if isinstance(error, SimulatedCrash):
                 self.recovery.crashed_invocations += 1
-            if short_name(function_name) in STEP_FUNCTIONS and error_type in (EXIT_ERROR, "FenceBusy"):
+                if error.point in self.controller.timeouts:
+                    # The invocation ran out of time: Lambda kills it at its timeout.
+                    error_type = TIMED_OUT
+                    self.clock.advance(self.functions[function_name].timeout)
+            retried = error_type in (EXIT_ERROR, TIMED_OUT, "FenceBusy")
+            if short_name(function_name) in STEP_FUNCTIONS and retried:
                 self.recovery.step_retries += 1
             self.invocations.append(Invocation(function_name, event, None, error_type))
             return json.dumps({"errorType": error_type, "errorMessage": str(error)}), True, ""
@@ -234,10 +241,10 @@ class ChaosCloud(InProcessCloud):
             try:
                 response = self.api("POST", "/orders", body=dict(body), headers={"Idempotency-Key": key})
             except LambdaError:
-                self.exchanges.append(Exchange(key, 502, None, replayed=False))
+                self.exchanges.append(Exchange(key, 502, None, replayed=False, request=dict(body)))
                 continue
             replayed = (response.header("Idempotent-Replayed") or "").lower() == "true"
-            self.exchanges.append(Exchange(key, response.status, response.body, replayed))
+            self.exchanges.append(Exchange(key, response.status, response.body, replayed, request=dict(body)))
             if response.status == 409 or response.status >= 500:
                 self.clock.advance(api_timeout + 1)
                 continue
@@ -251,6 +258,14 @@ class ChaosCloud(InProcessCloud):
         violations = []
         for exchange in self.exchanges:
             if exchange.status >= 300:
+                continue
+            answered = first.get(exchange.key)
+            changed = answered is not None and exchange.request not in (None, answered.request)
+            if changed and answered is not None and answered.request is not None:
+                violations.append(
+                    f"key {exchange.key}: a different body got {exchange.status} after the key was "
+                    f"answered {answered.status} (a reused key with another payload must be 422)"
+                )
                 continue
             # The first 2xx the client sees may itself be a replay (the function died after
             # storing its response): then the original never reached anyone, and every answer

@@ -25,7 +25,7 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
-from reliability.crashpoints import CrashPlan, SimulatedCrash
+from reliability.crashpoints import CrashPlan, ErrorPoint, SimulatedCrash
 
 Listener = Callable[[str, str], None]
 
@@ -54,8 +54,14 @@ class CrashController:
     """Shared by every function of one cloud; thread-safe (Step Functions runs tasks on threads)."""
 
     armed: set[PointHit] = field(default_factory=set)
+    # An armed `before:`/`after:` hit that fails the call instead: AWS's error code (or a transport
+    # failure's name, `reliability.crashpoints.TRANSPORT_ERRORS`), as `error:`/`error-after:` do.
+    errors: dict[PointHit, str] = field(default_factory=dict)
+    # Armed hits whose crash Lambda reports as Sandbox.Timedout (the invocation ran out of time).
+    timeouts: set[str] = field(default_factory=set)
     reached: list[PointHit] = field(default_factory=list)
     fired: list[PointHit] = field(default_factory=list)
+    failed: list[tuple[PointHit, str]] = field(default_factory=list)  # injected error responses
     listener: Listener | None = None
     _counts: Counter[tuple[str, str]] = field(default_factory=Counter)
     _lock: threading.Lock = field(default_factory=threading.Lock)
@@ -65,7 +71,18 @@ class CrashController:
         with self._lock:
             self.armed.update(hits)
 
-    def hit(self, function: str, point: str) -> None:
+    def arm_errors(self, errors: Iterable[tuple[PointHit, str]]) -> None:
+        with self._lock:
+            self.errors.update(errors)
+
+    def arm_timeouts(self, hits: Iterable[PointHit]) -> None:
+        with self._lock:
+            hits = list(hits)
+            self.armed.update(hits)
+            self.timeouts.update(h.label for h in hits)
+
+    def hit(self, function: str, point: str) -> str | None:
+        """Count the hit; crash if it is armed; return the error code armed for it, if any."""
         with self._lock:
             self._counts[(function, point)] += 1
             here = PointHit(function, point, self._counts[(function, point)])
@@ -74,10 +91,14 @@ class CrashController:
             if fire:
                 self.armed.discard(here)
                 self.fired.append(here)
+            error = self.errors.pop(here, None)
+            if error is not None:
+                self.failed.append((here, error))
         if self.listener is not None:
             self.listener(function, point)
         if fire:
             raise SimulatedCrash(here.label)
+        return error
 
     def plan_for(self, function: str) -> FunctionPlan:
         return FunctionPlan(self, function)
@@ -107,11 +128,21 @@ class FunctionPlan(CrashPlan):
         self.controller.hit(self.function, point)
 
     def instrument(self, client: Any) -> Any:
+        url = str(client.meta.endpoint_url)
+
+        def fail(when: str, model: Any) -> None:
+            call = f"{model.service_model.service_id}.{model.name}"
+            code = self.controller.hit(self.function, f"{when}:{call}")
+            if code is not None:
+                error = ErrorPoint.parse(f"{'error' if when == 'before' else 'error-after'}:{call}:{code}")
+                if error is not None:
+                    raise error.failure(client, model.name, url)
+
         def before(model: Any, **_: Any) -> None:
-            self.hit(f"before:{model.service_model.service_id}.{model.name}")
+            fail("before", model)
 
         def after(model: Any, **_: Any) -> None:
-            self.hit(f"after:{model.service_model.service_id}.{model.name}")
+            fail("after", model)
 
         # One pair of hooks per client: a client reused by a later world drops the earlier plan's.
         for event, hook in (("before-call", before), ("after-call", after)):

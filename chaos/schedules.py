@@ -4,18 +4,28 @@ A schedule places 1-3 orders of random kinds with crashes armed at up to three p
 recorded catalogue (any function, any point, any occurrence), then plays up to 12 actions:
 
 - `retry`: the client sends a request again with the same Idempotency-Key;
+- `change-body`: the client sends the same Idempotency-Key with another body (one more of each
+  item), as a client that edits its order after a crash would: never a 2xx once the key was
+  answered (422, or 409 while the first is in progress);
 - `deliver`: one poll of a queue with 0-4 duplicate deliveries of the same records (up to 5);
 - `lease-expiry`: the clock jumps one lease, so a live attempt's fence can be taken over;
 - `wait`: let running executions finish;
 - `redrive`: an operator redrives failed executions (restart with the same token on moto);
 - `restart`: every order's workflow is started again with the same token (fences skip);
 - `dlq-redrive`: every DLQ is moved back to its source queue;
+- `time-travel`: 1-15 days pass (`InProcessCloud.advance`: DynamoDB TTL deletion), so what
+  follows (a redrive, a client retry, a redelivery) comes back after keys may have expired;
+- `price-change` / `remove-sku`: the catalog changes between retries;
+
+with up to three injected error responses (each service's transient codes, `TRANSIENT_ERRORS`,
+before or after the call) and at most one invocation that times out (Sandbox.Timedout),
 
 and finally recovers to rest and is judged like every schedule (`chaos.scenarios.verdict`).
 """
 
 from __future__ import annotations
 
+import contextlib
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -26,6 +36,7 @@ from hypothesis import seed as hypothesis_seed
 from hypothesis import strategies as st
 
 from chaos.cloud import ChaosCloud, chaos_cloud
+from chaos.mutants import Mutant
 from chaos.points import CrashController, PointHit
 from chaos.scenarios import KINDS, place, verdict
 from chaos.single import ScheduleResult
@@ -40,13 +51,42 @@ class Action:
     order: int = 0
     queue: str = ""
     duplicates: int = 0
+    days: int = 0
 
     def describe(self) -> str:
+        if self.kind == "time-travel":
+            return f"{self.days} days pass (TTL deletion)"
+        if self.kind in ("price-change", "remove-sku"):
+            return f"{self.kind} of order {self.order}'s sku"
         if self.kind == "retry":
             return f"client retry of order {self.order}"
+        if self.kind == "change-body":
+            return f"client reuses order {self.order}'s key with another body"
         if self.kind == "deliver":
             return f"deliver {self.queue} x{1 + self.duplicates}"
         return self.kind
+
+
+# The transient errors each service answers with (what botocore raises once its own retries give
+# up), plus transport failures; injected at `before:` (nothing happened) or `after:` (it happened,
+# the response was lost) points of the catalogue.
+TRANSIENT_ERRORS: dict[str, tuple[str, ...]] = {
+    "DynamoDB": (
+        "ThrottlingException",
+        "ProvisionedThroughputExceededException",
+        "InternalServerError",
+        "TransactionConflictException",
+        "ReadTimeout",
+    ),
+    "SQS": ("InternalError", "ServiceUnavailable", "RequestThrottled", "ReadTimeout"),
+    "SFN": ("ThrottlingException", "ServiceUnavailable", "InternalFailure", "ConnectTimeout"),
+}
+DAY = 86_400
+
+
+def _errors_at(hit: PointHit) -> tuple[str, ...]:
+    service = hit.point.split(":", 1)[1].split(".", 1)[0] if ":" in hit.point else ""
+    return TRANSIENT_ERRORS.get(service, ("InternalFailure",))
 
 
 @dataclass(frozen=True)
@@ -54,9 +94,13 @@ class Schedule:
     orders: tuple[str, ...]
     crashes: tuple[PointHit, ...]
     actions: tuple[Action, ...]
+    errors: tuple[tuple[PointHit, str], ...] = ()
+    timeouts: tuple[PointHit, ...] = ()
 
     def faults(self) -> list[str]:
         out = [f"crash {hit.label}" for hit in self.crashes]
+        out += [f"error {code} at {hit.label}" for hit, code in self.errors]
+        out += [f"Sandbox.Timedout at {hit.label}" for hit in self.timeouts]
         for action in self.actions:
             if action.kind == "deliver" and action.duplicates:
                 out.append(f"{action.duplicates} duplicate deliveries ({action.queue})")
@@ -65,15 +109,19 @@ class Schedule:
         return out
 
     def describe(self) -> str:
+        errors = [f"{code}@{hit.label}" for hit, code in self.errors]
         return (
-            f"orders={list(self.orders)} crashes={[h.label for h in self.crashes]} "
-            f"actions={[a.describe() for a in self.actions]}"
+            f"orders={list(self.orders)} crashes={[h.label for h in self.crashes]} errors={errors} "
+            f"timeouts={[h.label for h in self.timeouts]} actions={[a.describe() for a in self.actions]}"
         )
+
+    def simulated_days(self) -> int:
+        return sum(a.days for a in self.actions if a.kind == "time-travel")
 
 
 def schedules(catalogue: Sequence[PointHit]) -> st.SearchStrategy[Schedule]:
     actions = st.one_of(
-        st.builds(Action, kind=st.just("retry"), order=st.integers(0, 2)),
+        st.builds(Action, kind=st.sampled_from(["retry", "change-body"]), order=st.integers(0, 2)),
         st.builds(
             Action,
             kind=st.just("deliver"),
@@ -81,12 +129,20 @@ def schedules(catalogue: Sequence[PointHit]) -> st.SearchStrategy[Schedule]:
             duplicates=st.integers(0, MAX_DUPLICATES),
         ),
         st.sampled_from([Action(k) for k in ("lease-expiry", "wait", "redrive", "restart", "dlq-redrive")]),
+        st.builds(Action, kind=st.just("time-travel"), days=st.integers(1, 15)),
+        st.builds(Action, kind=st.sampled_from(["price-change", "remove-sku"]), order=st.integers(0, 2)),
+    )
+    calls = [hit for hit in catalogue if hit.point.startswith(("before:", "after:"))]
+    errors = st.sampled_from(calls).flatmap(
+        lambda hit: st.tuples(st.just(hit), st.sampled_from(_errors_at(hit)))
     )
     return st.builds(
         Schedule,
         orders=st.lists(st.sampled_from(sorted(KINDS)), min_size=1, max_size=3).map(tuple),
         crashes=st.lists(st.sampled_from(list(catalogue)), max_size=3, unique=True).map(tuple),
         actions=st.lists(actions, max_size=12).map(tuple),
+        errors=st.lists(errors, max_size=3, unique_by=lambda e: e[0]).map(tuple) if calls else st.just(()),
+        timeouts=st.lists(st.sampled_from(list(catalogue)), max_size=1).map(tuple),
     )
 
 
@@ -94,6 +150,16 @@ def _play(cloud: ChaosCloud, action: Action, keys: list[tuple[str, str]]) -> Non
     if action.kind == "retry":
         kind, key = keys[action.order % len(keys)]
         cloud.post_order(key, _body(kind, action.order % len(keys)))
+    elif action.kind == "change-body":
+        kind, key = keys[action.order % len(keys)]
+        body = _body(kind, action.order % len(keys))
+        body["items"] = [{**item, "quantity": item["quantity"] + 1} for item in body["items"]]
+        cloud.post_order(key, body)
+    elif action.kind == "time-travel":
+        cloud.advance(action.days * DAY)  # TTL deletion as DynamoDB does it; provider keys age
+    elif action.kind in ("price-change", "remove-sku"):
+        kind, _ = keys[action.order % len(keys)]
+        _change_catalog(cloud, _body(kind, action.order % len(keys))["items"][0]["sku"], action.kind)
     elif action.kind == "deliver":
         cloud.deliver(action.queue, duplicates=action.duplicates)
     elif action.kind == "lease-expiry":
@@ -109,6 +175,22 @@ def _play(cloud: ChaosCloud, action: Action, keys: list[tuple[str, str]]) -> Non
         cloud.redrive_dlqs()
 
 
+def _change_catalog(cloud: ChaosCloud, sku: str, change: str) -> None:
+    """The world changes between retries: a price goes up by 100 cents, or a sku leaves the catalog."""
+    table, key = cloud.outputs["InventoryTableName"], {"pk": {"S": f"sku#{sku}"}, "sk": {"S": "catalog"}}
+    if change == "price-change":
+        with contextlib.suppress(cloud.dynamodb.exceptions.ConditionalCheckFailedException):
+            cloud.dynamodb.update_item(
+                TableName=table,
+                Key=key,
+                UpdateExpression="ADD price_cents :more",
+                ConditionExpression="attribute_exists(pk)",
+                ExpressionAttributeValues={":more": {"N": "100"}},
+            )
+    else:
+        cloud.dynamodb.delete_item(TableName=table, Key=key)
+
+
 def _body(kind: str, index: int) -> dict[str, Any]:
     from chaos.scenarios import order_body  # noqa: PLC0415
 
@@ -116,11 +198,13 @@ def _body(kind: str, index: int) -> dict[str, Any]:
 
 
 def run_schedule(
-    assembly: Path, schedule: Schedule, *, control: bool = False, name: str = ""
+    assembly: Path, schedule: Schedule, *, control: bool = False, name: str = "", mutant: Mutant | None = None
 ) -> ScheduleResult:
     controller = CrashController()
     controller.arm(schedule.crashes)
-    with chaos_cloud(assembly, controller=controller, control=control) as cloud:
+    controller.arm_errors(schedule.errors)
+    controller.arm_timeouts(schedule.timeouts)
+    with chaos_cloud(assembly, controller=controller, control=control, mutant=mutant) as cloud:
         keys = [(kind, f"random-{i}-{kind}") for i, kind in enumerate(schedule.orders)]
         placed = [place(cloud, kind, key, index=i) for i, (kind, key) in enumerate(keys)]
         for action in schedule.actions:

@@ -1,0 +1,245 @@
+"""The mutation score: each guard of `chaos.mutants.MUTANTS` off alone, searched until caught.
+
+Per mutant the search runs, in order, until the first violation:
+1. interleavings (`chaos.interleave`) of two attempts of every piece of work the mutant touches,
+   the zombie variant included: first each pair in order, then random interleavings (seeded),
+   round-robin over the pairs, up to `pair_limit` rounds;
+2. random fault schedules (`chaos.schedules`, hypothesis from `seed`), up to `random_limit`;
+   the first violating schedule is shrunk by hypothesis (a bounded number of extra runs).
+"Schedules needed" counts every world run before the catch, the catching one included. The
+catching interleaving (pair + choices) is the mutant's reproducer; `tests/chaos/test_mutants.py`
+replays each recorded one (the quick subset in `make test`) and the same on main, which must be
+clean. A mutant nothing catches is reported as such, with the reason when it is equivalent.
+"""
+
+from __future__ import annotations
+
+import json
+import random
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+
+from hypothesis import HealthCheck, Phase, find, settings
+from hypothesis.errors import NoSuchExample
+
+from chaos.interleave import STEP_ORDER, Chooser, Pair, run_interleaving
+from chaos.mutants import MUTANTS, Mutant
+from chaos.points import PointHit
+from chaos.schedules import Schedule, run_schedule, schedules
+
+# The pair whose attempts run each function's code.
+_PAIR_TARGET = {
+    "api": "api",
+    "worker": "worker",
+    "reserve-inventory": "ReserveInventory",
+    "charge-payment": "ChargePayment",
+    "record-ledger": "RecordLedger",
+    "publish-events": "PublishEvents",
+    "mark-completed": "MarkCompleted",
+}
+SHRINK_BUDGET = 12  # extra schedules hypothesis may run to shrink the first violating one
+
+
+@dataclass
+class MutantResult:
+    name: str
+    guard: str
+    caught: bool
+    schedules: int  # worlds run until the first violation (all of the budget when not caught)
+    seconds: float
+    found_by: str = ""  # "pair <name> choices <trace>" or "random <schedule>"
+    reproducer: dict[str, object] = field(default_factory=dict)
+    violation: str = ""
+    equivalent: str = ""
+    issue10: str = ""
+
+
+def pairs_for(mutant: Mutant) -> list[Pair]:
+    targets = sorted(
+        {_PAIR_TARGET[f] for f in mutant.functions if f in _PAIR_TARGET},
+        key=("api", "worker", *STEP_ORDER).index,
+    )
+    return [Pair(t, late=late) for t in targets for late in (False, True)]
+
+
+class RandomChooser(Chooser):
+    """Picks among the enabled attempts at random (seeded): a budget of interleavings samples the
+    whole tree instead of the depth-first search's last few choices."""
+
+    def __init__(self, rng: random.Random) -> None:
+        super().__init__([])
+        self._rng = rng
+
+    def __call__(self, enabled: list[int]) -> int:
+        pick = self._rng.choice(enabled)
+        self.trace.append((list(enabled), pick))
+        return pick
+
+
+def _search_pairs(
+    assembly: Path,
+    mutant: Mutant | None,
+    pairs: Sequence[Pair],
+    *,
+    limit: int,
+    seed: int,
+    result: MutantResult,
+) -> bool:
+    rng = random.Random(seed)  # noqa: S311 - a reproducible search, not a secret
+    for round_ in range(limit):
+        for pair in pairs:
+            chooser: Chooser = Chooser([]) if round_ == 0 else RandomChooser(rng)
+            run = run_interleaving(assembly, pair, chooser, mutant=mutant)
+            result.schedules += 1
+            if run.problems:
+                choices = [c for _, c in run.choices]
+                result.found_by = f"pair {pair.name} choices {''.join(map(str, choices))}"
+                result.reproducer = {"pair": pair.target, "late": pair.late, "choices": choices}
+                result.violation = run.problems[0]
+                return True
+    return False
+
+
+def _search_random(
+    assembly: Path,
+    mutant: Mutant | None,
+    catalogue: Sequence[PointHit],
+    *,
+    limit: int,
+    seed: int,
+    result: MutantResult,
+) -> bool:
+    found: list[tuple[Schedule, str]] = []
+    runs = {"before": 0, "shrink": 0}
+
+    def violates(schedule: Schedule) -> bool:
+        if found:
+            runs["shrink"] += 1
+            if runs["shrink"] > SHRINK_BUDGET:
+                return False  # the shrink budget is spent: keep the smallest found so far
+        else:
+            runs["before"] += 1
+        verdict = run_schedule(assembly, schedule, mutant=mutant)
+        if verdict.violations:
+            found.append((schedule, verdict.violations[0]))
+            return True
+        return False
+
+    try:
+        smallest = find(
+            schedules(catalogue),
+            violates,
+            settings=settings(
+                max_examples=limit,
+                database=None,
+                deadline=None,
+                phases=[Phase.generate, Phase.shrink],
+                suppress_health_check=list(HealthCheck),
+            ),
+            random=random.Random(seed),  # noqa: S311 - a reproducible search, not a secret
+        )
+    except NoSuchExample:
+        result.schedules += runs["before"]
+        return False
+    result.schedules += runs["before"]
+    violation = next(v for s, v in reversed(found) if s == smallest)
+    result.found_by = f"random (shrunk, seed {seed}): {smallest.describe()}"
+    result.violation = violation
+    return True
+
+
+def score(
+    assembly: Path,
+    catalogue: Sequence[PointHit],
+    *,
+    mutants: Sequence[Mutant] = MUTANTS,
+    pair_limit: int = 6,
+    random_limit: int = 30,
+    seed: int = 0,
+    progress: Callable[[MutantResult], None] | None = None,
+) -> list[MutantResult]:
+    results = []
+    for mutant in mutants:
+        started = time.monotonic()
+        result = MutantResult(
+            mutant.name, mutant.guard, False, 0, 0.0, equivalent=mutant.equivalent, issue10=mutant.issue10
+        )
+        result.caught = _search_pairs(
+            assembly, mutant, pairs_for(mutant), limit=pair_limit, seed=seed, result=result
+        ) or (
+            bool(catalogue)
+            and _search_random(assembly, mutant, catalogue, limit=random_limit, seed=seed, result=result)
+        )
+        result.seconds = round(time.monotonic() - started, 1)
+        results.append(result)
+        if progress is not None:
+            progress(result)
+    return results
+
+
+def table(results: Sequence[MutantResult]) -> list[str]:
+    """The mutant table, Markdown."""
+    scored = [r for r in results if not r.equivalent]
+    caught = sum(r.caught for r in scored)
+    equivalent = len(results) - len(scored)
+    lines = [
+        f"Mutation score: {caught}/{len(scored)} guards caught"
+        + (f" ({100 * caught // len(scored)} %)" if scored else "")
+        + (f"; {equivalent} equivalent mutant(s) listed apart" if equivalent else ""),
+        "",
+        "| guard (mutant) | caught | schedules needed | seconds | found by |",
+        "| --- | --- | ---: | ---: | --- |",
+    ]
+    for r in results:
+        verdict = "equivalent" if r.equivalent and not r.caught else ("yes" if r.caught else "**NO**")
+        how = r.found_by or (f"equivalent: {r.equivalent}" if r.equivalent else "nothing in the budget")
+        lines.append(f"| {r.name}: {r.guard} | {verdict} | {r.schedules} | {r.seconds} | {how} |")
+    return lines
+
+
+def write(results: Sequence[MutantResult], out: Path) -> tuple[Path, Path]:
+    out.mkdir(parents=True, exist_ok=True)
+    json_path, md_path = out / "mutants.json", out / "mutants.md"
+    json_path.write_text(json.dumps([asdict(r) for r in results], indent=2) + "\n")
+    md_path.write_text("\n".join(["# Mutants: each guard off alone", "", *table(results)]) + "\n")
+    return json_path, md_path
+
+
+def main(argv: list[str] | None = None) -> int:
+    import argparse  # noqa: PLC0415
+
+    from chaos.run import RESULTS, quiet, say  # noqa: PLC0415
+    from chaos.single import catalogue as record_catalogue  # noqa: PLC0415
+    from simulator.synth import synthesize  # noqa: PLC0415
+
+    parser = argparse.ArgumentParser(prog="python -m chaos.mutation", description=__doc__.splitlines()[0])
+    parser.add_argument("--only", default="", help="comma-separated mutant names (default: all)")
+    parser.add_argument("--pair-limit", type=int, default=6, help="rounds over the pairs (6)")
+    parser.add_argument("--random-limit", type=int, default=30)
+    parser.add_argument("--seed", type=int, default=20261123)
+    parser.add_argument("--out", type=Path, default=RESULTS)
+    args = parser.parse_args(argv)
+    chosen = [m for m in MUTANTS if not args.only or m.name in args.only.split(",")]
+    assembly = synthesize("local")
+    with quiet():
+        points = sorted({hit for hits in record_catalogue(assembly).values() for hit in hits})
+        results = score(
+            assembly,
+            points,
+            mutants=chosen,
+            pair_limit=args.pair_limit,
+            random_limit=args.random_limit,
+            seed=args.seed,
+            progress=lambda r: say(f"  {r.name}: {'caught' if r.caught else 'NOT'} after {r.schedules}"),
+        )
+    for line in table(results):
+        say(line)
+    json_path, md_path = write(results, args.out)
+    say(f"-> {json_path}, {md_path}")
+    return 0 if all(r.caught or r.equivalent for r in results) else 1
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
