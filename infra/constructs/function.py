@@ -19,7 +19,10 @@ from infra.sizing import FunctionSizing
 RUNTIME = lambda_.Runtime.PYTHON_3_14
 ARCHITECTURE = lambda_.Architecture.ARM_64
 # Public SSM parameter kept by the Powertools team in every commercial region; resolved by
-# CloudFormation at deploy time, so the template stays region- and account-agnostic.
+# CloudFormation at deploy time, so the template stays region- and account-agnostic. It becomes a
+# stack parameter whose default is this name: emulators without public parameters deploy the same
+# template with that parameter overridden (`ops.deploy`, LocalStack) or answer the name themselves
+# (the local cloud), so there is one template per stage whatever the target.
 POWERTOOLS_LAYER_PARAMETER = "/aws/service/powertools/python/arm64/python3.14/latest"
 LOG_RETENTION = logs.RetentionDays.ONE_MONTH
 # Lambda's own log level names (the application log level filter of JSON logging).
