@@ -12,7 +12,9 @@ Per order (see `_check_order`):
 - one notification and the daily aggregate counted once for COMPLETED (or the event is in that
   consumer's DLQ with a reason); per day, the ADD counter equals the events it counted;
 - every accepted order is COMPLETED, FAILED with its compensation done, or in the orders DLQ with
-  a reason.
+  a reason;
+- one amount everywhere: a COMPLETED order's total equals its charge, its ledger entry (recorded
+  against that succeeded charge's id) and what the daily aggregate counted for it.
 
 Works against anything boto3 reaches: moto in-process, the local cloud, or AWS. Only reads.
 """
@@ -231,10 +233,13 @@ def check(stores: Stores, *, allow_in_flight: bool = False) -> Report:
     aggregates = _scan(db, stores.aggregates_table)
     counts: dict[str, Counter[str]] = defaultdict(Counter)
     net_by_sku = _tally_inventory(inventory, counts)
-    _tally_payments(_scan(db, stores.payments_table), counts)
-    _tally_rows(_scan(db, stores.ledger_table), "entry#", "ledger", counts)
+    payments = _scan(db, stores.payments_table)
+    ledger = _scan(db, stores.ledger_table)
+    _tally_payments(payments, counts)
+    _tally_rows(ledger, "entry#", "ledger", counts)
     _tally_rows(_scan(db, stores.notifications_table), "notification#", "notification", counts)
     global_violations = _check_aggregates(aggregates, counts) + _check_stock(inventory, net_by_sku)
+    global_violations += _check_amounts(orders, payments, ledger, aggregates)
 
     dead: list[DeadLetter] = []
     for name, url in (
@@ -311,6 +316,50 @@ def _check_aggregates(items: Iterable[Mapping[str, Any]], counts: dict[str, Coun
         for day, total in sorted(totals.items())
         if total != markers[day]
     ]
+
+
+def _by_order(
+    items: Iterable[Mapping[str, Any]], prefix: str, keep: Callable[[Mapping[str, Any]], bool]
+) -> dict[str, list[tuple[str, int]]]:
+    """(charge id, amount in cents) of each `prefix` row per order."""
+    out: dict[str, list[tuple[str, int]]] = defaultdict(list)
+    for item in items:
+        order_id = _order_id(item["pk"]) or (str(item["order_id"]) if "order_id" in item else None)
+        if order_id and item["sk"].startswith(prefix) and keep(item):
+            amount = item.get("amount_cents", item.get("total_cents", -1))
+            out[order_id].append((str(item.get("charge_id")), int(amount)))
+    return out
+
+
+def _check_amounts(
+    orders: Iterable[Mapping[str, Any]],
+    payments: Iterable[Mapping[str, Any]],
+    ledger: Iterable[Mapping[str, Any]],
+    aggregates: Iterable[Mapping[str, Any]],
+) -> list[str]:
+    """One amount everywhere: a COMPLETED order's total is what was charged, what the ledger
+    recorded (against that charge's id) and what the daily aggregate counted for it."""
+    charged = _by_order(payments, "charge#", lambda item: item.get("status") == "SUCCEEDED")
+    entries = _by_order(ledger, "entry#", lambda _: True)
+    counted = _by_order(aggregates, "event#", lambda item: "total_cents" in item)
+    violations = []
+    for order in orders:
+        if order.get("status") != OrderStatus.COMPLETED:
+            continue
+        order_id, total = order["order_id"], int(order.get("total_cents", -1))
+        charge_ids = {charge_id for charge_id, _ in charged[order_id]}
+        for where, rows in (("charge", charged), ("ledger entry", entries), ("aggregate count", counted)):
+            violations.extend(
+                f"{order_id}: {where} of {amount} cents for an order total of {total}"
+                for _, amount in rows[order_id]
+                if amount != total
+            )
+        violations.extend(
+            f"{order_id}: ledger entry against {charge_id}, not a succeeded charge of the order"
+            for charge_id, _ in entries[order_id]
+            if charge_id not in charge_ids
+        )
+    return violations
 
 
 def _check_stock(items: Iterable[Mapping[str, Any]], net_by_sku: Counter[str]) -> list[str]:
