@@ -3,7 +3,8 @@
 A fence record (an item with `state` and `fencing_token`, on the fence table or, for consumer
 dedup, the idempotency table) may only move as `reliability.fence` promises:
 - an attempt *claims* it (IN_PROGRESS with a new owner or a new fencing token): from then on that
-  invocation, and only it, holds the fence;
+  invocation, and only it, holds the fence; a claim never takes a fence whose holder's lease is
+  still live (by the claimant's clock);
 - only the current holder moves it to COMPLETED or FAILED (a record created terminal in one
   transaction, `run_atomic`, has no holder and needs none);
 - a COMPLETED or FAILED record never changes again (its state, token and result), except that
@@ -19,6 +20,7 @@ simulator's request lock), never through the code under test.
 from __future__ import annotations
 
 import threading
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -43,6 +45,7 @@ def is_fence(item: dict[str, Any] | None) -> bool:
 
 @dataclass
 class FenceAudit:
+    clock: Callable[[], float]
     violations: list[str] = field(default_factory=list)
     claims: int = 0
     completions: int = 0
@@ -75,10 +78,17 @@ class FenceAudit:
                 )
             return
         if state_after == "IN_PROGRESS":
-            claimed = any(_value(before, a) != _value(after, a) for a in ("owner", "fencing_token"))
+            # A release (the holder clears owner and lease) is not a claim.
+            moved = any(_value(before, a) != _value(after, a) for a in ("owner", "fencing_token"))
+            claimed = moved and _value(after, "owner") is not None
             if before is None or claimed:
                 self._holders[change.key] = (who, token)
                 self.claims += 1
+                lease = _value(before, "lease_expires")
+                now = self.clock()
+                if state_before == "IN_PROGRESS" and lease is not None and float(lease) > now:
+                    left = float(lease) - now
+                    self.violations.append(f"{where}: claimed by {by}, the holder's lease live {left:.0f} s")
             return
         if state_after in TERMINAL:
             self.completions += 1

@@ -156,7 +156,7 @@ class ChaosCloud(InProcessCloud):
         self.runtime_factory = runtime_factory
         self.exchanges: list[Exchange] = []
         self.recovery = Recovery()
-        self.fence_audit = FenceAudit()
+        self.fence_audit = FenceAudit(self.clock)
         self.write_observers.append(self.fence_audit)
         self._visibility: dict[str, int] = {}
         self._held = threading.Event()

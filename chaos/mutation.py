@@ -17,9 +17,10 @@ from __future__ import annotations
 import json
 import random
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
+from typing import Any
 
 from hypothesis import HealthCheck, Phase, find, settings
 from hypothesis.errors import NoSuchExample
@@ -27,7 +28,7 @@ from hypothesis.errors import NoSuchExample
 from chaos.interleave import STEP_ORDER, Chooser, Pair, run_interleaving
 from chaos.mutants import MUTANTS, Mutant
 from chaos.points import PointHit
-from chaos.schedules import Schedule, run_schedule, schedules
+from chaos.schedules import Action, Schedule, run_schedule, schedules
 
 # The pair whose attempts run each function's code.
 _PAIR_TARGET = {
@@ -39,6 +40,7 @@ _PAIR_TARGET = {
     "publish-events": "PublishEvents",
     "mark-completed": "MarkCompleted",
 }
+RESULTS_FILE = Path(__file__).resolve().parent / "results" / "mutants.json"
 SHRINK_BUDGET = 12  # extra schedules hypothesis may run to shrink the first violating one
 
 
@@ -146,6 +148,7 @@ def _search_random(
     result.schedules += runs["before"]
     violation = next(v for s, v in reversed(found) if s == smallest)
     result.found_by = f"random (shrunk, seed {seed}): {smallest.describe()}"
+    result.reproducer = {"schedule": asdict(smallest)}
     result.violation = violation
     return True
 
@@ -177,6 +180,33 @@ def score(
         if progress is not None:
             progress(result)
     return results
+
+
+def schedule_from(data: Mapping[str, Any]) -> Schedule:
+    """A recorded schedule (`dataclasses.asdict` of a `Schedule`) back as one."""
+
+    def hit(h: Mapping[str, Any]) -> PointHit:
+        return PointHit(h["function"], h["point"], int(h["occurrence"]))
+
+    return Schedule(
+        orders=tuple(data["orders"]),
+        crashes=tuple(hit(h) for h in data["crashes"]),
+        actions=tuple(Action(**a) for a in data["actions"]),
+        errors=tuple((hit(h), str(code)) for h, code in data.get("errors", ())),
+        timeouts=tuple(hit(h) for h in data.get("timeouts", ())),
+    )
+
+
+def replay(assembly: Path, reproducer: Mapping[str, Any], mutant: Mutant | None) -> list[str]:
+    """Run a recorded reproducer (pair + choices, or a schedule) with `mutant`; its violations."""
+    if "schedule" in reproducer:
+        return run_schedule(assembly, schedule_from(reproducer["schedule"]), mutant=mutant).violations
+    pair = Pair(str(reproducer["pair"]), late=bool(reproducer["late"]))
+    return run_interleaving(assembly, pair, Chooser(list(reproducer["choices"])), mutant=mutant).problems
+
+
+def load(path: Path = RESULTS_FILE) -> list[dict[str, Any]]:
+    return list(json.loads(path.read_text())) if path.is_file() else []
 
 
 def table(results: Sequence[MutantResult]) -> list[str]:
