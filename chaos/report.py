@@ -42,11 +42,13 @@ class Section:
     violations: list[str] = field(default_factory=list)
     kinds: Counter[str] = field(default_factory=Counter)
     recovery: Recovery = field(default_factory=Recovery)
+    simulated_seconds: float = 0.0
 
     def add(self, result: ScheduleResult) -> None:
         """Faults injected: crashes that fired, each duplicate delivery, and every other fault the
         schedule played (client retries, lease expiries, redrives, restarts)."""
         self.schedules += 1
+        self.simulated_seconds += result.simulated_seconds
         other = [f for f in result.faults if not f.startswith("crash ") and "duplicate deliveries" not in f]
         self.faults += len(result.fired) + result.recovery.duplicate_deliveries + len(other)
         self.recovery.add(result.recovery)
@@ -74,6 +76,7 @@ class Section:
             "violating_schedules": self.violating,
             "violations": len(self.violations),
             "violation_kinds": dict(self.kinds),
+            "simulated_days": round(self.simulated_seconds / 86_400, 1),
             "recovery": vars(self.recovery),
             "examples": self.violations[:MAX_LISTED],
         }
@@ -196,9 +199,12 @@ def markdown(data: dict[str, Any]) -> str:
         "declined, out-of-stock), then the platform's recovery (client retry with the same key, SQS "
         "redelivery after the visibility timeout, the state machine's Retry on Runtime.ExitError) and an "
         "operator redrive where the execution gave up;",
-        "- **random schedules**: hypothesis-drawn mixes of 1-3 orders, up to 3 crashes, up to 5 deliveries "
-        "of one message, client retries, lease expiries, redrives, restarts with the same token and DLQ "
-        "redrives (seed below; chunk i of the run uses seed + i);",
+        "- **random schedules**: hypothesis-drawn mixes of 1-3 orders, up to 3 crashes, up to 3 injected "
+        "error responses (each service's transient codes, before or after the call), a Sandbox.Timedout, "
+        "up to 5 deliveries of one message, client retries and key reuse with another body, lease "
+        "expiries, 1-15 day jumps (DynamoDB TTL deletion, provider keys aging), price changes and sku "
+        "removals, redrives, restarts with the same token and DLQ redrives (seed below; chunk i of the "
+        "run uses seed + i);",
         "- **concurrency**: two attempts of the same request, message or step, interleaved at every storage "
         "call, all interleavings (depth-first, a fresh moto world for each);",
         "- **zombies**: the same, with the second attempt one lease later: the first resumes after its "
@@ -210,12 +216,13 @@ def markdown(data: dict[str, Any]) -> str:
     ]
     categories = data["categories"]
     lines += _rows(
-        ("category", "schedules", "faults injected", "violating schedules", "violations"),
+        ("category", "schedules", "faults injected", "simulated days", "violating schedules", "violations"),
         [
             (
                 name.replace("_", " "),
                 c["schedules"],
                 c["faults_injected"],
+                c.get("simulated_days", 0),
                 c["violating_schedules"],
                 c["violations"],
             )
@@ -226,6 +233,7 @@ def markdown(data: dict[str, Any]) -> str:
                 "**control** (guards off)",
                 data["control"]["schedules"],
                 data["control"]["faults_injected"],
+                data["control"].get("simulated_days", 0),
                 data["control"]["violating_schedules"],
                 data["control"]["violations"],
             )

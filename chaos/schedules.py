@@ -212,6 +212,7 @@ def run_schedule(
         cloud.recover()
         judged = verdict(cloud, placed)
         recovery = cloud.recovery
+        simulated = cloud.clock.offset
     return ScheduleResult(
         category="random",
         name=name or schedule.describe(),
@@ -220,6 +221,7 @@ def run_schedule(
         violations=judged.violations,
         recovery=recovery,
         points={h.label for h in controller.reached},
+        simulated_seconds=simulated,
     )
 
 

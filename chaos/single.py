@@ -29,6 +29,7 @@ class ScheduleResult:
     violations: list[str]
     recovery: Recovery = field(default_factory=Recovery)
     points: set[str] = field(default_factory=set)
+    simulated_seconds: float = 0.0  # how far the schedule moved the clock (leases, days)
 
     @property
     def ok(self) -> bool:

@@ -342,7 +342,7 @@ def _check_amounts(
     charged = _by_order(payments, "charge#", lambda item: item.get("status") == "SUCCEEDED")
     entries = _by_order(ledger, "entry#", lambda _: True)
     counted = _by_order(aggregates, "event#", lambda item: "total_cents" in item)
-    violations = []
+    violations: list[str] = []
     for order in orders:
         if order.get("status") != OrderStatus.COMPLETED:
             continue
