@@ -295,6 +295,12 @@ def _record_exchange(cloud: ChaosCloud, key: str, attempt: Attempt) -> None:
     cloud.exchanges.append(Exchange(key, int(result["statusCode"]), body, replayed))
 
 
+def _replayed(result: Any) -> bool:
+    headers = {k.lower(): v for k, v in (result.get("headers") or {}).items()}
+    headers.update({k.lower(): v[-1] for k, v in (result.get("multiValueHeaders") or {}).items() if v})
+    return str(headers.get("idempotent-replayed", "")).lower() == "true"
+
+
 def _judge_attempts(pair: Pair, attempts: list[Attempt]) -> list[str]:
     problems = []
     for index, attempt in enumerate(attempts):
@@ -303,6 +309,10 @@ def _judge_attempts(pair: Pair, attempts: list[Attempt]) -> list[str]:
             problems.append(f"attempt {index} raised {outcome}: {attempt.error}")
         if outcome not in ("ok", "202", "409", "batch-failure", *ACCEPTABLE_ERRORS):
             problems.append(f"attempt {index} answered {outcome}")
+    executed = [a for a in attempts if _outcome(a) == "202" and not _replayed(a.result)]
+    if pair.target == "api" and not pair.late and len(executed) == 2:
+        # While the first holds the key (its in-progress window is live), the second must wait.
+        problems.append("two requests with one key both executed (the second must get 409 or the replay)")
     done = [a.result for a in attempts if a.error is None]
     if pair.target not in ("api", "worker") and len(done) == 2 and done[0] != done[1]:
         problems.append(f"two attempts of one step returned different results: {done[0]} / {done[1]}")

@@ -8,6 +8,8 @@ outcome, so the verdict also checks each order's final status against its kind.
 
 from __future__ import annotations
 
+import json
+from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -69,6 +71,7 @@ def verdict(cloud: ChaosCloud, placed: Sequence[PlacedOrder]) -> Verdict:
     result = Verdict(violations=list(report.violations), dead_letters=len(report.dead_letters))
     result.violations.extend(cloud.http_violations())
     result.violations.extend(cloud.fence_audit.violations)
+    result.violations.extend(_execution_violations(cloud))
     rows = {row.order_id: row for row in report.orders}
     result.rows = rows
     for order in placed:
@@ -88,6 +91,27 @@ def verdict(cloud: ChaosCloud, placed: Sequence[PlacedOrder]) -> Verdict:
                 f"{EXPECTED_STATUS[order.kind]}"
             )
     return result
+
+
+# Executions an operator starts on purpose (ops.redrive's restart, chaos's restart with the same
+# token) carry these in their names; every other one is the worker's start of (order, run).
+_OPERATOR_NAMES = ("-restart-", "-again-")
+
+
+def _execution_violations(cloud: ChaosCloud) -> list[str]:
+    """The worker starts one execution per (order, run): its name is derived, so a second start
+    of the same run (a redelivered message, a retried worker) is refused by Step Functions."""
+    started: Counter[tuple[str, int]] = Counter()
+    for execution in cloud.executions():
+        if any(mark in execution["name"] for mark in _OPERATOR_NAMES):
+            continue
+        described = json.loads(cloud.sfn.describe_execution(executionArn=execution["executionArn"])["input"])
+        started[(str(described.get("order_id")), int(described.get("run", 1)))] += 1
+    return [
+        f"{order_id}: the worker started {count} executions of run {run} (one per run)"
+        for (order_id, run), count in sorted(started.items())
+        if count > 1
+    ]
 
 
 def _sku_removed(cloud: ChaosCloud, kind: str) -> bool:
