@@ -88,14 +88,10 @@ class FakePaymentProvider:
                     }
                 ),
             )
-        earlier = self._charges_of_key(order_id, idempotency_key)
-        remembered = [item for item in earlier if item.get("key_expires_at", now + 1) > now]
-        if remembered:
-            record = remembered[-1]  # the key's answer, replayed
-        else:
-            reason = decline_reason(customer_id=customer_id, amount_cents=amount_cents)
-            suffix = f"#{len(earlier) + 1}" if earlier else ""
-            record = {
+        reason = decline_reason(customer_id=customer_id, amount_cents=amount_cents)
+
+        def new_charge(suffix: str = "") -> dict[str, Any]:
+            return {
                 "pk": order_pk(order_id),
                 "sk": f"charge#{idempotency_key}{suffix}",
                 "charge_id": f"ch_{uuid.uuid4().hex[:24]}",
@@ -111,7 +107,13 @@ class FakePaymentProvider:
                 "order_id": order_id,
                 "reference": reference,
             }
-            record = self._put_once(record)
+
+        record = self._put_once(new_charge())
+        if not _remembered(record, now):
+            # The provider forgot this key: the newest charge made under it since, or a new one.
+            earlier = self._charges_of_key(order_id, idempotency_key)
+            remembered = [item for item in earlier if _remembered(item, now)]
+            record = remembered[-1] if remembered else self._put_once(new_charge(f"#{len(earlier) + 1}"))
         if record["status"] == DECLINED:
             raise PaymentDeclined(f"payment declined: {record.get('decline_reason')}")
         return _charge(record)
@@ -166,6 +168,12 @@ class FakePaymentProvider:
     def _partition(self, order_id: str, prefix: str) -> list[dict[str, Any]]:
         with transient_errors("provider read"):
             return query_all(self._client, table=self._table, pk=order_pk(order_id), sk_prefix=prefix)
+
+
+def _remembered(item: dict[str, Any], now: float) -> bool:
+    """Whether the provider still dedupes on the key of this charge (a record without an expiry
+    predates key lifetimes: remembered)."""
+    return float(item.get("key_expires_at", now + 1)) > now
 
 
 def _charge(item: dict[str, Any]) -> Charge:
