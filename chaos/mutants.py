@@ -188,6 +188,11 @@ MUTANTS: tuple[Mutant, ...] = (
         "only an IN_PROGRESS fence is completed (#state = :in_progress)",
         FENCED,
         replace_condition(_OWNER, "#fence = :token"),
+        equivalent="argued, not proven: only the holder of the current token passes `#fence = :token`, and "
+        "the holder moves its fence out of IN_PROGRESS at most once (complete or fail, then it returns); a "
+        "release after a lost complete answer clears owner and lease on the COMPLETED record, which keeps "
+        "its state, token and result, and a claim still needs IN_PROGRESS: no schedule (56 tried) tells "
+        "it apart",
     ),
     Mutant(
         "fencing-counter",
