@@ -51,7 +51,7 @@ class OrderService:
         items: prices are not compared, the catalog may have changed meanwhile), and while that
         order is still ACCEPTED its message is sent again (a duplicate is harmless: the worker
         dedupes per order and run). An order past ACCEPTED was picked up: nothing is re-sent.
-        A client that never retries is covered by the sweeper (`Reruns.resend`).
+        An order a client never retries stays ACCEPTED; `make rerun ORDER=...` sends its message again.
         """
         catalog = self.catalog.lookup([item.sku for item in request.items])
         order = self.orders.create(
@@ -144,7 +144,8 @@ class WorkflowStarter:
 
 @dataclass
 class Reruns:
-    """Operator actions on an order's runs (`python -m ops.rerun`), and re-sending a stranded one."""
+    """Operator actions on an order's runs (`python -m ops.rerun`): a new run, or a stranded
+    order's message again."""
 
     orders: OrderStore
     queue: Queue
