@@ -15,11 +15,10 @@ from contextlib import contextmanager
 from contextvars import ContextVar
 from datetime import UTC, datetime
 from functools import cached_property
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import boto3
 from aws_lambda_powertools import Metrics
-from aws_lambda_powertools.utilities.idempotency import DynamoDBPersistenceLayer
 from botocore.config import Config
 
 from orders.adapters.aws import SqsQueue, StepFunctionsWorkflow
@@ -34,13 +33,20 @@ from orders.adapters.payments import FakePaymentProvider
 from orders.config import Settings
 from orders.observability import logger, metrics
 from orders.saga import SagaContext
-from orders.service import EventConsumers, OrderService, WorkflowStarter
 from reliability import crashpoints
-from reliability.batch import ConsumerDedup, DeadLetters
 from reliability.crashpoints import CrashPlan
 from reliability.fence import FenceStore
-from reliability.http import HttpIdempotency
 from reliability.telemetry import Telemetry
+
+if TYPE_CHECKING:
+    from orders.service import EventConsumers, OrderService, WorkflowStarter
+    from reliability.batch import ConsumerDedup, DeadLetters
+    from reliability.http import HttpIdempotency
+
+# Cold start: a function imports only what it uses (bench/coldstart.py). The use cases, consumer
+# dedup (Powertools batch, data classes), dead letters and HTTP idempotency (Powertools
+# idempotency) are imported by the property that builds them, so a step function never loads them;
+# tests/unit/orders/test_handler_imports.py pins which handler loads what.
 
 ClientFactory = Callable[[str], Any]
 # botocore's standard retry mode: up to 3 attempts in the SDK, exponential backoff with jitter on
@@ -171,6 +177,8 @@ class Runtime:
     # --- use cases ----------------------------------------------------------------------------
     @cached_property
     def order_service(self) -> OrderService:
+        from orders.service import OrderService  # noqa: PLC0415 - cold start, see the imports
+
         return OrderService(
             catalog=self.catalog,
             orders=self.orders,
@@ -181,6 +189,8 @@ class Runtime:
 
     @cached_property
     def workflow_starter(self) -> WorkflowStarter:
+        from orders.service import WorkflowStarter  # noqa: PLC0415 - cold start, see the imports
+
         workflow = StepFunctionsWorkflow(
             client=self.stepfunctions, state_machine_arn=self.settings.require("state_machine_arn")
         )
@@ -192,10 +202,14 @@ class Runtime:
         )
 
     def consumer_dedup(self, consumer: str) -> ConsumerDedup:
+        from reliability.batch import ConsumerDedup  # noqa: PLC0415 - cold start, see the imports
+
         return ConsumerDedup(fences=self.dedup(consumer), consumer=consumer, telemetry=self.telemetry)
 
     @cached_property
     def event_consumers(self) -> EventConsumers:
+        from orders.service import EventConsumers  # noqa: PLC0415 - cold start, see the imports
+
         s = self.settings
         return EventConsumers(
             notifications=self.notifications if s.notifications_table else None,
@@ -206,6 +220,12 @@ class Runtime:
 
     def http_idempotency(self) -> HttpIdempotency:
         """A fresh one per invocation: Powertools' persistence layer keeps per-call state."""
+        from aws_lambda_powertools.utilities.idempotency import (  # noqa: PLC0415 - cold start
+            DynamoDBPersistenceLayer,
+        )
+
+        from reliability.http import HttpIdempotency  # noqa: PLC0415 - cold start, see the imports
+
         persistence = DynamoDBPersistenceLayer(
             table_name=self.settings.require("idempotency_table"), boto3_client=self.dynamodb
         )
@@ -217,6 +237,8 @@ class Runtime:
         )
 
     def dead_letters(self, setting: str, *, source: str) -> DeadLetters:
+        from reliability.batch import DeadLetters  # noqa: PLC0415 - cold start, see the imports
+
         return DeadLetters(client=self.sqs, queue_url=self.settings.require(setting), source=source)
 
     @cached_property

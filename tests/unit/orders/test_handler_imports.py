@@ -1,0 +1,70 @@
+"""Cold start: each handler module imports only what its functions use.
+
+Each import runs in a fresh interpreter (as Lambda's init does) and reads `sys.modules` after it:
+a step function must not load the batch, data-class, parser or idempotency utilities, nor the
+use cases it never calls; the SQS handlers must not load HTTP idempotency or the API resolver; the
+API must not load batch processing. Behaviour, not timing (bench/coldstart.py measures the time).
+"""
+
+from __future__ import annotations
+
+import importlib
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+FUNCTIONS = Path(__file__).resolve().parents[3] / "functions"
+POWERTOOLS = "aws_lambda_powertools."
+BATCH = (f"{POWERTOOLS}utilities.batch", f"{POWERTOOLS}utilities.parser", "reliability.batch")
+HTTP = (f"{POWERTOOLS}utilities.idempotency", f"{POWERTOOLS}event_handler", "reliability.http")
+NOT_IMPORTED = {
+    "orders.handlers.steps": (
+        *BATCH,
+        *HTTP,
+        f"{POWERTOOLS}utilities.data_classes",
+        "orders.service",
+        "orders.messages",
+        "reliability.config",
+    ),
+    "orders.handlers.worker": (*HTTP, "reliability.config"),
+    "orders.handlers.consumers": (*HTTP, "reliability.config"),
+    "orders.handlers.api": (*BATCH, "orders.messages", "reliability.config"),
+}
+PROBE = (
+    "import importlib, json, sys; importlib.import_module(sys.argv[1]); "
+    "print(json.dumps(sorted(sys.modules)))"
+)
+
+
+def modules_after_import(module: str) -> set[str]:
+    out = subprocess.run(
+        [sys.executable, "-c", PROBE, module],
+        env={"PYTHONPATH": str(FUNCTIONS), "AWS_DEFAULT_REGION": "us-east-1"},
+        check=True,
+        capture_output=True,
+        text=True,
+    )
+    return set(json.loads(out.stdout.strip().splitlines()[-1]))
+
+
+@pytest.mark.parametrize("handler", sorted(NOT_IMPORTED))
+def test_handler_imports_only_what_it_uses(handler: str) -> None:
+    loaded = modules_after_import(handler)
+    assert handler in loaded
+    unused = sorted(m for m in loaded if m.startswith(NOT_IMPORTED[handler]))
+    assert unused == [], f"{handler} imports modules it does not use: {unused}"
+
+
+def test_reliability_names_resolve_lazily() -> None:
+    """`from reliability import X` still works for every public name, loading only X's module."""
+    import reliability  # noqa: PLC0415 - the import under test
+
+    assert sorted(reliability._SOURCES) == sorted(reliability.__all__)
+    for name in reliability.__all__:
+        source = importlib.import_module(f"reliability.{reliability._SOURCES[name]}")
+        assert getattr(reliability, name) is getattr(source, name)
+    with pytest.raises(AttributeError):
+        getattr(reliability, "not_a_name")  # noqa: B009 - the attribute lookup is what is tested
