@@ -21,6 +21,13 @@ _LOG_LEVELS = ("DEBUG", "INFO", "WARNING", "ERROR")
 SECONDS_PER_HOUR = 3600
 SECONDS_PER_DAY = 24 * SECONDS_PER_HOUR
 
+# An accepted order's message normally starts its workflow within a few worker timeouts; an order
+# still ACCEPTED this long after it was created was stranded (the API died before the send and the
+# client never retried): the sweeper re-sends its message, and the dashboard alarms on it.
+STRANDED_AFTER_MINUTES = 15
+# How often the sweeper (`sweep-accepted`) runs.
+SWEEP_EVERY_MINUTES = 5
+
 # --- the windows: how late the same key can come back, each written once ----------------------
 # A message waits at most this long in a source queue (orders, notify, analytics) ...
 QUEUE_RETENTION_DAYS = 4

@@ -96,6 +96,13 @@ FUNCTIONS: dict[str, FunctionSizing] = {
         memory_mb=256,
         description="Analytics queue consumer: counts each event id once in the daily aggregates",
     ),
+    # Scans the orders table and re-sends a few messages; a minute is ample.
+    "sweep-accepted": FunctionSizing(
+        handler="orders.handlers.sweep.handler",
+        timeout_seconds=60,
+        memory_mb=256,
+        description="Scheduled: re-send the message of orders ACCEPTED too long (stranded)",
+    ),
 }
 
 # Which function consumes which queue (visibility timeout = 6 x that function's timeout).

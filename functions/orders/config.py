@@ -35,6 +35,7 @@ _ENV = {
     "analytics_dlq_url": "ANALYTICS_DLQ_URL",
     "state_machine_arn": "STATE_MACHINE_ARN",
     "throttle_backoff_seconds": "THROTTLE_BACKOFF_SECONDS",
+    "stranded_after_seconds": "STRANDED_AFTER_SECONDS",
     "function_name": "AWS_LAMBDA_FUNCTION_NAME",
 }
 
@@ -70,6 +71,8 @@ class Settings(BaseModel):
     # The worker's visibility backoff per receive after a throttled start, comma-separated
     # seconds (infra/capacity.py).
     throttle_backoff_seconds: str | None = None
+    # How long an order may stay ACCEPTED before the sweeper re-sends its message (infra/config.py).
+    stranded_after_seconds: int | None = Field(default=None, gt=0)
     function_name: str | None = None
 
     @classmethod

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass
-from datetime import datetime
+from datetime import datetime, timedelta
 
 from orders.contract import CreateOrderRequest, OrderAccepted, OrderStatus, OrderView, StepStatus
 from orders.domain import (
@@ -51,7 +51,8 @@ class OrderService:
         items: prices are not compared, the catalog may have changed meanwhile), and while that
         order is still ACCEPTED its message is sent again (a duplicate is harmless: the worker
         dedupes per order and run). An order past ACCEPTED was picked up: nothing is re-sent.
-        An order a client never retries stays ACCEPTED; `make rerun ORDER=...` sends its message again.
+        An order a client never retries stays ACCEPTED until the `sweep-accepted` function
+        (`Reruns.resend_stranded`) sends its message again.
         """
         catalog = self.catalog.lookup([item.sku for item in request.items])
         order = self.orders.create(
@@ -145,7 +146,7 @@ class WorkflowStarter:
 @dataclass
 class Reruns:
     """Operator actions on an order's runs (`python -m ops.rerun`): a new run, or a stranded
-    order's message again."""
+    order's message again (also on a schedule, the `sweep-accepted` function)."""
 
     orders: OrderStore
     queue: Queue
@@ -167,6 +168,17 @@ class Reruns:
         if order.status is not OrderStatus.ACCEPTED:
             raise RerunRefused(f"order {order.order_id} is {order.status.value}: its message was consumed")
         self.queue.send(OrderMessage(order.order_id, order.run, order.idempotency_key).as_dict())
+
+    def resend_stranded(self, *, now: datetime, bound_seconds: int) -> list[Order]:
+        """Re-send the message of every order still ACCEPTED `bound_seconds` after it was created
+        (the API died between the order write and the send, and the client never retried).
+        The bound is past the normal queue-to-start latency, so a healthy order is left alone; a
+        duplicate of a message still on its way is harmless (the worker dedupes per order and run).
+        Returns the orders re-sent."""
+        stranded = self.orders.accepted_before((now - timedelta(seconds=bound_seconds)).isoformat())
+        for order in stranded:
+            self.resend(order)
+        return stranded
 
 
 @dataclass

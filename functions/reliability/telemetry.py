@@ -62,6 +62,7 @@ class Decision(Enum):
     FENCE_RELEASED = "FenceReleased"
     POISON = "PoisonMessage"
     RETRY = "Retry"
+    STRANDED_ORDER = "StrandedOrders"  # an ACCEPTED order's message re-sent by the sweeper
 
     @property
     def kind(self) -> Kind:
@@ -86,6 +87,7 @@ _KINDS: dict[Decision, Kind] = {
     Decision.FENCE_RELEASED: Kind.OTHER,
     Decision.POISON: Kind.FAILED,
     Decision.RETRY: Kind.OTHER,
+    Decision.STRANDED_ORDER: Kind.OTHER,
 }
 
 _BOUND: ContextVar[dict[str, Any]] = ContextVar("retrysafe_telemetry_keys", default={})  # noqa: B039 - never mutated

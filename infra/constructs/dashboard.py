@@ -20,13 +20,15 @@ from aws_cdk import aws_sqs as sqs
 from aws_cdk import aws_stepfunctions as sfn
 from constructs import Construct
 
+from infra.config import STRANDED_AFTER_MINUTES
+
 PERIOD = Duration.minutes(5)
 # More takeovers than this in PERIOD means attempts keep dying while holding fences (crashes,
 # timeouts): a few are AWS retrying normally, a stream of them is something to look at.
 TAKEOVERS_PER_PERIOD = 5
-# An accepted order's message waits at most a few worker timeouts; 15 minutes in the orders queue
+# An accepted order's message waits at most a few worker timeouts; this long in the orders queue
 # means the worker is not starting workflows.
-ACCEPTED_TOO_LONG = Duration.minutes(15)
+ACCEPTED_TOO_LONG = Duration.minutes(STRANDED_AFTER_MINUTES)
 
 
 @dataclass(frozen=True)
@@ -52,6 +54,7 @@ PANELS: tuple[Panel, ...] = (
         ("FenceClaimed", "FenceCompleted", "FenceBusy", "FenceFailed", "FenceReleased"),
     ),
     Panel("Poison messages and retries", ("PoisonMessage", "Retry")),
+    Panel("Stranded orders: ACCEPTED too long, message re-sent by the sweeper", ("StrandedOrders",)),
 )
 
 
@@ -61,7 +64,7 @@ def decision_metrics() -> list[str]:
 
 class ServiceDashboard(Construct):
     """Decision panels, DLQ depths, executions failed and redriven; alarms on stale completions,
-    takeovers above a rate, and accepted orders waiting too long."""
+    takeovers above a rate, accepted orders waiting too long, and stranded orders re-sent."""
 
     def __init__(
         self,
@@ -72,6 +75,7 @@ class ServiceDashboard(Construct):
         namespace: str,
         service: str,
         steps: Sequence[str],
+        sweeper_step: str,
         state_machine: sfn.IStateMachine,
         queues: Mapping[str, sqs.IQueue],
     ) -> None:
@@ -155,6 +159,28 @@ class ServiceDashboard(Construct):
             threshold=ACCEPTED_TOO_LONG.to_seconds(),
             evaluation_periods=1,
             comparison_operator=cloudwatch.ComparisonOperator.GREATER_THAN_THRESHOLD,
+            treat_missing_data=cloudwatch.TreatMissingData.NOT_BREACHING,
+        )
+
+        self.stranded_alarm = cloudwatch.Alarm(
+            self,
+            "StrandedOrders",
+            alarm_name=f"{dashboard_name}-stranded-orders",
+            alarm_description=(
+                f"The sweeper re-sent the message of an order ACCEPTED over {STRANDED_AFTER_MINUTES} "
+                "minutes ago (the API died before the send and the client never retried). The order "
+                "heals itself; find it by the StrandedOrders log line's order_id and check it completed."
+            ),
+            metric=cloudwatch.Metric(
+                namespace=self.namespace,
+                metric_name="StrandedOrders",
+                dimensions_map={"service": self.service, "step": sweeper_step},
+                statistic="Sum",
+                period=PERIOD,
+            ),
+            threshold=1,
+            evaluation_periods=1,
+            comparison_operator=cloudwatch.ComparisonOperator.GREATER_THAN_OR_EQUAL_TO_THRESHOLD,
             treat_missing_data=cloudwatch.TreatMissingData.NOT_BREACHING,
         )
 

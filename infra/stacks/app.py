@@ -10,6 +10,8 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from aws_cdk import ArnFormat, CfnOutput, Duration, Stack
+from aws_cdk import aws_events as events
+from aws_cdk import aws_events_targets as targets
 from aws_cdk import aws_iam as iam
 from aws_cdk import aws_lambda as lambda_
 from aws_cdk import aws_lambda_event_sources as event_sources
@@ -17,7 +19,7 @@ from aws_cdk import aws_ssm as ssm
 from constructs import Construct
 
 from infra.capacity import THROTTLE_BACKOFF_SCHEDULE, CapacityPlan
-from infra.config import StageConfig
+from infra.config import STRANDED_AFTER_MINUTES, SWEEP_EVERY_MINUTES, StageConfig
 from infra.constructs.api import OrdersApi
 from infra.constructs.dashboard import ServiceDashboard
 from infra.constructs.function import POWERTOOLS_LAYER_PARAMETER, ServiceFunction
@@ -84,6 +86,7 @@ ACCESS: dict[str, Access] = {
     "analytics": Access(
         read_write=("idempotency", "aggregates"), send=("analytics-dlq",), consume="analytics"
     ),
+    "sweep-accepted": Access(read=("orders",), send=("orders",)),
 }
 assert ACCESS.keys() == FUNCTIONS.keys()
 assert {a.consume for a in ACCESS.values() if a.consume} == set(QUEUE_CONSUMERS)
@@ -213,6 +216,17 @@ class AppStack(Stack):
                 "are chosen at run time, so the execution id must be a wildcard.",
             )
         CfnOutput(self, "StateMachineArn", value=state_machine.state_machine_arn)
+        sweeper = fn["sweep-accepted"]
+        sweeper.add_environment("STRANDED_AFTER_SECONDS", str(STRANDED_AFTER_MINUTES * 60))
+        events.Rule(
+            self,
+            "SweepAcceptedSchedule",
+            rule_name=config.name("sweep-accepted"),
+            description="Re-send the message of orders stranded in ACCEPTED",
+            schedule=events.Schedule.rate(Duration.minutes(SWEEP_EVERY_MINUTES)),
+            # no retries: the next scheduled run is the retry, and it finds the same orders
+            targets=[targets.LambdaFunction(sweeper, retry_attempts=0)],
+        )
         ServiceDashboard(
             self,
             "Dashboard",
@@ -224,6 +238,7 @@ class AppStack(Stack):
                 *(pascal(n) for n, a in ACCESS.items() if "fences" in a.read_write),
                 *QUEUE_CONSUMERS.values(),
             ],
+            sweeper_step="SweepAccepted",  # orders.handlers.sweep.STEP (tests/infra/test_dashboard.py)
             state_machine=state_machine,
             queues=data.queues,
         )

@@ -54,6 +54,7 @@ CONTRACT_ENV = {
     "mark-failed": {"FENCE_TABLE", "ORDERS_TABLE"},
     "notify": {"IDEMPOTENCY_TABLE", "NOTIFICATIONS_TABLE", "NOTIFY_DLQ_URL"},
     "analytics": {"IDEMPOTENCY_TABLE", "AGGREGATES_TABLE", "ANALYTICS_DLQ_URL"},
+    "sweep-accepted": {"ORDERS_TABLE", "ORDERS_QUEUE_URL", "STRANDED_AFTER_SECONDS"},
 }
 CONTRACT_HANDLERS = {
     "api": "orders.handlers.api.handler",
@@ -67,8 +68,9 @@ CONTRACT_HANDLERS = {
     "mark-failed": "orders.handlers.steps.mark_failed",
     "notify": "orders.handlers.consumers.notify",
     "analytics": "orders.handlers.consumers.analytics",
+    "sweep-accepted": "orders.handlers.sweep.handler",
 }
-READ_ONLY = {"api": {"INVENTORY_TABLE", "PAYMENTS_TABLE", "FENCE_TABLE"}}
+READ_ONLY = {"api": {"INVENTORY_TABLE", "PAYMENTS_TABLE", "FENCE_TABLE"}, "sweep-accepted": {"ORDERS_TABLE"}}
 DYNAMODB_WRITES = {
     "dynamodb:PutItem",
     "dynamodb:UpdateItem",

@@ -9,7 +9,9 @@ from typing import Any
 
 import pytest
 
+from infra.config import SWEEP_EVERY_MINUTES
 from infra.constructs.dashboard import PANELS, decision_metrics
+from orders.handlers.sweep import STEP as SWEEP_STEP
 from reliability.telemetry import Decision
 from tests.infra.conftest import stack
 
@@ -90,3 +92,23 @@ def test_an_order_accepted_too_long_alarms(app):
     alarm = _alarm(app, "orders-accepted-too-long")
     assert alarm["MetricName"] == "ApproximateAgeOfOldestMessage"
     assert alarm["Threshold"] == 900
+
+
+def test_a_stranded_order_resent_by_the_sweeper_alarms(app):
+    alarm = _alarm(app, "stranded-orders")
+    assert (alarm["MetricName"], alarm["Threshold"]) == ("StrandedOrders", 1)
+    assert alarm["ComparisonOperator"] == "GreaterThanOrEqualToThreshold"
+    dimensions = {d["Name"]: d["Value"] for d in alarm["Dimensions"]}
+    assert dimensions == {"service": "retrysafe", "step": SWEEP_STEP}
+
+
+def test_the_sweeper_runs_on_a_schedule(app):
+    (rule,) = _resources(app, "AWS::Events::Rule").values()
+    assert rule["Properties"]["ScheduleExpression"] == f"rate({SWEEP_EVERY_MINUTES} minutes)"
+    (target,) = rule["Properties"]["Targets"]
+    (sweeper,) = [
+        logical_id
+        for logical_id, fn in _resources(app, "AWS::Lambda::Function").items()
+        if fn["Properties"]["Handler"] == "orders.handlers.sweep.handler"
+    ]
+    assert target["Arn"] == {"Fn::GetAtt": [sweeper, "Arn"]}

@@ -154,7 +154,7 @@ def test_on_the_real_templates_every_variable_resolves(
     # When reading the function specs
     specs = function_specs(dev_app_json, exports=exports, names={"retrysafe-dev-order-workflow": machine})
     # Then every environment value is a plain string
-    assert len(specs) == 11
+    assert len(specs) == 12
     for spec in specs:
         unresolved = {k: v for k, v in spec["Environment"].items() if not isinstance(v, str)}
         assert unresolved == {}, spec["FunctionName"]

@@ -38,7 +38,15 @@ def _prefix(function: str) -> str:
 
 def test_every_sample_event_has_a_check():
     folders = {p.parent.name for p in EVENTS_DIR.glob("*/*.json")}
-    assert folders == {"api", "worker", "notify", "analytics", *HAPPY_STEPS, *COMPENSATION_STEPS}
+    assert folders == {
+        "api",
+        "worker",
+        "notify",
+        "analytics",
+        "sweep-accepted",
+        *HAPPY_STEPS,
+        *COMPENSATION_STEPS,
+    }
     assert {p.name for p in (EVENTS_DIR / "api").glob("*.json")} == set(API_EXPECTED)
 
 
@@ -98,6 +106,8 @@ def test_sample_events_run_through_their_handlers(cloud: InProcessCloud):
 
     # Everything settles (the queued messages dedupe against what the samples did) and holds
     cloud.settle()
+    # Sweeper: every order has left ACCEPTED, so the scheduled sweep re-sends nothing
+    assert cloud.invoke("SweepAccepted", _event("sweep-accepted/scheduled.json")) == {"resent": []}
     report = check(cloud.stores())
     assert report.ok, report.to_text()
     assert sorted(row.verdict for row in report.orders) == ["compensated", "completed"]

@@ -30,6 +30,7 @@ FUNCTIONS = (
     "MarkFailed",
     "Notify",
     "Analytics",
+    "SweepAccepted",
 )
 
 

@@ -229,6 +229,30 @@ class DynamoOrderStore:
         steps = {item["step"]: item["status"] for item in items if item["sk"].startswith("step#")}
         return _order_from(head, steps)
 
+    def accepted_before(self, created_before: str) -> list[Order]:
+        # A paginated Scan with a filter: it reads the whole table on every sweep, which is fine
+        # for a template's volumes. Next step at scale: a sparse GSI (an attribute present only
+        # while ACCEPTED, sorted by time) so the sweep is a Query.
+        kwargs: dict[str, Any] = {
+            "TableName": self._table,
+            "FilterExpression": "sk = :order AND #status = :accepted AND created_at < :before",
+            "ExpressionAttributeNames": {"#status": "status"},
+            "ExpressionAttributeValues": {
+                ":order": {"S": ORDER_SK},
+                ":accepted": {"S": OrderStatus.ACCEPTED.value},
+                ":before": {"S": created_before},
+            },
+            "ConsistentRead": True,
+        }
+        found: list[Order] = []
+        while True:
+            with transient_errors("scan accepted orders"):
+                page = self._client.scan(**kwargs)
+            found.extend(_order_from(from_item(item), {}) for item in page.get("Items", []))
+            if "LastEvaluatedKey" not in page:
+                return found
+            kwargs["ExclusiveStartKey"] = page["LastEvaluatedKey"]
+
     def mark_running(self, order_id: str, *, run: int, execution_arn: str) -> None:
         """RUNNING + execution ARN for the order's current run; never moves a finished order back
         (the saga may be quicker than this write), never touches another run."""

@@ -1,0 +1,36 @@
+"""`sweep-accepted`, run on a schedule: re-send the message of every order stranded in ACCEPTED.
+
+An order whose API invocation died between the order write and the queue send, and whose client
+never retried, would stay ACCEPTED forever; the sweep is `Reruns.resend_stranded` (the same
+re-send as `make rerun`), and each order re-sent is one `StrandedOrders` decision (log line with
+the order's keys, and a count the dashboard alarms on).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from aws_lambda_powertools.utilities.typing import LambdaContext
+
+from orders.observability import logger, metrics, tracer
+from orders.runtime import current
+from reliability.telemetry import Decision
+
+STEP = "SweepAccepted"
+
+
+@logger.inject_lambda_context
+@metrics.log_metrics
+@tracer.capture_lambda_handler(capture_response=False)
+def handler(_event: dict[str, Any], _context: LambdaContext) -> dict[str, Any]:
+    from orders.service import Reruns  # noqa: PLC0415 - cold start, as in orders.runtime
+
+    runtime = current()
+    reruns = Reruns(orders=runtime.orders, queue=runtime.queue("orders_queue_url"))
+    stranded = reruns.resend_stranded(
+        now=runtime.now(), bound_seconds=int(runtime.settings.require("stranded_after_seconds"))
+    )
+    for order in stranded:
+        with runtime.telemetry.bind(order_id=order.order_id, run=order.run):
+            runtime.telemetry.decision(Decision.STRANDED_ORDER, key=order.idempotency_key, step=STEP)
+    return {"resent": [order.order_id for order in stranded]}
