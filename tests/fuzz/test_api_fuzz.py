@@ -20,6 +20,9 @@ from simulator.cloud import InProcessCloud, running_cloud
 pytestmark = pytest.mark.filterwarnings("ignore:No application metrics:UserWarning")
 STAGE = "local"
 REQUESTS = 500
+# A fixed seed: the same draws every run, so the coverage assertion below cannot flake (make fuzz
+# draws fresh ones).
+SEED = 1
 
 
 class EdgeTransport:
@@ -78,7 +81,7 @@ def runner(local_assembly: Path) -> Iterator[Runner]:
 
 
 def test_hostile_requests_get_the_contract(runner: Runner):
-    tally = runner.run(REQUESTS)
+    tally = runner.run(REQUESTS, seed=SEED)
 
     figures = tally.as_dict()
     assert tally.ok, json.dumps(figures, indent=2)
