@@ -11,7 +11,7 @@ CHARGE = {
     "status": "SUCCEEDED",
     "charge_id": "ch_1",
     "amount_cents": 398,
-}  # noqa: E501
+}
 ENTRY = {"pk": "order#o-1", "sk": "entry#t", "charge_id": "ch_1", "amount_cents": 398}
 COUNTED = {"pk": "day#2026-11-23", "sk": "event#e#u", "order_id": "o-1", "total_cents": 398}
 
