@@ -52,7 +52,12 @@ def test_the_demo_scenario_ends_with_invariants_ok(e2e: E2ETarget, local_control
     crash = Story.from_dict(json.loads((e2e.state_dir / "stories" / f"{crash_id}.json").read_text()))
     # The crash-and-redrive order's story: the dead attempt, the redrive, ReserveInventory skipped
     # by its fence, ChargePayment's takeover and the single charge
-    assert [e.outcome for e in crash.attempts("ChargePayment")] == [Outcome.DIED, Outcome.TAKEOVER]
+    # (on a loaded machine the redrive can meet the dead attempt's lease still live: those attempts
+    # are FenceBusy retries, BUSY, between the death and the takeover)
+    charge_attempts = [e.outcome for e in crash.attempts("ChargePayment")]
+    assert charge_attempts[0] is Outcome.DIED, charge_attempts
+    assert charge_attempts[-1] is Outcome.TAKEOVER, charge_attempts
+    assert set(charge_attempts[1:-1]) <= {Outcome.BUSY}, charge_attempts
     assert any(e.outcome is Outcome.REDRIVEN for e in crash.entries)
     assert [e.outcome for e in crash.attempts("ReserveInventory")] == [Outcome.RAN, Outcome.SKIPPED]
     assert [c["status"] for c in crash.facts["charges"]] == ["SUCCEEDED"]
