@@ -29,7 +29,7 @@ export JSII_SILENCE_WARNING_UNTESTED_NODE_VERSION := 1
 
 .PHONY: help install synth nag lint format test test-unit test-integration test-infra test-e2e bench \
         demo summary deploy destroy local local-up local-down invoke seed invariants redrive-dlq redrive-workflow chaos constraints clean \
-        story idem-show idem-forget fence-show fence-reset browser openapi fuzz scale scale-sheet
+        story idem-show idem-forget fence-show fence-reset browser openapi fuzz scale scale-sheet rerun
 
 help: ## List every target with what it does
 	@awk 'BEGIN {FS = ":.*## "} /^[a-zA-Z_-]+:.*## / {printf "  \033[36m%-18s\033[0m %s\n", $$1, $$2}' $(MAKEFILE_LIST)
