@@ -136,7 +136,9 @@ class ConsumerDedup:
     def apply_atomic(self, event_id: str, build: Callable[[], AtomicEffect]) -> Outcome:
         """The consumer's DynamoDB writes and the dedup record in one transaction."""
         step = self.step(event_id)
-        return self._report(step, self._fences.run_atomic(step, build))
+        with self._telemetry.summarised():  # the DedupMiss/DedupHit line sums the attempt up
+            outcome = self._fences.run_atomic(step, build)
+        return self._report(step, outcome)
 
     def apply_leased(
         self,
@@ -148,7 +150,8 @@ class ConsumerDedup:
     ) -> Outcome:
         """For external effects (e-mail, webhooks): the effect gets a stable idempotency key."""
         step = self.step(event_id)
-        outcome = self._fences.run_leased(
-            step, attempt_id=attempt_id, lease_seconds=lease_seconds, effect=effect
-        )
+        with self._telemetry.summarised():  # the DedupMiss/DedupHit line sums the attempt up
+            outcome = self._fences.run_leased(
+                step, attempt_id=attempt_id, lease_seconds=lease_seconds, effect=effect
+            )
         return self._report(step, outcome)

@@ -1,5 +1,6 @@
-"""Structured decisions: one log line (Powertools Logger), one EMF metric (Powertools Metrics) and
-X-Ray annotations (Powertools Tracer) each.
+"""Structured decisions: a log line where an operator reads one (Powertools Logger), a count in
+ONE EMF document per invocation (Powertools EphemeralMetrics) and X-Ray annotations (Powertools
+Tracer).
 
 Every decision the layer takes (dedup hit, replay, fence claim, ...) goes through
 ``Telemetry.decision`` so every signal carries the same keys (``KEY_FIELDS``): order id,
@@ -9,23 +10,39 @@ themselves (``reliability.keys.key_parts``: a token or event id names its busine
 A log line also keeps the full stored ``key``; a trace is found by ``key_hash`` (annotations are
 indexed, so they carry the hash, never a raw key).
 
-The metric is emitted with ``single_metric`` so ``step`` can be a dimension without mixing steps
-in one EMF blob. Each ``Decision`` says whether it is fresh work or a replay of stored work
-(``Decision.kind``): the split the dashboard shows. Retries, busy fences and conflicts are
-expected under AWS retries, so they are logged at INFO, never as errors.
+What it costs (logs are billed by the byte ingested; bench/telemetry.py measures bytes per order):
+
+- Metrics: inside a handler wrapped by ``metrics_per_invocation`` the decisions are counted and
+  written at the end as one EMF document per step dimension (one per invocation: a function serves
+  one step), each decision a metric named after it, dimensions ``service`` and ``step``. Outside a
+  wrapped handler (scripts, tests) each decision is its own document at once, so none is lost.
+- Log lines: every decision that is not routine is a line (replays, refusals, failures, takeovers,
+  releases, retries, poison, dedup and request outcomes). The routine fence decisions
+  (``FenceClaimed``, ``FenceCompleted``) are a line only when they are the first line of their
+  attempt (step + token) in the invocation: the claim of a leased step is its line (and the only
+  trace of an attempt that dies holding the lease), its completion is counted only; an atomic
+  step's completion is its line. Inside ``Telemetry.summarised`` (consumer dedup, whose hit/miss
+  is the line) they are counted only.
+
+Each ``Decision`` says whether it is fresh work or a replay of stored work (``Decision.kind``): the
+split the dashboard shows. Retries, busy fences and conflicts are expected under AWS retries, so
+they are logged at INFO, never as errors.
 """
 
 from __future__ import annotations
 
 import contextlib
+import functools
 import hashlib
-from collections.abc import Iterator
+from collections import Counter
+from collections.abc import Callable, Iterator
 from contextvars import ContextVar
+from dataclasses import dataclass, field
 from enum import Enum
-from typing import Any
+from typing import Any, TypeVar
 
 from aws_lambda_powertools import Logger, Metrics, Tracer
-from aws_lambda_powertools.metrics import MetricUnit, single_metric
+from aws_lambda_powertools.metrics import EphemeralMetrics, MetricUnit
 
 from reliability.keys import key_parts
 
@@ -90,7 +107,51 @@ _KINDS: dict[Decision, Kind] = {
     Decision.STRANDED_ORDER: Kind.OTHER,
 }
 
+# Routine fence decisions: a log line only as the first line of their attempt (module docstring).
+_ROUTINE = frozenset({Decision.FENCE_CLAIMED, Decision.FENCE_COMPLETED})
+
 _BOUND: ContextVar[dict[str, Any]] = ContextVar("retrysafe_telemetry_keys", default={})  # noqa: B039 - never mutated
+
+
+@dataclass
+class _Invocation:
+    """What one handler invocation has decided so far: counts per (namespace, service, step), and
+    the attempts (step, token) that already have a log line."""
+
+    counts: dict[tuple[str, str, str], Counter[str]] = field(default_factory=dict)
+    attempts_logged: set[tuple[str | None, str | None]] = field(default_factory=set)
+    summarised: bool = False
+
+    def flush(self) -> None:
+        for (namespace, service, step), counts in self.counts.items():
+            document = EphemeralMetrics(namespace=namespace, service=service)
+            document.add_dimension(name="step", value=step)
+            for name, count in counts.items():
+                document.add_metric(name=name, unit=MetricUnit.Count, value=count)
+            document.flush_metrics()
+        self.counts.clear()
+
+
+_INVOCATION: ContextVar[_Invocation | None] = ContextVar("retrysafe_telemetry_invocation", default=None)
+
+Handler = TypeVar("Handler", bound=Callable[..., Any])
+
+
+def metrics_per_invocation(handler: Handler) -> Handler:
+    """Wrap a Lambda handler: its decisions' counts go out as one EMF document when it returns or
+    raises (in place of Powertools' ``log_metrics``, which shares one metric set per process)."""
+
+    @functools.wraps(handler)
+    def wrapper(*args: Any, **kwargs: Any) -> Any:
+        invocation = _Invocation()
+        reset = _INVOCATION.set(invocation)
+        try:
+            return handler(*args, **kwargs)
+        finally:
+            _INVOCATION.reset(reset)
+            invocation.flush()
+
+    return wrapper  # type: ignore[return-value]
 
 
 def key_hash(key: str) -> str:
@@ -146,6 +207,20 @@ class Telemetry:
             "run": bound.get("run") or (parts.run if parts else None),
         }
 
+    @contextlib.contextmanager
+    def summarised(self) -> Iterator[None]:
+        """Routine fence decisions inside the block are counted only: the caller writes the line
+        that sums the attempt up (consumer dedup: ``DedupMiss`` / ``DedupHit``)."""
+        invocation = _INVOCATION.get()
+        if invocation is None or invocation.summarised:
+            yield
+            return
+        invocation.summarised = True
+        try:
+            yield
+        finally:
+            invocation.summarised = False
+
     def decision(
         self,
         outcome: Decision,
@@ -156,23 +231,33 @@ class Telemetry:
         attempt: str | None = None,
         **fields: Any,
     ) -> None:
-        """Log one structured INFO event, emit one count metric (service and step dimensions) and
-        annotate the current trace segment with the keys."""
+        """Count the decision (one EMF document per invocation), log it as one structured INFO
+        line unless it is routine (module docstring), and annotate the current trace segment."""
         keys = self.keys(key=key, token=token, step=step, attempt=attempt)
-        self.logger.info(
-            f"reliability decision: {outcome.value}",
-            extra={"decision": outcome.value, "kind": outcome.kind.value, "key": key, **keys, **fields},
-        )
+        invocation = _INVOCATION.get()
+        if self._writes_line(outcome, keys, invocation):
+            self.logger.info(
+                f"reliability decision: {outcome.value}",
+                extra={"decision": outcome.value, "kind": outcome.kind.value, "key": key, **keys, **fields},
+            )
         self._annotate(outcome, keys)
-        dimensions = {"service": self.service, "step": keys["step"] or "-"}
-        with single_metric(
-            name=outcome.value,
-            unit=MetricUnit.Count,
-            value=1,
-            namespace=self.metrics.namespace or self.service,
-            default_dimensions=dimensions,
-        ):
-            pass
+        group = (self.metrics.namespace or self.service, self.service, keys["step"] or "-")
+        if invocation is None:  # not inside a wrapped handler: a document of its own, now
+            invocation = _Invocation()
+            invocation.counts[group] = Counter([outcome.value])
+            invocation.flush()
+        else:
+            invocation.counts.setdefault(group, Counter())[outcome.value] += 1
+
+    @staticmethod
+    def _writes_line(outcome: Decision, keys: dict[str, Any], invocation: _Invocation | None) -> bool:
+        if invocation is None:
+            return True
+        attempt = (keys["step"], keys["token"])
+        if outcome in _ROUTINE and (invocation.summarised or attempt in invocation.attempts_logged):
+            return False
+        invocation.attempts_logged.add(attempt)
+        return True
 
     def _annotate(self, outcome: Decision, keys: dict[str, Any]) -> None:
         tracer = self.tracer

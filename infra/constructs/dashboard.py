@@ -1,7 +1,7 @@
 """The service's CloudWatch dashboard and the alarms where a human must act, built from the list
 of decisions the reliability layer emits.
 
-`reliability.telemetry` emits one EMF count per decision, named after it, in the service's
+`reliability.telemetry` counts every decision in a metric named after it, in the service's
 namespace with dimensions `service` and `step` (the route, saga step or consumer). infra never
 imports functions/, so the decision names are written here once more, in `PANELS`; a test pins
 that every `reliability.telemetry.Decision` has a widget and every widget names a decision.

@@ -9,9 +9,10 @@ from typing import Any
 from aws_lambda_powertools.utilities.data_classes.sqs_event import SQSRecord
 from aws_lambda_powertools.utilities.typing import LambdaContext
 
-from orders.observability import logger, metrics, tracer
+from orders.observability import logger, tracer
 from orders.runtime import Runtime, current
 from reliability.batch import process_batch
+from reliability.telemetry import metrics_per_invocation
 
 RecordHandler = Callable[[Runtime, SQSRecord, LambdaContext], Any]
 BatchHandler = Callable[[dict[str, Any], LambdaContext], dict[str, Any]]
@@ -24,7 +25,7 @@ def remaining_seconds(context: LambdaContext) -> float:
 
 def sqs_handler(*, source: str, dlq_setting: str, record_handler: RecordHandler) -> BatchHandler:
     @logger.inject_lambda_context
-    @metrics.log_metrics
+    @metrics_per_invocation
     @tracer.capture_lambda_handler(capture_response=False)
     def handler(event: dict[str, Any], context: LambdaContext) -> dict[str, Any]:
         runtime = current()

@@ -21,10 +21,11 @@ from aws_lambda_powertools.utilities.typing import LambdaContext
 
 from orders.contract import parse_create_order
 from orders.errors import MalformedBody, OrderError
-from orders.observability import logger, metrics, tracer
+from orders.observability import logger, tracer
 from orders.runtime import current
 from reliability.errors import RetryableError
 from reliability.http import HttpResponse, header_value
+from reliability.telemetry import metrics_per_invocation
 
 CREATE_ROUTE = "POST /orders"
 JSON = "application/json"
@@ -160,7 +161,7 @@ def _unexpected(error: Exception) -> Response:
 
 
 @logger.inject_lambda_context(correlation_id_path=correlation_paths.API_GATEWAY_REST)
-@metrics.log_metrics
+@metrics_per_invocation
 @tracer.capture_lambda_handler(capture_response=False)
 def handler(event: dict[str, Any], context: LambdaContext) -> dict[str, Any]:
     return app.resolve(event, context)

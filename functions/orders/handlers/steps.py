@@ -12,9 +12,10 @@ from typing import Any
 from aws_lambda_powertools.utilities.typing import LambdaContext
 
 from orders.domain import StepName
-from orders.observability import logger, metrics, tracer
+from orders.observability import logger, tracer
 from orders.runtime import current
 from orders.saga import StepRequest, run_step
+from reliability.telemetry import metrics_per_invocation
 
 SAGA_NAMESPACE = "saga"
 
@@ -23,7 +24,7 @@ StepHandler = Callable[[dict[str, Any], LambdaContext], dict[str, Any]]
 
 def step_handler(name: StepName) -> StepHandler:
     @logger.inject_lambda_context(correlation_id_path="token")
-    @metrics.log_metrics
+    @metrics_per_invocation
     @tracer.capture_lambda_handler(capture_response=False)
     def handler(event: dict[str, Any], context: LambdaContext) -> dict[str, Any]:
         runtime = current()

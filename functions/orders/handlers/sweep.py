@@ -12,15 +12,15 @@ from typing import Any
 
 from aws_lambda_powertools.utilities.typing import LambdaContext
 
-from orders.observability import logger, metrics, tracer
+from orders.observability import logger, tracer
 from orders.runtime import current
-from reliability.telemetry import Decision
+from reliability.telemetry import Decision, metrics_per_invocation
 
 STEP = "SweepAccepted"
 
 
 @logger.inject_lambda_context
-@metrics.log_metrics
+@metrics_per_invocation
 @tracer.capture_lambda_handler(capture_response=False)
 def handler(_event: dict[str, Any], _context: LambdaContext) -> dict[str, Any]:
     from orders.service import Reruns  # noqa: PLC0415 - cold start, as in orders.runtime

@@ -1,4 +1,5 @@
-"""Every decision: one structured INFO log line and one EMF metric with service and step dimensions."""
+"""Every decision is counted in an EMF metric with service and step dimensions (one document per
+invocation inside a handler) and, unless routine, logged as one structured INFO line."""
 
 from __future__ import annotations
 
@@ -10,7 +11,7 @@ from aws_lambda_powertools import Logger, Metrics
 
 from reliability.errors import FenceBusy, StaleFence
 from reliability.fence import AtomicEffect, FenceStore, StepId
-from reliability.telemetry import Decision, Telemetry
+from reliability.telemetry import Decision, Telemetry, metrics_per_invocation
 from tests.unit.reliability.domain import DemoPaymentDeclined
 from tests.unit.reliability.helpers import FENCES, FakeClock, read_emitted
 
@@ -120,3 +121,67 @@ def test_metrics_without_a_namespace_fall_back_to_the_service(capsys: pytest.Cap
     telemetry.decision(Decision.DEDUP_HIT, step="notify")
     emitted = read_emitted(capsys.readouterr().out)
     assert emitted.metrics[0]["_aws"]["CloudWatchMetrics"][0]["Namespace"] == "orders-svc"
+
+
+def test_inside_a_handler_the_decisions_go_out_as_one_metric_document(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    # Given a handler wrapped for one metric document per invocation
+    telemetry = make_telemetry()
+
+    @metrics_per_invocation
+    def handler(_event: Any, _context: Any) -> str:
+        telemetry.decision(Decision.FENCE_CLAIMED, token="dev.o-1.r1", step="ChargePayment")
+        telemetry.decision(Decision.FENCE_COMPLETED, token="dev.o-1.r1", step="ChargePayment")
+        telemetry.retry(reason="ThrottlingException", step="ChargePayment")
+        telemetry.retry(reason="ThrottlingException", step="ChargePayment")
+        assert read_emitted(capsys.readouterr().out).metrics == []  # nothing before the end
+        return "ok"
+
+    # When it runs
+    assert handler({}, None) == "ok"
+    # Then one EMF document carries every count, with the service and step dimensions
+    [document] = read_emitted(capsys.readouterr().out).metrics
+    assert {name: document[name] for name in ("FenceClaimed", "FenceCompleted", "Retry")} == {
+        "FenceClaimed": [1.0],
+        "FenceCompleted": [1.0],
+        "Retry": [2.0],
+    }
+    assert {document["service"], document["step"]} == {"orders-svc", "ChargePayment"}
+
+
+def test_an_attempt_logs_its_first_routine_decision_and_every_unusual_one(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    telemetry = make_telemetry()
+
+    @metrics_per_invocation
+    def leased_step(_event: Any, _context: Any) -> None:
+        telemetry.decision(Decision.FENCE_CLAIMED, token="dev.o-1.r1", step="ChargePayment")  # line
+        telemetry.decision(Decision.FENCE_COMPLETED, token="dev.o-1.r1", step="ChargePayment")  # count
+        telemetry.decision(Decision.FENCE_COMPLETED, token="dev.o-1.r1", step="RecordLedger")  # line
+        telemetry.decision(Decision.FENCE_SKIPPED, token="dev.o-1.r1", step="ChargePayment")  # line
+
+    leased_step({}, None)
+    lines = [(line["decision"], line["step"]) for line in read_emitted(capsys.readouterr().out).decisions()]
+    assert lines == [
+        ("FenceClaimed", "ChargePayment"),
+        ("FenceCompleted", "RecordLedger"),
+        ("FenceSkipped", "ChargePayment"),
+    ]
+
+
+def test_a_consumer_dedup_attempt_is_one_line_its_own_outcome(capsys: pytest.CaptureFixture[str]) -> None:
+    telemetry = make_telemetry()
+
+    @metrics_per_invocation
+    def consumer(_event: Any, _context: Any) -> None:
+        with telemetry.summarised():
+            telemetry.decision(Decision.FENCE_CLAIMED, token="dev.o-1.r1.completed", step="notify")
+            telemetry.decision(Decision.FENCE_COMPLETED, token="dev.o-1.r1.completed", step="notify")
+        telemetry.decision(Decision.DEDUP_MISS, token="dev.o-1.r1.completed", step="notify")
+
+    consumer({}, None)
+    emitted = read_emitted(capsys.readouterr().out)
+    assert [line["decision"] for line in emitted.decisions()] == ["DedupMiss"]
+    assert sorted(emitted.metric_names()) == ["DedupMiss", "FenceClaimed", "FenceCompleted"]
