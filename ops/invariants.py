@@ -31,7 +31,7 @@ from typing import Any
 from boto3.dynamodb.types import TypeDeserializer
 
 from ops.target import Target
-from orders.contract import OrderStatus
+from orders.domain import OrderStatus
 
 _deserializer = TypeDeserializer()
 _DLQ_PEEK_ROUNDS = 10

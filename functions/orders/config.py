@@ -8,9 +8,9 @@ each from the windows it must outlive and is the one place that holds them.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Mapping
-
-from pydantic import BaseModel, ConfigDict, Field
+from dataclasses import dataclass
 
 _ENV = {
     "service": "SERVICE_NAME",
@@ -40,19 +40,54 @@ _ENV = {
 }
 
 
+# Lifetimes have no default (infra/config.py holds them); each is a whole number of seconds > 0.
+_REQUIRED = (
+    "stage",
+    "idempotency_ttl_seconds",
+    "fence_ttl_seconds",
+    "dedup_ttl_seconds",
+    "provider_key_lifetime_seconds",
+)
+_POSITIVE_INTS = frozenset(
+    {
+        "idempotency_ttl_seconds",
+        "fence_ttl_seconds",
+        "dedup_ttl_seconds",
+        "provider_key_lifetime_seconds",
+        "stranded_after_seconds",
+    }
+)
+_STAGE = re.compile(r"[A-Za-z0-9_-]{1,64}")
+
+
 class MissingSetting(RuntimeError):
     """A use case needs a resource this function was not configured (and granted) with."""
 
 
-class Settings(BaseModel):
-    model_config = ConfigDict(frozen=True, extra="ignore")
+class InvalidSettings(ValueError):
+    """The environment is not one infra gives a function: the cold start fails, naming why."""
 
-    service: str = Field(default="retrysafe", min_length=1)
-    stage: str = Field(min_length=1, pattern=r"^[A-Za-z0-9_-]{1,64}$")
-    idempotency_ttl_seconds: int = Field(gt=0)
-    fence_ttl_seconds: int = Field(gt=0)
-    dedup_ttl_seconds: int = Field(gt=0)
-    provider_key_lifetime_seconds: int = Field(gt=0)
+
+def _positive_int(field: str, raw: str) -> int:
+    try:
+        value = int(raw)
+    except ValueError:
+        value = 0
+    if value <= 0:
+        raise InvalidSettings(f"{_ENV[field]} must be a whole number of seconds above 0, not {raw!r}")
+    return value
+
+
+# A plain dataclass, not a pydantic model: every function reads it at cold start, and most never
+# load pydantic otherwise (bench/coldstart.py).
+@dataclass(frozen=True, kw_only=True)
+class Settings:
+    service: str = "retrysafe"
+    stage: str
+    idempotency_ttl_seconds: int
+    fence_ttl_seconds: int
+    dedup_ttl_seconds: int
+    provider_key_lifetime_seconds: int
     idempotency_table: str | None = None
     fence_table: str | None = None
     orders_table: str | None = None
@@ -72,12 +107,22 @@ class Settings(BaseModel):
     # seconds (infra/capacity.py).
     throttle_backoff_seconds: str | None = None
     # How long an order may stay ACCEPTED before the sweeper re-sends its message (infra/config.py).
-    stranded_after_seconds: int | None = Field(default=None, gt=0)
+    stranded_after_seconds: int | None = None
     function_name: str | None = None
 
     @classmethod
     def from_env(cls, environ: Mapping[str, str]) -> Settings:
-        return cls.model_validate({field: environ[var] for field, var in _ENV.items() if environ.get(var)})
+        """The settings in ``environ`` (unset or empty variables are absent); InvalidSettings when
+        a lifetime or the stage is missing or malformed."""
+        values: dict[str, object] = {field: environ[var] for field, var in _ENV.items() if environ.get(var)}
+        missing = [_ENV[field] for field in _REQUIRED if field not in values]
+        if missing:
+            raise InvalidSettings(f"not set: {', '.join(missing)}")
+        for field in _POSITIVE_INTS & values.keys():
+            values[field] = _positive_int(field, str(values[field]))
+        if not _STAGE.fullmatch(str(values["stage"])):
+            raise InvalidSettings(f"STAGE must be 1-64 of [A-Za-z0-9_-], not {values['stage']!r}")
+        return cls(**values)  # type: ignore[arg-type]
 
     def require(self, field: str) -> str:
         value = getattr(self, field)

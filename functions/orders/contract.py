@@ -10,11 +10,11 @@ from __future__ import annotations
 
 import json
 from collections import Counter
-from enum import StrEnum
 from typing import Annotated
 
 from pydantic import AfterValidator, BaseModel, ConfigDict, Field, StringConstraints, ValidationError
 
+from orders.domain import OrderStatus, StepStatus
 from orders.errors import InvalidRequest, MalformedBody
 
 MAX_ITEMS = 50
@@ -30,20 +30,6 @@ _VISIBLE_ASCII = r"^[!-~]+$"
 Sku = Annotated[str, StringConstraints(min_length=1, max_length=64, pattern=_VISIBLE_ASCII)]
 CustomerId = Annotated[str, StringConstraints(min_length=1, max_length=64, pattern=_VISIBLE_ASCII)]
 Currency = Annotated[str, StringConstraints(pattern=r"^[A-Z]{3}$")]
-
-
-class OrderStatus(StrEnum):
-    ACCEPTED = "ACCEPTED"
-    RUNNING = "RUNNING"
-    COMPLETED = "COMPLETED"
-    FAILED = "FAILED"
-
-
-class StepStatus(StrEnum):
-    DONE = "DONE"
-    SKIPPED = "SKIPPED"
-    FAILED = "FAILED"
-    COMPENSATED = "COMPENSATED"
 
 
 class _Strict(BaseModel):

@@ -10,10 +10,29 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from datetime import datetime
 from enum import StrEnum
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from orders.contract import CreateOrderRequest, OrderItem, OrderStatus
 from orders.errors import UnknownSku
+
+if TYPE_CHECKING:
+    # pydantic models: the API's contract. Not imported at run time here, so the functions that
+    # never parse a request (steps, worker, consumers) do not build them (bench/coldstart.py).
+    from orders.contract import CreateOrderRequest, OrderItem
+
+
+class OrderStatus(StrEnum):
+    ACCEPTED = "ACCEPTED"
+    RUNNING = "RUNNING"
+    COMPLETED = "COMPLETED"
+    FAILED = "FAILED"
+
+
+class StepStatus(StrEnum):
+    DONE = "DONE"
+    SKIPPED = "SKIPPED"
+    FAILED = "FAILED"
+    COMPENSATED = "COMPENSATED"
+
 
 ORDER_ID_PREFIX = "o-"
 # A run that reached one of these is over; only a FAILED one may be followed by another run.
@@ -73,6 +92,8 @@ class Order:
 
     @property
     def items(self) -> list[OrderItem]:
+        from orders.contract import OrderItem  # noqa: PLC0415 - the API's read model only; cold start
+
         return [OrderItem(sku=line.sku, quantity=line.quantity) for line in self.lines]
 
     def same_order_as(self, other: Order) -> bool:

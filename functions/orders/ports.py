@@ -8,11 +8,13 @@ low-level DynamoDB `TransactWriteItems` entry plus the `BusinessError` its condi
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from typing import Any, Protocol
+from typing import TYPE_CHECKING, Any, Protocol
 
-from orders.contract import Charge, ProviderCall, StepStatus
-from orders.domain import CatalogItem, Order, OrderStatus
+from orders.domain import CatalogItem, Order, OrderStatus, StepStatus
 from reliability.fence import Write
+
+if TYPE_CHECKING:
+    from orders.contract import Charge, ProviderCall
 
 
 class Catalog(Protocol):

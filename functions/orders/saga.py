@@ -16,15 +16,17 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from datetime import datetime
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from orders.contract import Charge, OrderStatus, StepStatus
-from orders.domain import Order, StepName, WorkflowInput, completed_event
+from orders.domain import Order, OrderStatus, StepName, StepStatus, WorkflowInput, completed_event
 from orders.errors import PaymentDeclined, UnknownOrder
 from orders.ports import Inventory, Ledger, OrderStore, PaymentProvider, Queue
 from reliability.errors import BusinessError
 from reliability.fence import AtomicEffect, ExternalEffect, FenceStore, Outcome, StepId, Write
 from reliability.keys import derive_key
+
+if TYPE_CHECKING:
+    from orders.contract import Charge
 
 
 @dataclass(frozen=True)

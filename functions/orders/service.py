@@ -6,11 +6,13 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 
-from orders.contract import CreateOrderRequest, OrderAccepted, OrderStatus, OrderView, StepStatus
+from orders.contract import CreateOrderRequest, OrderAccepted, OrderView
 from orders.domain import (
     TERMINAL_STATUSES,
     Order,
     OrderMessage,
+    OrderStatus,
+    StepStatus,
     WorkflowInput,
     execution_name,
     new_order,

@@ -27,8 +27,7 @@ from orders.adapters._dynamo import (
     query_all,
     to_item,
 )
-from orders.contract import OrderStatus, StepStatus
-from orders.domain import CatalogItem, Line, Order
+from orders.domain import CatalogItem, Line, Order, OrderStatus, StepStatus
 from orders.errors import OrderConflict, OutOfStock, RerunRefused
 from reliability.errors import transient_errors
 from reliability.fence import Write

@@ -13,8 +13,7 @@ from moto import mock_aws
 
 from orders.adapters.aws import StepFunctionsWorkflow, execution_arn
 from orders.adapters.dynamo import DynamoCatalog, DynamoOrderStore
-from orders.contract import OrderStatus, StepStatus
-from orders.domain import Line, Order
+from orders.domain import Line, Order, OrderStatus, StepStatus
 from orders.errors import OrderConflict
 from orders.ports import ExecutionConflict
 from reliability.errors import transient_errors

@@ -1,9 +1,10 @@
 """Cold start: each handler module imports only what its functions use.
 
 Each import runs in a fresh interpreter (as Lambda's init does) and reads `sys.modules` after it:
-a step function must not load the batch, data-class, parser or idempotency utilities, nor the
-use cases it never calls; the SQS handlers must not load HTTP idempotency or the API resolver; the
-API must not load batch processing. Behaviour, not timing (bench/coldstart.py measures the time).
+a step function must not load the batch, data-class, parser or idempotency utilities, pydantic
+(the API contract and the settings are not pydantic models on its path), nor the use cases it
+never calls; the SQS handlers must not load HTTP idempotency, the API resolver or the API's
+contract; the API must not load batch processing. Behaviour, not timing (bench/coldstart.py measures the time).
 """
 
 from __future__ import annotations
@@ -27,10 +28,12 @@ NOT_IMPORTED = {
         f"{POWERTOOLS}utilities.data_classes",
         "orders.service",
         "orders.messages",
+        "orders.contract",
+        "pydantic",
         "reliability.config",
     ),
-    "orders.handlers.worker": (*HTTP, "reliability.config"),
-    "orders.handlers.consumers": (*HTTP, "reliability.config"),
+    "orders.handlers.worker": (*HTTP, "orders.contract", "reliability.config"),
+    "orders.handlers.consumers": (*HTTP, "orders.contract", "reliability.config"),
     "orders.handlers.api": (*BATCH, "orders.messages", "reliability.config"),
 }
 PROBE = (

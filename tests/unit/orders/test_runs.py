@@ -15,8 +15,8 @@ from ops import rerun as rerun_cli
 from ops.target import Target
 from orders.adapters.dynamo import DynamoCatalog, DynamoOrderStore
 from orders.adapters.payments import FakePaymentProvider
-from orders.contract import CreateOrderRequest, OrderItem, OrderStatus
-from orders.domain import OrderMessage
+from orders.contract import CreateOrderRequest, OrderItem
+from orders.domain import OrderMessage, OrderStatus
 from orders.errors import OrderConflict, RerunRefused, RunNotCurrent
 from orders.messages import OrderMessageModel
 from orders.service import OrderService, Reruns, WorkflowStarter
