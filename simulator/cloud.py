@@ -21,7 +21,12 @@ Time: one `Clock` (wall time plus an offset a test moves forward) drives what th
 (fence leases, TTLs, dates), Powertools' idempotency time (in-progress and record expiry) and the
 Step Functions Retry waits (moto would sleep them; here they move the clock instead, so a retry
 that waits out a dead attempt's lease costs no real time). `cloud.advance(seconds)` moves it and
-applies what AWS does as time passes (DynamoDB TTL deletion, `simulator.expiry`).
+applies what AWS does as time passes (DynamoDB TTL deletion, `simulator.expiry`; SQS retention,
+`simulator.queues`); SQS and the Step Functions dates run on the same clock (`simulator.patches`).
+
+Operators and the platform act through primitives: `rerun`, `redrive`, `redrive_dlq`,
+`stop_during` (`simulator.operators`), `throttled_poll` (the event source mapping meeting a
+throttled function, `simulator.queues`).
 
 The fault-injection work builds on this: pass a `CrashPlan`, move `clock` forward past a lease,
 redeliver a message, run `ops.invariants.check(cloud.stores())`.
@@ -51,13 +56,18 @@ from moto.dynamodb.responses import DynamoHandler
 from moto.sqs.responses import SQSResponse
 
 from ops.invariants import Stores, peek_dead_letters
+from ops.redrive import DlqRedrive, WorkflowRedrive
 from orders import runtime as orders_runtime
 from orders.config import Settings
+from orders.domain import Order
 from reliability.crashpoints import CrashPlan, SimulatedCrash
 from simulator.clock import Clock, clocked_datetime_module
 from simulator.events import ACCOUNT, EVENTS_DIR, REGION, rest_event, sqs_record
 from simulator.expiry import delete_expired, ttl_tables
 from simulator.observe import Caller, Observer, Snapshot, current_caller, observed, set_caller
+from simulator.operators import StopDuring, redrive, redrive_queue, rerun
+from simulator.patches import on_the_clock
+from simulator.queues import ThrottledPoll, expire_messages
 from simulator.templates import exports_of, function_specs, state_machine_definition
 
 __all__ = [
@@ -230,6 +240,8 @@ class InProcessCloud:
         self.write_observers: list[Observer] = []  # told every DynamoDB write (simulator.observe)
         self.ttl_tables = ttl_tables(self.data_template)
         self.expired_items = 0  # deleted by TTL so far
+        self.expired_messages = 0  # dropped by queue retention so far
+        self.stops: list[StopDuring] = []  # armed StopExecutions (stop_during)
 
     # --- clients --------------------------------------------------------------------------------
     def client(self, service: str) -> Any:
@@ -253,16 +265,19 @@ class InProcessCloud:
     # --- simulated time -------------------------------------------------------------------------
     def advance(self, seconds: float) -> int:
         """Move simulated time forward and apply what AWS does meanwhile: DynamoDB deletes every
-        item whose TTL (the table's TimeToLiveSpecification attribute) is now at or past.
-        Returns how many items expired."""
+        item whose TTL (the table's TimeToLiveSpecification attribute) is now at or past, and
+        each queue drops the messages older than its MessageRetentionPeriod.
+        Returns how many items expired (`expired_messages` counts the messages)."""
         self.clock.advance(seconds)
         return self.expire()
 
     def expire(self) -> int:
-        """Apply DynamoDB TTL deletion at the clock's current time (what `advance` does)."""
+        """Apply TTL deletion and queue retention at the clock's current time (what `advance` does)."""
         now = self.clock()
         deleted = sum(delete_expired(self.dynamodb, table, now) for table in self.ttl_tables)
         self.expired_items += deleted
+        with _REQUEST_LOCK:
+            self.expired_messages += expire_messages(ACCOUNT, REGION, now)
         return deleted
 
     # --- deploy ---------------------------------------------------------------------------------
@@ -386,6 +401,7 @@ class InProcessCloud:
             stack.enter_context(mock.patch.object(LambdaFunction, "_invoke_lambda", invoke))
             stack.enter_context(_atomic_requests(DynamoHandler, self.write_observers))
             stack.enter_context(_atomic_requests(SQSResponse))
+            stack.enter_context(on_the_clock(self.clock))
             for module in _POWERTOOLS_TIME_MODULES:
                 stack.enter_context(mock.patch(f"{module}.dt", clocked))
             stack.enter_context(
@@ -416,10 +432,21 @@ class InProcessCloud:
         outer = current_caller()
         set_caller(Caller(function_name, context.aws_request_id))
         try:
+            self._stop(function_name, "before", event)
             with orders_runtime.scoped(self.runtime_for(function_name)):
-                return handler(event, context)
+                result = handler(event, context)
+            self._stop(function_name, "after", event)
+            return result
         finally:
             set_caller(outer)
+
+    def _stop(self, function_name: str, when: str, event: Any) -> None:
+        with self._lock:
+            armed = next((s for s in self.stops if (s.function, s.when) == (function_name, when)), None)
+            if armed is not None:
+                self.stops.remove(armed)
+        if armed is not None:
+            armed.fire(self.sfn, self.outputs["StateMachineArn"], event)
 
     def _invoke(self, function_name: str, event: Any) -> tuple[str, bool, str]:
         if isinstance(event, str):
@@ -549,6 +576,41 @@ class InProcessCloud:
     def messages(self, queue_output: str) -> list[dict[str, Any]]:
         """Peek at a queue (e.g. a DLQ) without consuming it."""
         return [vars(d) for d in peek_dead_letters(self.sqs, self.outputs[queue_output], queue_output)]
+
+    def throttled_poll(self, queue_output: str, *, batch_size: int = 10) -> ThrottledPoll:
+        """One poll of the event source mapping whose function is throttled: the batch is received
+        (ApproximateReceiveCount + 1) but never invoked, and comes back once the queue's
+        visibility timeout has passed (the clock moves by it). Past maxReceiveCount, the next
+        receive moves the messages to the DLQ."""
+        messages, _ = self.receive_batch(queue_output, batch_size=batch_size)
+        if messages:
+            self.clock.advance(self._visibility_timeout(self.outputs[queue_output]))
+        return ThrottledPoll(
+            message_ids=tuple(m["MessageId"] for m in messages),
+            receive_counts=tuple(int(m["Attributes"]["ApproximateReceiveCount"]) for m in messages),
+        )
+
+    # --- operators (simulator.operators: the ops tools' own code) --------------------------------
+    def rerun(self, order_id: str) -> Order:
+        """Start run N+1 of a FAILED order (`ops.rerun`)."""
+        return rerun(self.outputs, REGION, order_id)
+
+    def redrive(self, execution_arn: str) -> WorkflowRedrive:
+        """Redrive a failed execution (`ops.redrive`); refused with `ExecutionNotRedrivable` once it
+        ended more than the redrive window ago."""
+        return redrive(self.sfn, execution_arn)
+
+    def redrive_dlq(self, dlq_output: str) -> DlqRedrive:
+        """Move a DLQ back to its source queue (`ops.redrive`)."""
+        return redrive_queue(self.sqs, self.outputs[dlq_output])
+
+    def stop_during(self, function_prefix: str, *, when: str = "before") -> StopDuring:
+        """Arm one StopExecution of the execution whose task next invokes the function (`ChargePayment`
+        -> its physical name), while that invocation runs; `.stopped` names what it stopped."""
+        stop = StopDuring(self.function(function_prefix), when)
+        with self._lock:
+            self.stops.append(stop)
+        return stop
 
     # --- Step Functions -------------------------------------------------------------------------
     def executions(self) -> list[dict[str, Any]]:

@@ -1,0 +1,67 @@
+"""What an operator does to the simulated cloud, through the code the ops tools run.
+
+- `rerun`: run N+1 of a FAILED order (`ops.rerun.reruns` -> `orders.service.Reruns`);
+- `redrive`: a failed execution again (`ops.redrive.redrive_execution`); later than the redrive
+  window after it ended, Step Functions refuses it (`ExecutionNotRedrivable`, simulator.patches);
+- `redrive_dlq`: a DLQ back to its source queue (`ops.redrive.redrive_dlq`);
+- `StopDuring`: `StopExecution` of the execution whose task invokes a function, while that
+  invocation runs (before its handler starts, or after it returned and before Step Functions
+  sees the result): the invocation's effects land, the execution ends ABORTED.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field
+from typing import Any
+
+from ops.redrive import DlqRedrive, WorkflowRedrive, redrive_dlq, redrive_execution
+from ops.rerun import reruns
+from ops.target import Target
+from orders.domain import Order
+
+WHEN = ("before", "after")
+
+
+def rerun(outputs: dict[str, str], region: str, order_id: str) -> Order:
+    """Start run N+1 of `order_id` as `python -m ops.rerun` does (same code, this cloud's outputs)."""
+    return reruns(Target(endpoint_url=None, region=region, outputs=outputs)).start_next_run(order_id)
+
+
+def redrive(sfn: Any, execution_arn: str) -> WorkflowRedrive:
+    return redrive_execution(sfn, execution_arn=execution_arn)
+
+
+def redrive_queue(sqs: Any, dlq_url: str) -> DlqRedrive:
+    return redrive_dlq(sqs, dlq_url=dlq_url)
+
+
+@dataclass
+class StopDuring:
+    """A one-shot `StopExecution` of the execution whose task invokes `function` (a physical name),
+    at `when` ("before" the handler runs, or "after" it returned)."""
+
+    function: str
+    when: str = "before"
+    stopped: list[str] = field(default_factory=list)  # the execution ARNs it stopped
+
+    def __post_init__(self) -> None:
+        if self.when not in WHEN:
+            raise ValueError(f"when must be one of {WHEN}, not {self.when!r}")
+
+    def fire(self, sfn: Any, state_machine_arn: str, event: Any) -> None:
+        """Stop the running execution whose input carries this task's token."""
+        token = event.get("token") if isinstance(event, dict) else None
+        for page in sfn.get_paginator("list_executions").paginate(
+            stateMachineArn=state_machine_arn, statusFilter="RUNNING"
+        ):
+            for execution in page["executions"]:
+                described = sfn.describe_execution(executionArn=execution["executionArn"])
+                if json.loads(described["input"]).get("token") == token:
+                    sfn.stop_execution(
+                        executionArn=execution["executionArn"],
+                        error="OperatorStop",
+                        cause=f"stopped while {self.function} ran",
+                    )
+                    self.stopped.append(execution["executionArn"])
+                    return
