@@ -68,6 +68,7 @@ from simulator.observe import Caller, Observer, Snapshot, current_caller, observ
 from simulator.operators import StopDuring, redrive, redrive_queue, rerun
 from simulator.patches import on_the_clock
 from simulator.queues import ThrottledPoll, expire_messages
+from simulator.rules import ScheduledRule, due, scheduled_event, scheduled_rules
 from simulator.templates import exports_of, function_specs, state_machine_definition
 
 __all__ = [
@@ -242,6 +243,7 @@ class InProcessCloud:
         self.expired_items = 0  # deleted by TTL so far
         self.expired_messages = 0  # dropped by queue retention so far
         self.stops: list[StopDuring] = []  # armed StopExecutions (stop_during)
+        self.rules: list[ScheduledRule] = []  # EventBridge schedules (simulator.rules)
 
     # --- clients --------------------------------------------------------------------------------
     def client(self, service: str) -> Any:
@@ -266,10 +268,21 @@ class InProcessCloud:
     def advance(self, seconds: float) -> int:
         """Move simulated time forward and apply what AWS does meanwhile: DynamoDB deletes every
         item whose TTL (the table's TimeToLiveSpecification attribute) is now at or past, and
-        each queue drops the messages older than its MessageRetentionPeriod.
+        each queue drops the messages older than its MessageRetentionPeriod; then each EventBridge
+        schedule with a tick in the jump invokes its functions once (`simulator.rules`).
         Returns how many items expired (`expired_messages` counts the messages)."""
         self.clock.advance(seconds)
-        return self.expire()
+        expired = self.expire()
+        self.fire_schedules()
+        return expired
+
+    def fire_schedules(self) -> None:
+        """Invoke the targets of every schedule whose tick has come (what `advance` does)."""
+        lam = self.client("lambda")
+        for rule in due(self.rules, self.clock()):
+            event = scheduled_event(rule, self.clock(), region=REGION, account=ACCOUNT)
+            for function in rule.functions:
+                lam.invoke(FunctionName=function, Payload=json.dumps(event).encode())
 
     def expire(self) -> int:
         """Apply TTL deletion and queue retention at the clock's current time (what `advance` does)."""
@@ -377,6 +390,7 @@ class InProcessCloud:
                 type=p.get("StateMachineType", "STANDARD"),
             )
         self._outputs(self.app_template)
+        self.rules = scheduled_rules(self.app_template, self.resolve.refs.__getitem__, self.clock())
 
     # --- running function code ------------------------------------------------------------------
     @contextmanager

@@ -78,3 +78,19 @@ def test_a_dlq_message_keeps_its_first_send_time(cloud: InProcessCloud) -> None:
 
     # Then it is gone: SQS counts a standard queue's message's retention from its first enqueue
     assert cloud.messages("OrdersDlqUrl") == []
+
+
+def test_an_order_whose_message_expired_is_resent_by_the_scheduled_sweep(cloud: InProcessCloud) -> None:
+    # Given an accepted order whose message nobody consumes
+    response = cloud.api("POST", "/orders", body=ORDER, headers={"Idempotency-Key": "expired-1"})
+    assert response.status == 202
+
+    # When 5 days pass: the message outlives the queue's 4-day retention
+    cloud.advance(5 * DAY)
+
+    # Then it vanished, and the sweep-accepted schedule (every 5 minutes) sent the order's message again
+    assert cloud.expired_messages == 1
+    (message,) = cloud.messages("OrdersQueueUrl")
+    assert json.loads(message["body"])["order_id"] == response.body["order_id"]
+    cloud.settle()
+    assert cloud.api("GET", f"/orders/{response.body['order_id']}").body["status"] == "COMPLETED"
