@@ -49,25 +49,10 @@ from simulator.cloud import (
     LambdaError,
     rest_event,
 )
+from simulator.templates import queue_consumers, workflow_tasks
 
 RuntimeFactory = Callable[..., orders_runtime.Runtime]
 TIMED_OUT = "Sandbox.Timedout"
-# Consumers of each queue (stack outputs contract).
-QUEUES = {"OrdersQueueUrl": "Worker", "NotifyQueueUrl": "Notify", "AnalyticsQueueUrl": "Analytics"}
-DLQS = {
-    "OrdersDlqUrl": "OrdersQueueUrl",
-    "NotifyDlqUrl": "NotifyQueueUrl",
-    "AnalyticsDlqUrl": "AnalyticsQueueUrl",
-}
-STEP_FUNCTIONS = (
-    "reserve-inventory",
-    "charge-payment",
-    "record-ledger",
-    "publish-events",
-    "mark-completed",
-    "release-inventory",
-    "mark-failed",
-)
 _SFN_LAMBDA = "moto.stepfunctions.parser.asl.component.state.exec.state_task.lambda_eval_utils"
 
 
@@ -162,6 +147,11 @@ class ChaosCloud(InProcessCloud):
         self._held = threading.Event()
         self._held.set()
         self._handler = threading.local()
+        # The saga's step functions, as the synthesized state machine invokes them.
+        self.step_functions = frozenset(workflow_tasks(self.app_template).values())
+        # Each queue's consumer (URL output -> function prefix) and each DLQ's source queue.
+        self.queue_consumers = queue_consumers(self.data_template, self.app_template)
+        self.dlqs = {queue.replace("QueueUrl", "DlqUrl"): queue for queue in self.queue_consumers}
 
     def client(self, service: str) -> Any:
         return POOL.get("harness", service)
@@ -186,7 +176,7 @@ class ChaosCloud(InProcessCloud):
         return lambda service: instrument(POOL.get(function, service), function, self.mutant)
 
     def call(self, function_name: str, event: Any) -> Any:
-        if short_name(function_name) in STEP_FUNCTIONS:
+        if function_name in self.step_functions:
             self._held.wait()
         self._handler.name = function_name
         try:
@@ -223,7 +213,7 @@ class ChaosCloud(InProcessCloud):
                     error_type = TIMED_OUT
                     self.clock.advance(self.functions[function_name].timeout)
             retried = error_type in (EXIT_ERROR, TIMED_OUT, "FenceBusy")
-            if short_name(function_name) in STEP_FUNCTIONS and retried:
+            if function_name in self.step_functions and retried:
                 self.recovery.step_retries += 1
             self.invocations.append(Invocation(function_name, event, None, error_type))
             return json.dumps({"errorType": error_type, "errorMessage": str(error)}), True, ""
@@ -305,7 +295,7 @@ class ChaosCloud(InProcessCloud):
             if copy:
                 self.recovery.duplicate_deliveries += 1
             try:
-                response = self.invoke(QUEUES[queue_output], event)
+                response = self.invoke(self.queue_consumers[queue_output], event)
             except LambdaError:
                 continue
             failed = {item["itemIdentifier"] for item in (response or {}).get("batchItemFailures", [])}
@@ -335,7 +325,7 @@ class ChaosCloud(InProcessCloud):
 
     def redrive_dlqs(self) -> int:
         moved = 0
-        for dlq, source in DLQS.items():
+        for dlq, source in self.dlqs.items():
             result = redrive_dlq(self.sqs, dlq_url=self.outputs[dlq], destination_url=self.outputs[source])
             moved += result.moved or 0
         self.recovery.dlq_redrives += moved
@@ -343,11 +333,7 @@ class ChaosCloud(InProcessCloud):
 
     # --- Step Functions -------------------------------------------------------------------------
     def step_lease_seconds(self) -> int:
-        return max(self.functions[f"{self._prefix()}{name}"].timeout for name in STEP_FUNCTIONS)
-
-    def _prefix(self) -> str:
-        api = self.function("Api")
-        return api[: -len("api")]
+        return max(self.functions[name].timeout for name in self.step_functions)
 
     def redrive_failed(self) -> int:
         """An operator's redrive of every failed execution (restart with the same token on moto),
@@ -385,7 +371,7 @@ class ChaosCloud(InProcessCloud):
         for _ in range(rounds):
             moved = self.drain_queue("OrdersQueueUrl")
             self.wait_all()
-            moved += self.drain_queue("NotifyQueueUrl") + self.drain_queue("AnalyticsQueueUrl")
+            moved += sum(self.drain_queue(q) for q in self.queue_consumers if q != "OrdersQueueUrl")
             moved += self.redrive_failed()
             if moved == 0:
                 break

@@ -34,20 +34,15 @@ from chaos.mutants import Mutant
 from chaos.points import CrashController
 from chaos.scenarios import PlacedOrder, Verdict, order_body, verdict
 from orders.domain import WorkflowInput
+from orders.workflow import happy_path
 from reliability.keys import execution_token
 from simulator.cloud import Clock, sqs_record
 
 PARK_TIMEOUT_SECONDS = 60
 # What a losing attempt may answer: retryable refusals the platform retries or ignores.
 ACCEPTABLE_ERRORS = frozenset({"FenceBusy", "StaleFence"})
-STEP_ORDER = ("ReserveInventory", "ChargePayment", "RecordLedger", "PublishEvents", "MarkCompleted")
-STEP_FUNCTION = {
-    "ReserveInventory": "ReserveInventory",
-    "ChargePayment": "ChargePayment",
-    "RecordLedger": "RecordLedger",
-    "PublishEvents": "PublishEvents",
-    "MarkCompleted": "MarkCompleted",
-}
+# The saga's happy path, from its one declaration (a step's function prefix is its state name).
+STEP_ORDER = happy_path()
 
 
 class SkewClock(Clock):
@@ -265,15 +260,15 @@ def _run_pair(
     ).as_dict()
     results: dict[str, Any] = {}
     for step in STEP_ORDER[: STEP_ORDER.index(pair.target)]:
-        results[step] = cloud.call(cloud.function(STEP_FUNCTION[step]), {**state, "results": dict(results)})
+        results[step] = cloud.call(cloud.function(step), {**state, "results": dict(results)})
     step_event = {**state, "results": dict(results)}
-    function = cloud.function(STEP_FUNCTION[pair.target])
+    function = cloud.function(pair.target)
     attempts = [Attempt(lambda: cloud.call(function, json.loads(json.dumps(step_event)))) for _ in range(2)]
     if pair.late:
-        attempts[1].skew = _lease(cloud, STEP_FUNCTION[pair.target])
+        attempts[1].skew = _lease(cloud, pair.target)
     scheduler.run(attempts, choose)
     # The attempts' leases pass before the workflow (started by recover()) gets there.
-    cloud.clock.advance(_lease(cloud, STEP_FUNCTION[pair.target]))
+    cloud.clock.advance(_lease(cloud, pair.target))
     return attempts, placed
 
 

@@ -25,6 +25,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from infra import manifest
+
 
 @dataclass(frozen=True, kw_only=True)
 class Quota:
@@ -108,9 +110,9 @@ STEP_SECONDS = 0.05
 # full-jitter retries bunch up: at 0.8 the scale model's soak exhausted retries in that brownout
 # (`make scale`), at 0.6 it rides it out.
 HEADROOM = 0.6
-# A happy-path execution enters this many states (5 tasks + Succeed); each is one state
+# A happy-path execution enters this many states (its tasks + Succeed); each is one state
 # transition. tests/infra/test_capacity.py pins it to the synthesized state machine.
-TRANSITIONS_PER_ORDER = 6
+TRANSITIONS_PER_ORDER = len(manifest.happy_path()) + 1
 # The analytics consumer adds every event to one item per day (`day#<date>`/`total`) in a
 # transaction: 2 write units per item of up to 1 KB, so that item takes at most 500 events/s.
 TRANSACTIONAL_WRU_PER_ITEM = 2
@@ -235,7 +237,7 @@ def plan(capacity: StageCapacity) -> CapacityPlan:
         capacity=capacity,
         admitted_orders_per_second=admitted,
         binding_limit=binding,
-        max_concurrency={"worker": worker, "notify": consumers, "analytics": consumers},
+        max_concurrency={"worker": worker, **{c.name: consumers for c in manifest.consumers()}},
         reserved_concurrency=reserved,
     )
     unreserved = capacity.account_concurrency - result.reserved_total

@@ -10,6 +10,8 @@ from dataclasses import dataclass
 
 from aws_cdk import Duration
 
+from infra import manifest
+
 
 @dataclass(frozen=True, kw_only=True)
 class FunctionSizing:
@@ -23,12 +25,13 @@ class FunctionSizing:
         return Duration.seconds(self.timeout_seconds)
 
 
-# A step's timeout is also its fence lease: a second invocation may take the fence over only
-# after the first one can no longer be running.
-_STEP_TIMEOUT = 20
 _STEP_MEMORY = 256
+_CONSUMER_MEMORY = 256
 
-FUNCTIONS: dict[str, FunctionSizing] = {
+# The functions written here; the steps' and consumers' come from their entries in
+# functions/orders/workflow.py (infra/manifest.py), each with its own timeout (a step's is also its
+# fence lease: a second invocation may take the fence over only after the first can no longer run).
+_OWN_FUNCTIONS: dict[str, FunctionSizing] = {
     # API Gateway gives up after 29 s; answer well before that.
     "api": FunctionSizing(
         handler="orders.handlers.api.handler",
@@ -42,60 +45,6 @@ FUNCTIONS: dict[str, FunctionSizing] = {
         memory_mb=256,
         description="Orders queue consumer: starts one workflow execution per order run",
     ),
-    "reserve-inventory": FunctionSizing(
-        handler="orders.handlers.steps.reserve_inventory",
-        timeout_seconds=_STEP_TIMEOUT,
-        memory_mb=_STEP_MEMORY,
-        description="Workflow step: reserve stock (fenced)",
-    ),
-    "charge-payment": FunctionSizing(
-        handler="orders.handlers.steps.charge_payment",
-        timeout_seconds=_STEP_TIMEOUT,
-        memory_mb=_STEP_MEMORY,
-        description="Workflow step: charge the payment provider (fenced)",
-    ),
-    "record-ledger": FunctionSizing(
-        handler="orders.handlers.steps.record_ledger",
-        timeout_seconds=_STEP_TIMEOUT,
-        memory_mb=_STEP_MEMORY,
-        description="Workflow step: write ledger entries (fenced)",
-    ),
-    "publish-events": FunctionSizing(
-        handler="orders.handlers.steps.publish_events",
-        timeout_seconds=_STEP_TIMEOUT,
-        memory_mb=_STEP_MEMORY,
-        description="Workflow step: fan OrderCompleted out to the consumer queues (fenced)",
-    ),
-    "mark-completed": FunctionSizing(
-        handler="orders.handlers.steps.mark_completed",
-        timeout_seconds=_STEP_TIMEOUT,
-        memory_mb=_STEP_MEMORY,
-        description="Workflow step: mark the order COMPLETED (fenced)",
-    ),
-    "release-inventory": FunctionSizing(
-        handler="orders.handlers.steps.release_inventory",
-        timeout_seconds=_STEP_TIMEOUT,
-        memory_mb=_STEP_MEMORY,
-        description="Compensation: release reserved stock (fenced)",
-    ),
-    "mark-failed": FunctionSizing(
-        handler="orders.handlers.steps.mark_failed",
-        timeout_seconds=_STEP_TIMEOUT,
-        memory_mb=_STEP_MEMORY,
-        description="Compensation: mark the order FAILED (fenced)",
-    ),
-    "notify": FunctionSizing(
-        handler="orders.handlers.consumers.notify",
-        timeout_seconds=30,
-        memory_mb=256,
-        description="Notify queue consumer: sends one notification per event id",
-    ),
-    "analytics": FunctionSizing(
-        handler="orders.handlers.consumers.analytics",
-        timeout_seconds=30,
-        memory_mb=256,
-        description="Analytics queue consumer: counts each event id once in the daily aggregates",
-    ),
     # Scans the orders table and re-sends a few messages; a minute is ample.
     "sweep-accepted": FunctionSizing(
         handler="orders.handlers.sweep.handler",
@@ -105,8 +54,29 @@ FUNCTIONS: dict[str, FunctionSizing] = {
     ),
 }
 
+manifest.check(set(_OWN_FUNCTIONS))
+STEP_FUNCTIONS: dict[str, FunctionSizing] = {
+    manifest.step_function(step): FunctionSizing(
+        handler=manifest.STEP_HANDLER,
+        timeout_seconds=step.timeout_seconds,
+        memory_mb=_STEP_MEMORY,
+        description=step.description,
+    )
+    for step in manifest.steps()
+}
+CONSUMER_FUNCTIONS: dict[str, FunctionSizing] = {
+    consumer.name: FunctionSizing(
+        handler=manifest.CONSUMER_HANDLER,
+        timeout_seconds=consumer.timeout_seconds,
+        memory_mb=_CONSUMER_MEMORY,
+        description=consumer.description,
+    )
+    for consumer in manifest.consumers()
+}
+FUNCTIONS: dict[str, FunctionSizing] = {**_OWN_FUNCTIONS, **STEP_FUNCTIONS, **CONSUMER_FUNCTIONS}
+
 # Which function consumes which queue (visibility timeout = 6 x that function's timeout).
-QUEUE_CONSUMERS: dict[str, str] = {"orders": "worker", "notify": "notify", "analytics": "analytics"}
+QUEUE_CONSUMERS: dict[str, str] = {"orders": "worker", **{c.name: c.name for c in manifest.consumers()}}
 
 
 def pascal(name: str) -> str:

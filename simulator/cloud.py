@@ -69,7 +69,7 @@ from simulator.operators import StopDuring, redrive, redrive_queue, rerun
 from simulator.patches import on_the_clock
 from simulator.queues import ThrottledPoll, expire_messages
 from simulator.rules import ScheduledRule, due, scheduled_event, scheduled_rules
-from simulator.templates import exports_of, function_specs, state_machine_definition
+from simulator.templates import exports_of, function_specs, queue_consumers, state_machine_definition
 
 __all__ = [
     "ACCOUNT",
@@ -650,11 +650,13 @@ class InProcessCloud:
 
     def settle(self, *, rounds: int = 5) -> None:
         """Drive everything to rest: orders queue -> executions -> consumer queues."""
+        consumers = queue_consumers(self.data_template, self.app_template)
         for _ in range(rounds):
-            moved = self.drain("OrdersQueueUrl", "Worker")
+            moved = self.drain("OrdersQueueUrl", consumers["OrdersQueueUrl"])
             self.wait_all()
-            moved += self.drain("NotifyQueueUrl", "Notify")
-            moved += self.drain("AnalyticsQueueUrl", "Analytics")
+            for queue, function in consumers.items():
+                if queue != "OrdersQueueUrl":  # the event consumers (orders.workflow.CONSUMERS)
+                    moved += self.drain(queue, function)
             if moved == 0:
                 return
 

@@ -177,3 +177,45 @@ def function_specs(
             }
         )
     return sorted(specs, key=lambda spec: str(spec["FunctionName"]))
+
+
+def workflow_tasks(template: Mapping[str, Any]) -> dict[str, str]:
+    """The state machine's Lambda tasks: state name -> the FunctionName it invokes (the step
+    functions, read from the synthesized definition rather than from a list)."""
+    names = [physical_name(template, logical_id) for logical_id in resources_of_type(template, _LAMBDA)]
+    definition = state_machine_definition(template, {name: name for name in names if name})
+    return {
+        state: str(spec["Resource"])
+        for state, spec in definition["States"].items()
+        if spec.get("Type") == "Task" and spec.get("Resource") in names
+    }
+
+
+def queue_consumers(data_template: Mapping[str, Any], app_template: Mapping[str, Any]) -> dict[str, str]:
+    """Each queue's consumer, from the app stack's event source mappings: the queue's URL output
+    key (`NotifyQueueUrl`) -> the function's output prefix (`Notify`, as in `NotifyFunctionName`)."""
+    exported = {
+        output["Export"]["Name"]: output["Value"]
+        for output in data_template.get("Outputs", {}).values()
+        if "Export" in output
+    }
+    queue_outputs = {
+        output["Value"]["Ref"]: key
+        for key, output in data_template.get("Outputs", {}).items()
+        if "Export" not in output and set(output["Value"]) == {"Ref"}
+    }
+    function_outputs = {
+        output["Value"].get("Ref"): key.removesuffix("FunctionName")
+        for key, output in app_template.get("Outputs", {}).items()
+        if key.endswith("FunctionName") and isinstance(output["Value"], dict)
+    }
+    consumers = {}
+    for mapping in resources_of_type(app_template, "AWS::Lambda::EventSourceMapping").values():
+        props = mapping["Properties"]
+        queue_arn = exported[props["EventSourceArn"]["Fn::ImportValue"]]
+        queue_logical_id = queue_arn["Fn::GetAtt"][0]
+        consumers[queue_outputs[queue_logical_id]] = function_outputs[props["FunctionName"]["Ref"]]
+    return consumers
+
+
+_LAMBDA = "AWS::Lambda::Function"

@@ -10,7 +10,9 @@ from __future__ import annotations
 
 import re
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
+
+from orders.workflow import queue_env
 
 _ENV = {
     "service": "SERVICE_NAME",
@@ -29,15 +31,15 @@ _ENV = {
     "aggregates_table": "AGGREGATES_TABLE",
     "orders_queue_url": "ORDERS_QUEUE_URL",
     "orders_dlq_url": "ORDERS_DLQ_URL",
-    "notify_queue_url": "NOTIFY_QUEUE_URL",
-    "notify_dlq_url": "NOTIFY_DLQ_URL",
-    "analytics_queue_url": "ANALYTICS_QUEUE_URL",
-    "analytics_dlq_url": "ANALYTICS_DLQ_URL",
     "state_machine_arn": "STATE_MACHINE_ARN",
     "throttle_backoff_seconds": "THROTTLE_BACKOFF_SECONDS",
     "stranded_after_seconds": "STRANDED_AFTER_SECONDS",
     "function_name": "AWS_LAMBDA_FUNCTION_NAME",
+    "step_name": "STEP_NAME",
+    "consumer_name": "CONSUMER_NAME",
 }
+# A consumer's queues (orders.workflow.CONSUMERS): `<NAME>_QUEUE_URL`, `<NAME>_DLQ_URL`.
+_QUEUE_SUFFIXES = {"_QUEUE_URL": "", "_DLQ_URL": "-dlq"}
 
 
 # Lifetimes have no default (infra/config.py holds them); each is a whole number of seconds > 0.
@@ -98,10 +100,6 @@ class Settings:
     aggregates_table: str | None = None
     orders_queue_url: str | None = None
     orders_dlq_url: str | None = None
-    notify_queue_url: str | None = None
-    notify_dlq_url: str | None = None
-    analytics_queue_url: str | None = None
-    analytics_dlq_url: str | None = None
     state_machine_arn: str | None = None
     # The worker's visibility backoff per receive after a throttled start, comma-separated
     # seconds (infra/capacity.py).
@@ -109,6 +107,11 @@ class Settings:
     # How long an order may stay ACCEPTED before the sweeper re-sends its message (infra/config.py).
     stranded_after_seconds: int | None = None
     function_name: str | None = None
+    # Which entry of orders.workflow a step or consumer function runs (infra sets it from the entry).
+    step_name: str | None = None
+    consumer_name: str | None = None
+    # Every queue URL the function was given, by queue name (`notify`, `notify-dlq`, ...).
+    queue_urls: Mapping[str, str] = field(default_factory=dict)
 
     @classmethod
     def from_env(cls, environ: Mapping[str, str]) -> Settings:
@@ -122,6 +125,12 @@ class Settings:
             values[field] = _positive_int(field, str(values[field]))
         if not _STAGE.fullmatch(str(values["stage"])):
             raise InvalidSettings(f"STAGE must be 1-64 of [A-Za-z0-9_-], not {values['stage']!r}")
+        values["queue_urls"] = {
+            var.removesuffix(suffix).lower().replace("_", "-") + name_suffix: url
+            for var, url in environ.items()
+            for suffix, name_suffix in _QUEUE_SUFFIXES.items()
+            if var.endswith(suffix) and url
+        }
         return cls(**values)  # type: ignore[arg-type]
 
     def require(self, field: str) -> str:
@@ -129,3 +138,9 @@ class Settings:
         if not value:
             raise MissingSetting(f"{_ENV[field]} is not set for this function")
         return str(value)
+
+    def queue_url(self, queue: str) -> str:
+        url = self.queue_urls.get(queue)
+        if not url:
+            raise MissingSetting(f"{queue_env(queue)} is not set for this function")
+        return url

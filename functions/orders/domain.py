@@ -1,4 +1,4 @@
-"""The order model and the pure rules: pricing, ids, step names, the event a completed order emits.
+"""The order model and the pure rules: pricing, ids, the event a completed order emits.
 
 Nothing here knows about Lambda events, boto3 or the environment.
 """
@@ -41,18 +41,6 @@ TERMINAL_STATUSES = frozenset({OrderStatus.COMPLETED, OrderStatus.FAILED})
 # plus "-r<run>" leaves ample room.
 _ORDER_ID_HEX = 32
 EVENT_TYPE_COMPLETED = "OrderCompleted"
-
-
-class StepName(StrEnum):
-    """The saga's states, spelled as in the state machine (DEVELOPERS.md, workflow contract)."""
-
-    RESERVE_INVENTORY = "ReserveInventory"
-    CHARGE_PAYMENT = "ChargePayment"
-    RECORD_LEDGER = "RecordLedger"
-    PUBLISH_EVENTS = "PublishEvents"
-    MARK_COMPLETED = "MarkCompleted"
-    RELEASE_INVENTORY = "ReleaseInventory"
-    MARK_FAILED = "MarkFailed"
 
 
 @dataclass(frozen=True)

@@ -21,6 +21,7 @@ import boto3
 from aws_lambda_powertools import Metrics
 from botocore.config import Config
 
+from orders import workflow as declared
 from orders.adapters.aws import SqsQueue, StepFunctionsWorkflow
 from orders.adapters.dynamo import (
     DynamoAggregates,
@@ -39,7 +40,8 @@ from reliability.fence import FenceStore
 from reliability.telemetry import Telemetry
 
 if TYPE_CHECKING:
-    from orders.service import EventConsumers, OrderService, WorkflowStarter
+    from orders.consumers import EventConsumer
+    from orders.service import OrderService, WorkflowStarter
     from reliability.batch import ConsumerDedup, DeadLetters
     from reliability.http import HttpIdempotency
 
@@ -171,8 +173,16 @@ class Runtime:
     def aggregates(self) -> DynamoAggregates:
         return DynamoAggregates(table_name=self.settings.require("aggregates_table"))
 
+    def table_name(self, table: str) -> str:
+        """A table this function was granted, by its short name (`notifications`)."""
+        return self.settings.require(f"{table}_table")
+
     def queue(self, setting: str) -> SqsQueue:
         return SqsQueue(client=self.sqs, queue_url=self.settings.require(setting))
+
+    def queue_named(self, queue: str) -> SqsQueue:
+        """A consumer's queue by name (`notify`, `notify-dlq`)."""
+        return SqsQueue(client=self.sqs, queue_url=self.settings.queue_url(queue))
 
     # --- use cases ----------------------------------------------------------------------------
     @cached_property
@@ -207,16 +217,12 @@ class Runtime:
         return ConsumerDedup(fences=self.dedup(consumer), consumer=consumer, telemetry=self.telemetry)
 
     @cached_property
-    def event_consumers(self) -> EventConsumers:
-        from orders.service import EventConsumers  # noqa: PLC0415 - cold start, see the imports
+    def event_consumer(self) -> EventConsumer:
+        """This function's consumer (`CONSUMER_NAME`), its effect resolved from orders.workflow."""
+        from orders.consumers import EventConsumer, effect_of  # noqa: PLC0415 - cold start
 
-        s = self.settings
-        return EventConsumers(
-            notifications=self.notifications if s.notifications_table else None,
-            aggregates=self.aggregates if s.aggregates_table else None,
-            notify_dedup=self.consumer_dedup("notify") if s.notifications_table else None,
-            analytics_dedup=self.consumer_dedup("analytics") if s.aggregates_table else None,
-        )
+        name = self.settings.require("consumer_name")
+        return EventConsumer(name=name, effect=effect_of(name), ports=self, dedup=self.consumer_dedup(name))
 
     def http_idempotency(self) -> HttpIdempotency:
         """A fresh one per invocation: Powertools' persistence layer keeps per-call state."""
@@ -241,6 +247,13 @@ class Runtime:
 
         return DeadLetters(client=self.sqs, queue_url=self.settings.require(setting), source=source)
 
+    def consumer_dead_letters(self) -> DeadLetters:
+        """The DLQ of this function's consumer (`CONSUMER_NAME`): `<name>-dlq`."""
+        from reliability.batch import DeadLetters  # noqa: PLC0415 - cold start, see the imports
+
+        name = self.settings.require("consumer_name")
+        return DeadLetters(client=self.sqs, queue_url=self.settings.queue_url(f"{name}-dlq"), source=name)
+
     @cached_property
     def saga(self) -> SagaContext:
         """Only the ports this function is configured with (DEVELOPERS.md grants one set per step)."""
@@ -252,8 +265,12 @@ class Runtime:
             inventory=self.catalog if s.inventory_table else None,
             payments=self.payments if s.payments_table else None,
             ledger=self.ledger if s.ledger_table else None,
-            notify_queue=self.queue("notify_queue_url") if s.notify_queue_url else None,
-            analytics_queue=self.queue("analytics_queue_url") if s.analytics_queue_url else None,
+            # A function granted any consumer's queue publishes to all of them (or fails here).
+            event_queues=(
+                [self.queue_named(c.name) for c in declared.CONSUMERS]
+                if any(c.name in s.queue_urls for c in declared.CONSUMERS)
+                else []
+            ),
             event_dedup_seconds=s.dedup_ttl_seconds,
         )
 

@@ -1,6 +1,8 @@
-"""The saga's step logic: one table of steps and ONE generic fenced runner.
+"""The saga's step table and ONE generic fenced runner.
 
-Every step claims its fence (execution token, step name) before anything else:
+The steps are declared in `orders.workflow.STEPS` (data) and their effects live in
+`orders.effects`; `steps()` resolves the declarations at cold start. Every step claims its fence
+(execution token, step name) before anything else:
 - `AtomicStep`s are DynamoDB writes computed from the input: the effect, the step's status on the
   order and the fence completion commit in one transaction (`FenceStore.run_atomic`).
 - `LeasedStep`s have an external effect (the payment provider, SQS): the fence is claimed with a
@@ -13,20 +15,19 @@ PaymentDeclined) marks the step FAILED and propagates, so the state machine's Ca
 
 from __future__ import annotations
 
+import importlib
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import datetime
-from typing import TYPE_CHECKING, Any
+from functools import cache
+from typing import Any
 
-from orders.domain import Order, OrderStatus, StepName, StepStatus, WorkflowInput, completed_event
-from orders.errors import PaymentDeclined, UnknownOrder
+from orders import workflow as declared
+from orders.domain import Order, StepStatus, WorkflowInput
+from orders.errors import UnknownOrder
 from orders.ports import Inventory, Ledger, OrderStore, PaymentProvider, Queue
 from reliability.errors import BusinessError
 from reliability.fence import AtomicEffect, ExternalEffect, FenceStore, Outcome, StepId, Write
-from reliability.keys import derive_key
-
-if TYPE_CHECKING:
-    from orders.contract import Charge
 
 
 @dataclass(frozen=True)
@@ -48,9 +49,10 @@ class StepRequest:
         except (KeyError, TypeError, ValueError) as error:
             raise UnknownOrder(f"step input lacks order_id/run/token: {error}") from error
 
-    def result_of(self, step: StepName) -> Mapping[str, Any]:
+    def result_of(self, step: str) -> Mapping[str, Any]:
+        """An earlier step's result (`step` must be a declared step: a typo fails loudly)."""
         results = self.state.get("results") or {}
-        return results.get(step.value) or {}
+        return results.get(declared.step(step).name) or {}
 
 
 @dataclass(frozen=True)
@@ -71,8 +73,8 @@ class SagaContext:
     inventory: Inventory | None = None
     payments: PaymentProvider | None = None
     ledger: Ledger | None = None
-    notify_queue: Queue | None = None
-    analytics_queue: Queue | None = None
+    # Every consumer's queue (`orders.workflow.CONSUMERS`), for a step whose port is EVENTS.
+    event_queues: list[Queue] = field(default_factory=list)
     # How long the event consumers remember an event id: the "key lifetime" of PublishEvents.
     event_dedup_seconds: float | None = None
 
@@ -92,7 +94,7 @@ KeyLifetime = Callable[[SagaContext], float | None]
 
 @dataclass(frozen=True)
 class AtomicStep:
-    name: StepName
+    name: str
     build: AtomicBuild
 
 
@@ -102,7 +104,7 @@ class LeasedStep:
     without one, `key_lifetime` (how long the external system dedupes the key) bounds how old an
     earlier attempt a takeover may repeat (`FenceStore.run_leased`)."""
 
-    name: StepName
+    name: str
     run: LeasedRun
     reconcile: Reconcile | None = None
     key_lifetime: KeyLifetime | None = None
@@ -111,126 +113,48 @@ class LeasedStep:
 Step = AtomicStep | LeasedStep
 
 
-# --- the steps' own logic ---------------------------------------------------------------------
+# --- the step table, from the declarations ----------------------------------------------------
 
 
-def _reserve(ctx: SagaContext, order: Order, request: StepRequest) -> Effect:
-    inventory: Inventory = ctx.need(ctx.inventory, "the inventory table")
-    token = request.workflow.token
-    return Effect(
-        result={"reserved": {line.sku: line.quantity for line in order.lines}},
-        writes=inventory.reserve_writes(order, token=token),
+def _resolve(path: str) -> Callable[..., Any]:
+    module, _, attribute = path.partition(":")
+    function: Callable[..., Any] = getattr(importlib.import_module(module), attribute)
+    return function
+
+
+def _event_dedup_seconds(ctx: SagaContext) -> float | None:
+    return ctx.event_dedup_seconds
+
+
+def _step(entry: declared.Step) -> Step:
+    if entry.kind == "atomic":
+        return AtomicStep(entry.name, _resolve(entry.effect))
+    return LeasedStep(
+        entry.name,
+        _resolve(entry.effect),
+        reconcile=_resolve(entry.reconcile) if entry.reconcile else None,
+        # No lookup for events: a republish is harmless while the consumers remember the event id.
+        key_lifetime=_event_dedup_seconds if declared.EVENTS in entry.ports else None,
     )
 
 
-def _charge_result(charge: Charge) -> dict[str, Any]:
-    return {"charge_id": charge.charge_id, "amount_cents": charge.amount_cents, "currency": charge.currency}
-
-
-def _charge(ctx: SagaContext, order: Order, request: StepRequest, external_key: str) -> dict[str, Any]:
-    payments: PaymentProvider = ctx.need(ctx.payments, "the payment provider")
-    charge = payments.charge(
-        idempotency_key=external_key,
-        order_id=order.order_id,
-        customer_id=order.customer_id,
-        amount_cents=order.total_cents,
-        currency=order.currency,
-        reference=request.workflow.token,
-    )
-    return _charge_result(charge)
-
-
-def _find_charge(ctx: SagaContext, order: Order, request: StepRequest) -> dict[str, Any] | None:
-    """The run's charge if an earlier attempt made it (searched by order id + token, which the
-    provider never forgets, unlike the idempotency key); a found decline is the same decline."""
-    payments: PaymentProvider = ctx.need(ctx.payments, "the payment provider")
-    charge = payments.find_charge(order_id=order.order_id, reference=request.workflow.token)
-    if charge is None:
-        return None
-    if charge.status != "SUCCEEDED":
-        raise PaymentDeclined(f"payment declined: charge {charge.charge_id} is {charge.status}")
-    return _charge_result(charge)
-
-
-def _record_ledger(ctx: SagaContext, order: Order, request: StepRequest) -> Effect:
-    ledger: Ledger = ctx.need(ctx.ledger, "the ledger table")
-    charge_id = str(request.result_of(StepName.CHARGE_PAYMENT).get("charge_id", "unknown"))
-    return Effect(
-        result={"entry": f"entry#{request.workflow.token}", "amount_cents": order.total_cents},
-        writes=ledger.entry_writes(order, token=request.workflow.token, charge_id=charge_id),
-    )
-
-
-def event_id_for(*, stage: str, order_id: str, run: int, event_type: str) -> str:
-    """Stable across republishes: derived from (stage, order id, run, event type)."""
-    return derive_key(event_type, stage=stage, identity=order_id, run=run).value
-
-
-def _publish(ctx: SagaContext, order: Order, request: StepRequest, _external_key: str) -> dict[str, Any]:
-    queues: list[Queue] = [
-        ctx.need(ctx.notify_queue, "the notify queue"),
-        ctx.need(ctx.analytics_queue, "the analytics queue"),
-    ]
-    workflow = request.workflow
-    event = completed_event(
-        order=order,
-        run=workflow.run,
-        event_id=event_id_for(
-            stage=ctx.stage, order_id=order.order_id, run=workflow.run, event_type="OrderCompleted"
-        ),
-        occurred_at=ctx.clock(),
-    )
-    message_ids = [queue.send(event) for queue in queues]
-    return {"event_id": event["event_id"], "messages": len(message_ids)}
-
-
-def _finish(status: OrderStatus) -> AtomicBuild:
-    def build(ctx: SagaContext, order: Order, request: StepRequest) -> Effect:
-        result: dict[str, Any] = {"status": status.value}
-        error = request.state.get("error")
-        if isinstance(error, Mapping) and error.get("Error"):
-            result["reason"] = str(error["Error"])
-        return Effect(result=result, writes=[ctx.orders.status_write(order.order_id, status)])
-
-    return build
-
-
-def _release(ctx: SagaContext, order: Order, request: StepRequest) -> Effect:
-    inventory: Inventory = ctx.need(ctx.inventory, "the inventory table")
-    return Effect(
-        result={"released": {line.sku: line.quantity for line in order.lines}},
-        writes=[
-            *inventory.release_writes(order, token=request.workflow.token),
-            ctx.orders.step_write(order.order_id, StepName.RESERVE_INVENTORY, StepStatus.COMPENSATED),
-        ],
-    )
-
-
-STEPS: dict[StepName, Step] = {
-    StepName.RESERVE_INVENTORY: AtomicStep(StepName.RESERVE_INVENTORY, _reserve),
-    StepName.CHARGE_PAYMENT: LeasedStep(StepName.CHARGE_PAYMENT, _charge, reconcile=_find_charge),
-    StepName.RECORD_LEDGER: AtomicStep(StepName.RECORD_LEDGER, _record_ledger),
-    # SQS has no lookup; a republish is harmless while the consumers still remember the event id.
-    StepName.PUBLISH_EVENTS: LeasedStep(
-        StepName.PUBLISH_EVENTS, _publish, key_lifetime=lambda ctx: ctx.event_dedup_seconds
-    ),
-    StepName.MARK_COMPLETED: AtomicStep(StepName.MARK_COMPLETED, _finish(OrderStatus.COMPLETED)),
-    StepName.RELEASE_INVENTORY: AtomicStep(StepName.RELEASE_INVENTORY, _release),
-    StepName.MARK_FAILED: AtomicStep(StepName.MARK_FAILED, _finish(OrderStatus.FAILED)),
-}
+@cache
+def steps() -> dict[str, Step]:
+    """Every declared step with its effect resolved (once per process: the cold start)."""
+    return {entry.name: _step(entry) for entry in declared.STEPS}
 
 
 # --- the one generic runner -------------------------------------------------------------------
 
 
-def run_step(ctx: SagaContext, fences: FenceStore, name: StepName, request: StepRequest) -> dict[str, Any]:
+def run_step(ctx: SagaContext, fences: FenceStore, name: str, request: StepRequest) -> dict[str, Any]:
     """Run one saga step behind its fence; return its result (stored result on a fence skip)."""
-    step = STEPS[name]
+    step = steps()[name]
     workflow = request.workflow
     order = ctx.orders.get(workflow.order_id)
     if order is None:
         raise UnknownOrder(f"no order {workflow.order_id!r}")
-    fence = StepId(token=workflow.token, step=name.value)
+    fence = StepId(token=workflow.token, step=name)
     done = ctx.orders.step_write(order.order_id, name, StepStatus.DONE)
     outcome: Outcome
     try:

@@ -18,19 +18,16 @@ from orders.domain import (
     new_order,
 )
 from orders.errors import OrderNotFound, RerunRefused, RunNotCurrent, UnknownOrder
-from orders.messages import OrderCompletedEvent, OrderMessageModel
+from orders.messages import OrderMessageModel
 from orders.ports import (
-    Aggregates,
     Catalog,
     ExecutionConflict,
-    Notifications,
     OrderStore,
     PaymentProvider,
     Queue,
     Workflow,
 )
 from reliability.batch import ConsumerDedup, PoisonMessage
-from reliability.fence import AtomicEffect
 from reliability.keys import execution_token
 
 
@@ -181,39 +178,3 @@ class Reruns:
         for order in stranded:
             self.resend(order)
         return stranded
-
-
-@dataclass
-class EventConsumers:
-    """The fan-out consumers; each applies an event exactly once through its own dedup."""
-
-    notifications: Notifications | None = None
-    aggregates: Aggregates | None = None
-    notify_dedup: ConsumerDedup | None = None
-    analytics_dedup: ConsumerDedup | None = None
-
-    def notify(self, event: OrderCompletedEvent) -> bool:
-        """One notification per order (per event id). True when sent now, False on a dedup hit."""
-        if self.notifications is None or self.notify_dedup is None:
-            raise RuntimeError("notify is not configured")
-        notifications = self.notifications
-        body = event.model_dump(mode="json")
-        outcome = self.notify_dedup.apply_atomic(
-            event.event_id,
-            lambda: AtomicEffect(
-                result={"order_id": event.order_id}, writes=notifications.notification_writes(body)
-            ),
-        )
-        return not outcome.skipped
-
-    def count(self, event: OrderCompletedEvent) -> bool:
-        """The daily aggregate: ADD made exactly-once by one fenced transaction on (event id, consumer)."""
-        if self.aggregates is None or self.analytics_dedup is None:
-            raise RuntimeError("analytics is not configured")
-        aggregates = self.aggregates
-        body = event.model_dump(mode="json")
-        outcome = self.analytics_dedup.apply_atomic(
-            event.event_id,
-            lambda: AtomicEffect(result={"order_id": event.order_id}, writes=aggregates.count_writes(body)),
-        )
-        return not outcome.skipped

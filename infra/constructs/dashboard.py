@@ -6,12 +6,12 @@ namespace with dimensions `service` and `step` (the route, saga step or consumer
 imports functions/, so the decision names are written here once more, in `PANELS`; a test pins
 that every `reliability.telemetry.Decision` has a widget and every widget names a decision.
 Widgets use SEARCH over the `step` dimension, so a new step or consumer shows up without a change
-here; alarms need named metrics, so they sum the decision over the steps given.
+here; the alarms sum a decision over every step with a Metrics Insights query, for the same reason.
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Mapping
 from dataclasses import dataclass
 
 from aws_cdk import Duration
@@ -74,13 +74,12 @@ class ServiceDashboard(Construct):
         dashboard_name: str,
         namespace: str,
         service: str,
-        steps: Sequence[str],
         sweeper_step: str,
         state_machine: sfn.IStateMachine,
         queues: Mapping[str, sqs.IQueue],
     ) -> None:
         super().__init__(scope, construct_id)
-        self.namespace, self.service, self.steps = namespace, service, list(steps)
+        self.namespace, self.service = namespace, service
         widgets: list[cloudwatch.IWidget] = [self._panel(panel) for panel in PANELS]
         dlqs = {name: q for name, q in queues.items() if name.endswith("-dlq")}
         widgets.append(
@@ -201,19 +200,13 @@ class ServiceDashboard(Construct):
         )
 
     def _sum(self, decision: str) -> cloudwatch.MathExpression:
-        """One decision summed over the named steps (alarms cannot use SEARCH; at most 10 metrics)."""
-        metrics = {
-            f"m{i}": cloudwatch.Metric(
-                namespace=self.namespace,
-                metric_name=decision,
-                dimensions_map={"service": self.service, "step": step},
-                statistic="Sum",
-                period=PERIOD,
-            )
-            for i, step in enumerate(self.steps)
-        }
+        """One decision summed over every step and consumer of the service: a Metrics Insights
+        query, since a math expression alarm takes at most 10 metrics and alarms cannot SEARCH."""
+        # A CloudWatch query of names from the stage config, not SQL on a database
+        query = f'SELECT SUM("{decision}") FROM SCHEMA("{self.namespace}", service, step) '  # noqa: S608
+        query += f"WHERE service = '{self.service}'"
         return cloudwatch.MathExpression(
-            expression=" + ".join(f"FILL({name}, 0)" for name in metrics),
-            using_metrics=metrics,
+            expression=query,
+            using_metrics={},
             period=PERIOD,
         )

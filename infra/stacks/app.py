@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 from aws_cdk import ArnFormat, CfnOutput, Duration, Stack
 from aws_cdk import aws_events as events
@@ -18,6 +19,7 @@ from aws_cdk import aws_lambda_event_sources as event_sources
 from aws_cdk import aws_ssm as ssm
 from constructs import Construct
 
+from infra import manifest
 from infra.capacity import THROTTLE_BACKOFF_SCHEDULE, CapacityPlan
 from infra.config import STRANDED_AFTER_MINUTES, SWEEP_EVERY_MINUTES, StageConfig
 from infra.constructs.api import OrdersApi
@@ -50,12 +52,6 @@ TABLE_ENV = {
 }
 
 
-def queue_env(queue: str) -> str:
-    """`orders` -> ORDERS_QUEUE_URL, `orders-dlq` -> ORDERS_DLQ_URL."""
-    base, _, dlq = queue.partition("-")
-    return f"{base.upper()}_{'DLQ' if dlq else 'QUEUE'}_URL"
-
-
 @dataclass(frozen=True, kw_only=True)
 class Access:
     """The data a function may touch: tables read/write, tables read-only, queues it sends to."""
@@ -66,8 +62,18 @@ class Access:
     consume: str | None = None  # the queue that triggers it
 
 
-def _step(*tables: str, send: tuple[str, ...] = ()) -> Access:
-    return Access(read_write=("fences", *tables, "orders"), send=send)
+def _step_access(step: Any) -> Access:
+    """A fenced step writes the fence table, the orders table (its status commits with it) and its
+    ports: tables, or every consumer's queue for the events port."""
+    tables = tuple(p for p in step.ports if p not in (manifest.workflow().EVENTS, "orders"))
+    sends = tuple(c.name for c in manifest.consumers()) if manifest.workflow().EVENTS in step.ports else ()
+    return Access(read_write=("fences", *tables, "orders"), send=sends)
+
+
+def _consumer_access(consumer: Any) -> Access:
+    return Access(
+        read_write=("idempotency", *consumer.tables), send=(f"{consumer.name}-dlq",), consume=consumer.name
+    )
 
 
 ACCESS: dict[str, Access] = {
@@ -75,21 +81,22 @@ ACCESS: dict[str, Access] = {
         read_write=("idempotency", "orders"), read=("inventory", "payments", "fences"), send=("orders",)
     ),
     "worker": Access(read_write=("idempotency", "orders"), send=("orders-dlq",), consume="orders"),
-    "reserve-inventory": _step("inventory"),
-    "charge-payment": _step("payments"),
-    "record-ledger": _step("ledger"),
-    "publish-events": _step(send=("notify", "analytics")),
-    "mark-completed": _step(),
-    "release-inventory": _step("inventory"),
-    "mark-failed": _step(),
-    "notify": Access(read_write=("idempotency", "notifications"), send=("notify-dlq",), consume="notify"),
-    "analytics": Access(
-        read_write=("idempotency", "aggregates"), send=("analytics-dlq",), consume="analytics"
-    ),
+    **{manifest.step_function(step): _step_access(step) for step in manifest.steps()},
+    **{consumer.name: _consumer_access(consumer) for consumer in manifest.consumers()},
     "sweep-accepted": Access(read=("orders",), send=("orders",)),
 }
 assert ACCESS.keys() == FUNCTIONS.keys()
 assert {a.consume for a in ACCESS.values() if a.consume} == set(QUEUE_CONSUMERS)
+
+
+def _entry_env(function: str) -> dict[str, str]:
+    """Which entry of orders.workflow the function runs (its one shared handler reads it)."""
+    steps = {manifest.step_function(step): step.name for step in manifest.steps()}
+    if function in steps:
+        return {"STEP_NAME": steps[function]}
+    if function in {c.name for c in manifest.consumers()}:
+        return {"CONSUMER_NAME": function}
+    return {}
 
 
 class AppStack(Stack):
@@ -132,7 +139,8 @@ class AppStack(Stack):
             for table in (*access.read_write, *access.read):
                 env[TABLE_ENV[table]] = data.tables[table].table_name
             for queue in access.send:
-                env[queue_env(queue)] = data.queues[queue].queue_url
+                env[manifest.queue_env(queue)] = data.queues[queue].queue_url
+            env.update(_entry_env(name))
             function = ServiceFunction(
                 self,
                 f"{pascal(name)}",
@@ -172,22 +180,12 @@ class AppStack(Stack):
             retain_logs=config.retain_data,
             steps=[
                 StepSpec(
-                    name="ReserveInventory",
-                    function=fn["reserve-inventory"],
-                    next="ChargePayment",
-                    catch={"MarkFailed": ["OutOfStock"]},
-                ),
-                StepSpec(
-                    name="ChargePayment",
-                    function=fn["charge-payment"],
-                    next="RecordLedger",
-                    catch={"ReleaseInventory": ["PaymentDeclined"]},
-                ),
-                StepSpec(name="RecordLedger", function=fn["record-ledger"], next="PublishEvents"),
-                StepSpec(name="PublishEvents", function=fn["publish-events"], next="MarkCompleted"),
-                StepSpec(name="MarkCompleted", function=fn["mark-completed"], next=None),
-                StepSpec(name="ReleaseInventory", function=fn["release-inventory"], next="MarkFailed"),
-                StepSpec(name="MarkFailed", function=fn["mark-failed"], next=None),
+                    name=step.name,
+                    function=fn[manifest.step_function(step)],
+                    next=manifest.next_of(step),
+                    catch=dict(step.catch),
+                )
+                for step in manifest.steps()
             ],
         )
         state_machine = workflow.state_machine
@@ -233,11 +231,6 @@ class AppStack(Stack):
             dashboard_name=config.name("dashboard"),
             namespace=config.service,  # POWERTOOLS_METRICS_NAMESPACE
             service=config.service,  # POWERTOOLS_SERVICE_NAME
-            # every fenced step (a function with the fence table) and every consumer's dedup
-            steps=[
-                *(pascal(n) for n, a in ACCESS.items() if "fences" in a.read_write),
-                *QUEUE_CONSUMERS.values(),
-            ],
             sweeper_step="SweepAccepted",  # orders.handlers.sweep.STEP (tests/infra/test_dashboard.py)
             state_machine=state_machine,
             queues=data.queues,

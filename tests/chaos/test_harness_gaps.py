@@ -11,7 +11,7 @@ from unittest import mock
 
 import pytest
 
-from orders.service import EventConsumers
+from orders.consumers import EventConsumer
 from reliability.crashpoints import CrashPlan, SimulatedCrash
 from simulator.cloud import EVENTS_DIR as EVENTS
 from simulator.cloud import LambdaError, running_cloud
@@ -38,7 +38,7 @@ def test_pump_leaves_a_crashed_batch_in_the_queue(assembly):
         cloud.send(
             "NotifyQueueUrl", json.loads((EVENTS / "notify" / "batch.json").read_text())["Records"][0]["body"]
         )
-        with mock.patch.object(EventConsumers, "notify", side_effect=SimulatedCrash("notify")):
+        with mock.patch.object(EventConsumer, "apply", side_effect=SimulatedCrash("notify")):
             try:
                 result = cloud.pump("NotifyQueueUrl", "Notify")
             except LambdaError:

@@ -15,6 +15,7 @@ from infra.config import (
 )
 from infra.constructs.function import POWERTOOLS_LAYER_PARAMETER
 from infra.sizing import FUNCTIONS, pascal
+from orders import workflow
 from simulator.templates import exports_of, function_specs
 
 COMMON_ENV = {
@@ -28,7 +29,33 @@ COMMON_ENV = {
     "DEDUP_TTL_SECONDS",
     "PROVIDER_KEY_LIFETIME_SECONDS",
 }
-# DEVELOPERS.md, "Functions: name suffix, handler, environment".
+TABLE_VARS = {
+    "inventory": "INVENTORY_TABLE",
+    "payments": "PAYMENTS_TABLE",
+    "ledger": "LEDGER_TABLE",
+    "notifications": "NOTIFICATIONS_TABLE",
+    "aggregates": "AGGREGATES_TABLE",
+    "orders": "ORDERS_TABLE",
+}
+
+
+def _step_env(step: workflow.Step) -> set[str]:
+    """A fenced step: the fence and orders tables, its ports, and which step it runs."""
+    env = {"FENCE_TABLE", "ORDERS_TABLE", "STEP_NAME"} | {
+        TABLE_VARS[p] for p in step.ports if p in TABLE_VARS
+    }
+    if workflow.EVENTS in step.ports:
+        env |= {workflow.queue_env(consumer.name) for consumer in workflow.CONSUMERS}
+    return env
+
+
+def _consumer_env(consumer: workflow.Consumer) -> set[str]:
+    tables = {TABLE_VARS[t] for t in consumer.tables}
+    return {"IDEMPOTENCY_TABLE", *tables, workflow.queue_env(f"{consumer.name}-dlq"), "CONSUMER_NAME"}
+
+
+# DEVELOPERS.md, "Functions: name suffix, handler, environment"; the steps' and consumers' rows
+# follow from their entries in orders.workflow.
 CONTRACT_ENV = {
     "api": {
         "IDEMPOTENCY_TABLE",
@@ -45,29 +72,15 @@ CONTRACT_ENV = {
         "ORDERS_DLQ_URL",
         "THROTTLE_BACKOFF_SECONDS",
     },
-    "reserve-inventory": {"FENCE_TABLE", "INVENTORY_TABLE", "ORDERS_TABLE"},
-    "charge-payment": {"FENCE_TABLE", "PAYMENTS_TABLE", "ORDERS_TABLE"},
-    "record-ledger": {"FENCE_TABLE", "LEDGER_TABLE", "ORDERS_TABLE"},
-    "publish-events": {"FENCE_TABLE", "ORDERS_TABLE", "NOTIFY_QUEUE_URL", "ANALYTICS_QUEUE_URL"},
-    "mark-completed": {"FENCE_TABLE", "ORDERS_TABLE"},
-    "release-inventory": {"FENCE_TABLE", "INVENTORY_TABLE", "ORDERS_TABLE"},
-    "mark-failed": {"FENCE_TABLE", "ORDERS_TABLE"},
-    "notify": {"IDEMPOTENCY_TABLE", "NOTIFICATIONS_TABLE", "NOTIFY_DLQ_URL"},
-    "analytics": {"IDEMPOTENCY_TABLE", "AGGREGATES_TABLE", "ANALYTICS_DLQ_URL"},
+    **{workflow.function_name(step.name): _step_env(step) for step in workflow.STEPS},
+    **{consumer.name: _consumer_env(consumer) for consumer in workflow.CONSUMERS},
     "sweep-accepted": {"ORDERS_TABLE", "ORDERS_QUEUE_URL", "STRANDED_AFTER_SECONDS"},
 }
 CONTRACT_HANDLERS = {
     "api": "orders.handlers.api.handler",
     "worker": "orders.handlers.worker.handler",
-    "reserve-inventory": "orders.handlers.steps.reserve_inventory",
-    "charge-payment": "orders.handlers.steps.charge_payment",
-    "record-ledger": "orders.handlers.steps.record_ledger",
-    "publish-events": "orders.handlers.steps.publish_events",
-    "mark-completed": "orders.handlers.steps.mark_completed",
-    "release-inventory": "orders.handlers.steps.release_inventory",
-    "mark-failed": "orders.handlers.steps.mark_failed",
-    "notify": "orders.handlers.consumers.notify",
-    "analytics": "orders.handlers.consumers.analytics",
+    **{workflow.function_name(step.name): "orders.handlers.steps.handler" for step in workflow.STEPS},
+    **{consumer.name: "orders.handlers.consumers.handler" for consumer in workflow.CONSUMERS},
     "sweep-accepted": "orders.handlers.sweep.handler",
 }
 READ_ONLY = {"api": {"INVENTORY_TABLE", "PAYMENTS_TABLE", "FENCE_TABLE"}, "sweep-accepted": {"ORDERS_TABLE"}}
@@ -140,9 +153,18 @@ def test_environment_is_exactly_the_contract(
                 assert env[var].startswith("retrysafe-dev-"), (name, var, env[var])
     assert by_name["api"]["Environment"]["FENCE_TABLE"] == "retrysafe-dev-fences"
     assert by_name["analytics"]["Environment"]["AGGREGATES_TABLE"] == "retrysafe-dev-daily-aggregates"
+    # A spot check of the derived rows against DEVELOPERS.md
+    assert CONTRACT_ENV["reserve-inventory"] == {
+        "FENCE_TABLE",
+        "INVENTORY_TABLE",
+        "ORDERS_TABLE",
+        "STEP_NAME",
+    }
+    assert by_name["reserve-inventory"]["Environment"]["STEP_NAME"] == "ReserveInventory"
+    assert by_name["notify"]["Environment"]["CONSUMER_NAME"] == "notify"
 
 
-@pytest.mark.parametrize("name", ["worker", "notify", "analytics"])
+@pytest.mark.parametrize("name", ["worker", *(consumer.name for consumer in workflow.CONSUMERS)])
 def test_sqs_event_sources_report_batch_item_failures(dev_app: Template, name: str) -> None:
     fn = _functions(dev_app)[name]
     dev_app.has_resource_properties(
@@ -157,7 +179,7 @@ def test_sqs_event_sources_report_batch_item_failures(dev_app: Template, name: s
 
 def test_every_event_source_reports_batch_item_failures(dev_app: Template) -> None:
     mappings = dev_app.find_resources("AWS::Lambda::EventSourceMapping")
-    assert len(mappings) == 3
+    assert len(mappings) == 1 + len(workflow.CONSUMERS)
     for mapping in mappings.values():
         assert mapping["Properties"]["FunctionResponseTypes"] == ["ReportBatchItemFailures"]
 
@@ -238,10 +260,7 @@ def test_each_role_reaches_exactly_its_tables_and_queues(
         assert tables == expected_tables, name
         read_only = {v for k, v in env_name.items() if k in access["read"] - access["write"]}
         assert read_only == READ_ONLY.get(name, set()), name
-        sends = {
-            f"{q.replace('-dlq', '').upper()}_{'DLQ' if q.endswith('-dlq') else 'QUEUE'}_URL"
-            for q in access["send"]
-        }
+        sends = {workflow.queue_env(q) for q in access["send"]}
         assert sends == {v for v in CONTRACT_ENV[name] if v.endswith("_URL")}, name
 
 

@@ -9,7 +9,8 @@ from aws_cdk.assertions import Match, Template
 
 from infra.capacity import MAX_RECEIVE_COUNT, VISIBILITY_TIMEOUT_FACTOR
 from infra.config import DLQ_RETENTION_DAYS, SECONDS_PER_DAY
-from infra.sizing import FUNCTIONS, QUEUE_CONSUMERS
+from infra.sizing import FUNCTIONS, QUEUE_CONSUMERS, pascal
+from orders import workflow
 from simulator.templates import DATA_STACK_OUTPUTS
 
 TABLES = {
@@ -132,4 +133,6 @@ def test_an_alarm_fires_on_any_message_in_each_dlq(dev_data: Template) -> None:
 def test_outputs_are_the_contract(dev_data: Template) -> None:
     outputs = dev_data.find_outputs("*")
     assert set(outputs) >= DATA_STACK_OUTPUTS
-    assert {k for k in outputs if not k.startswith("ExportsOutput")} == DATA_STACK_OUTPUTS
+    # plus each consumer's queue and DLQ (orders.workflow.CONSUMERS)
+    consumers = {f"{pascal(c.name)}{kind}Url" for c in workflow.CONSUMERS for kind in ("Queue", "Dlq")}
+    assert {k for k in outputs if not k.startswith("ExportsOutput")} == DATA_STACK_OUTPUTS | consumers

@@ -8,31 +8,19 @@ import pytest
 from aws_cdk.assertions import Template
 
 from infra.constructs.workflow import RETRYABLE_ERRORS
+from orders import workflow
 from simulator.templates import state_machine_definition
 
-STEPS = {
-    "ReserveInventory": "reserve-inventory",
-    "ChargePayment": "charge-payment",
-    "RecordLedger": "record-ledger",
-    "PublishEvents": "publish-events",
-    "MarkCompleted": "mark-completed",
-    "ReleaseInventory": "release-inventory",
-    "MarkFailed": "mark-failed",
-}
-NEXT = {
-    "ReserveInventory": "ChargePayment",
-    "ChargePayment": "RecordLedger",
-    "RecordLedger": "PublishEvents",
-    "PublishEvents": "MarkCompleted",
-    "MarkCompleted": "Done",
-    "ReleaseInventory": "MarkFailed",
-    "MarkFailed": "Done",
-}
+# From the one declaration (orders.workflow): the synthesized definition must say the same.
+STEPS = {step.name: workflow.function_name(step.name) for step in workflow.STEPS}
+NEXT = {step.name: workflow.next_of(step) or "Done" for step in workflow.STEPS}
 CATCH = {
-    "ReserveInventory": [{"ErrorEquals": ["OutOfStock"], "ResultPath": "$.error", "Next": "MarkFailed"}],
-    "ChargePayment": [
-        {"ErrorEquals": ["PaymentDeclined"], "ResultPath": "$.error", "Next": "ReleaseInventory"}
-    ],
+    step.name: [
+        {"ErrorEquals": list(errors), "ResultPath": "$.error", "Next": target}
+        for target, errors in step.catch.items()
+    ]
+    for step in workflow.STEPS
+    if step.catch
 }
 ARNS = {
     f"retrysafe-dev-{name}": f"arn:aws:lambda:us-east-1:123456789012:function:retrysafe-dev-{name}"
@@ -60,7 +48,7 @@ def test_standard_logged_all_without_execution_data_and_traced(dev_app: Template
 
 
 def test_saga_shape(definition: dict[str, Any]) -> None:
-    assert definition["StartAt"] == "ReserveInventory"
+    assert definition["StartAt"] == workflow.STEPS[0].name == "ReserveInventory"
     assert definition.get("QueryLanguage", "JSONPath") == "JSONPath"
     states = definition["States"]
     assert set(states) == {*STEPS, "Done"}

@@ -23,7 +23,12 @@ def remaining_seconds(context: LambdaContext) -> float:
     return max(context.get_remaining_time_in_millis() / 1000, 1.0)
 
 
-def sqs_handler(*, source: str, dlq_setting: str, record_handler: RecordHandler) -> BatchHandler:
+def sqs_handler(
+    *, record_handler: RecordHandler, source: str | None = None, dlq_setting: str | None = None
+) -> BatchHandler:
+    """`source` names the dead letters and `dlq_setting` their queue; without them, the function's
+    own consumer (`CONSUMER_NAME`, orders.workflow.CONSUMERS) and its `<name>-dlq`."""
+
     @logger.inject_lambda_context
     @metrics_per_invocation
     @tracer.capture_lambda_handler(capture_response=False)
@@ -32,10 +37,14 @@ def sqs_handler(*, source: str, dlq_setting: str, record_handler: RecordHandler)
         return process_batch(
             event,
             handler=lambda record: record_handler(runtime, record, context),
-            dead_letters=runtime.dead_letters(dlq_setting, source=source),
+            dead_letters=(
+                runtime.dead_letters(dlq_setting, source=source)
+                if source and dlq_setting
+                else runtime.consumer_dead_letters()
+            ),
             telemetry=runtime.telemetry,
             context=context,
         )
 
-    handler.__name__ = handler.__qualname__ = source
+    handler.__name__ = handler.__qualname__ = source or "consumer"
     return handler

@@ -1,4 +1,5 @@
-"""The fan-out consumers of OrderCompleted: notify and analytics (each exactly once per event)."""
+"""The event consumers of `orders.workflow.CONSUMERS`: one Lambda per consumer, all on this ONE
+handler; the function's `CONSUMER_NAME` (set by infra from the same entry) says which it is."""
 
 from __future__ import annotations
 
@@ -11,13 +12,8 @@ from orders.runtime import Runtime
 from reliability.batch import parse_body
 
 
-def _notify(runtime: Runtime, record: SQSRecord, _context: LambdaContext) -> None:
-    runtime.event_consumers.notify(parse_body(record, OrderCompletedEvent))
+def _apply(runtime: Runtime, record: SQSRecord, _context: LambdaContext) -> None:
+    runtime.event_consumer.apply(parse_body(record, OrderCompletedEvent))
 
 
-def _count(runtime: Runtime, record: SQSRecord, _context: LambdaContext) -> None:
-    runtime.event_consumers.count(parse_body(record, OrderCompletedEvent))
-
-
-notify = sqs_handler(source="notify", dlq_setting="notify_dlq_url", record_handler=_notify)
-analytics = sqs_handler(source="analytics", dlq_setting="analytics_dlq_url", record_handler=_count)
+handler = sqs_handler(record_handler=_apply)

@@ -13,7 +13,6 @@ from orders.contract import CreateOrderRequest, OrderItem
 from orders.domain import (
     CatalogItem,
     Line,
-    StepName,
     completed_event,
     execution_name,
     merged_items,
@@ -21,8 +20,8 @@ from orders.domain import (
     order_id_for,
     price,
 )
+from orders.effects import event_id_for
 from orders.errors import UnknownSku
-from orders.saga import STEPS, AtomicStep, LeasedStep, event_id_for
 
 CATALOG = {f"sku-{n}": CatalogItem(sku=f"sku-{n}", price_cents=n * 100, stock=10) for n in range(1, 4)}
 EXECUTION_NAME = re.compile(r"^[A-Za-z0-9_-]{1,80}$")
@@ -111,13 +110,3 @@ def test_the_completed_event_has_the_documented_shape_and_a_stable_id():
         "occurred_at",
     }
     assert event["type"] == "OrderCompleted"
-
-
-def test_the_step_table_covers_every_state_with_the_right_kind():
-    assert set(STEPS) == set(StepName)
-    leased = {name for name, step in STEPS.items() if isinstance(step, LeasedStep)}
-    atomic = {name for name, step in STEPS.items() if isinstance(step, AtomicStep)}
-    # External effects (the provider, SQS) are leased; DynamoDB-only effects are atomic
-    assert leased == {StepName.CHARGE_PAYMENT, StepName.PUBLISH_EVENTS}
-    assert atomic == set(StepName) - leased
-    assert all(step.name == name for name, step in STEPS.items())

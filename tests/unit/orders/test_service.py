@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import time
 from datetime import UTC, datetime
+from types import SimpleNamespace
 from typing import Any
 
 import pytest
@@ -17,12 +18,12 @@ from orders.adapters.dynamo import (
     DynamoOrderStore,
 )
 from orders.adapters.payments import FakePaymentProvider
+from orders.consumers import EventConsumer, effect_of
 from orders.contract import CreateOrderRequest, OrderItem
-from orders.domain import StepName
 from orders.errors import OrderNotFound, OutOfStock, UnknownOrder, UnknownSku
 from orders.messages import OrderCompletedEvent
 from orders.saga import SagaContext, StepRequest, run_step
-from orders.service import EventConsumers, OrderService
+from orders.service import OrderService
 from reliability.batch import ConsumerDedup
 from reliability.fence import FenceStore
 from reliability.keys import execution_token
@@ -103,8 +104,7 @@ def _saga(ddb: Any) -> SagaContext:
         inventory=DynamoCatalog(client=ddb, table_name="inventory"),
         payments=FakePaymentProvider(client=ddb, table_name="payments", key_lifetime_seconds=86400),
         ledger=DynamoLedger(table_name="ledger"),
-        notify_queue=ListQueue(),
-        analytics_queue=ListQueue(),
+        event_queues=[ListQueue(), ListQueue()],
     )
 
 
@@ -126,8 +126,8 @@ def test_a_step_runs_once_and_a_replay_is_a_visible_skip(ddb: Any):
     ctx, fences = _saga(ddb), _fences(ddb)
     before = _stock(ddb, "sku-1")
 
-    first = run_step(ctx, fences, StepName.RESERVE_INVENTORY, StepRequest(state, "a-1", 10))
-    replay = run_step(ctx, fences, StepName.RESERVE_INVENTORY, StepRequest(state, "a-2", 10))
+    first = run_step(ctx, fences, "ReserveInventory", StepRequest(state, "a-1", 10))
+    replay = run_step(ctx, fences, "ReserveInventory", StepRequest(state, "a-2", 10))
 
     assert first == replay == {"reserved": {"sku-1": 3}}
     assert _stock(ddb, "sku-1") == before - 3
@@ -147,7 +147,7 @@ def test_out_of_stock_marks_the_step_failed_and_replays_the_same_error(ddb: Any)
 
     for attempt in ("a-1", "a-2"):
         with pytest.raises(OutOfStock):
-            run_step(ctx, fences, StepName.RESERVE_INVENTORY, StepRequest(state, attempt, 10))
+            run_step(ctx, fences, "ReserveInventory", StepRequest(state, attempt, 10))
 
     assert _stock(ddb, "sku-2") == 1
     assert ctx.orders.get(order.order_id).steps == {"ReserveInventory": "FAILED"}  # type: ignore[union-attr]
@@ -158,9 +158,9 @@ def test_publish_sends_one_event_per_queue_with_a_stable_id(ddb: Any):
     state = {"order_id": order.order_id, "run": 1, "token": "dev.t.r1"}
     ctx = _saga(ddb)
 
-    result = run_step(ctx, _fences(ddb), StepName.PUBLISH_EVENTS, StepRequest(state, "a-1", 10))
+    result = run_step(ctx, _fences(ddb), "PublishEvents", StepRequest(state, "a-1", 10))
 
-    notify, analytics = ctx.notify_queue.sent, ctx.analytics_queue.sent  # type: ignore[union-attr]
+    notify, analytics = (queue.sent for queue in ctx.event_queues)  # type: ignore[attr-defined]
     assert len(notify) == len(analytics) == 1
     assert notify[0] == analytics[0]
     assert notify[0]["event_id"] == result["event_id"]
@@ -170,7 +170,7 @@ def test_publish_sends_one_event_per_queue_with_a_stable_id(ddb: Any):
 @pytest.mark.parametrize("state", [{}, {"order_id": "o"}, {"order_id": "o", "run": "x", "token": "t"}])
 def test_a_step_input_without_order_run_and_token_is_rejected(ddb: Any, state: dict):
     with pytest.raises(UnknownOrder):
-        run_step(_saga(ddb), _fences(ddb), StepName.MARK_COMPLETED, StepRequest(state, "a", 10))
+        run_step(_saga(ddb), _fences(ddb), "MarkCompleted", StepRequest(state, "a", 10))
 
 
 def test_a_step_for_an_order_that_does_not_exist_is_rejected(ddb: Any):
@@ -178,19 +178,24 @@ def test_a_step_for_an_order_that_does_not_exist_is_rejected(ddb: Any):
         run_step(
             _saga(ddb),
             _fences(ddb),
-            StepName.MARK_COMPLETED,
+            "MarkCompleted",
             StepRequest({"order_id": "o", "run": 1, "token": "t"}, "a", 10),
         )
 
 
 def test_consumers_apply_each_event_once(ddb: Any):
-    consumers = EventConsumers(
+    ports = SimpleNamespace(
         notifications=DynamoNotifications(table_name="notifications"),
         aggregates=DynamoAggregates(table_name="aggregates"),
-        notify_dedup=ConsumerDedup(fences=_fences(ddb, "notify"), consumer="notify", telemetry=TELEMETRY),
-        analytics_dedup=ConsumerDedup(
-            fences=_fences(ddb, "analytics"), consumer="analytics", telemetry=TELEMETRY
-        ),
+    )
+    notify, analytics = (
+        EventConsumer(
+            name=name,
+            effect=effect_of(name),
+            ports=ports,
+            dedup=ConsumerDedup(fences=_fences(ddb, name), consumer=name, telemetry=TELEMETRY),
+        )
+        for name in ("notify", "analytics")
     )
     event = OrderCompletedEvent.model_validate(
         {
@@ -206,8 +211,8 @@ def test_consumers_apply_each_event_once(ddb: Any):
         }
     )
 
-    assert [consumers.notify(event) for _ in range(3)] == [True, False, False]
-    assert [consumers.count(event) for _ in range(3)] == [True, False, False]
+    assert [notify.apply(event) for _ in range(3)] == [True, False, False]
+    assert [analytics.apply(event) for _ in range(3)] == [True, False, False]
 
     assert ddb.scan(TableName="notifications")["Count"] == 1
     total = ddb.get_item(TableName="aggregates", Key={"pk": {"S": "day#2026-11-22"}, "sk": {"S": "total"}})[
