@@ -8,9 +8,10 @@ each from the windows it must outlive and is the one place that holds them.
 
 from __future__ import annotations
 
+import dataclasses
 import re
 from collections.abc import Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
 from orders.workflow import queue_env
 
@@ -111,7 +112,7 @@ class Settings:
     step_name: str | None = None
     consumer_name: str | None = None
     # Every queue URL the function was given, by queue name (`notify`, `notify-dlq`, ...).
-    queue_urls: Mapping[str, str] = field(default_factory=dict)
+    queue_urls: Mapping[str, str] = dataclasses.field(default_factory=dict)
 
     @classmethod
     def from_env(cls, environ: Mapping[str, str]) -> Settings:
