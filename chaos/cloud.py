@@ -4,7 +4,7 @@ Built on `simulator.cloud.InProcessCloud` (the whole chain on moto, deployed fro
 synthesized assembly, real handler code). Added here, without touching the harness:
 
 - every function's runtime gets a `chaos.points.FunctionPlan` from one `CrashController`, and
-  its class is injectable (`UnfencedRuntime` for the control run);
+  its class is injectable (`chaos.control.unfenced_runtime` for the control run);
 - every invocation is counted for the report (crashes, which the harness returns as
   `Runtime.ExitError`, and the step retries they cause); the harness's `Clock` already drives
   Powertools' idempotency time and the Step Functions Retry waits;
@@ -38,6 +38,7 @@ from chaos.points import CrashController
 from ops.redrive import redrive_dlq, redrive_failed_executions
 from orders import runtime as orders_runtime
 from orders.config import Settings
+from orders.items import catalog_key
 from reliability.crashpoints import SimulatedCrash
 from simulator.cloud import (
     EXIT_ERROR,
@@ -385,7 +386,7 @@ def setup_outcomes(cloud: ChaosCloud) -> None:
     """The last sku gets stock 1 (and `seeded_stock` 1), so an order of 2 is out of stock."""
     cloud.dynamodb.update_item(
         TableName=cloud.outputs["InventoryTableName"],
-        Key={"pk": {"S": "sku#sku-20"}, "sk": {"S": "catalog"}},
+        Key=catalog_key("sku-20"),
         UpdateExpression="SET stock = :one, seeded_stock = :one",
         ExpressionAttributeValues={":one": {"N": "1"}},
     )
@@ -402,15 +403,15 @@ def chaos_cloud(
     mutant: Mutant | None = None,
 ) -> Iterator[ChaosCloud]:
     """A fresh moto world with the assembly deployed and the handlers installed; `control=True`
-    builds every function on `UnfencedRuntime` (fences, HTTP idempotency and dedup off)."""
+    builds every function with `unfenced_runtime` (fences, HTTP idempotency and dedup off)."""
     from moto import mock_aws  # noqa: PLC0415 - moto's import cost only where a cloud is built
 
-    from chaos.control import UnfencedRuntime  # noqa: PLC0415
+    from chaos.control import unfenced_runtime  # noqa: PLC0415
     from ops.seed import seed_inventory  # noqa: PLC0415
 
     random.seed(seed)  # the Retry jitter of moto's interpreter
     clock = clock or Clock()
-    factory: RuntimeFactory = UnfencedRuntime if control else orders_runtime.Runtime
+    factory: RuntimeFactory = unfenced_runtime if control else orders_runtime.Runtime
     with ExitStack() as stack:
         stack.enter_context(mock_aws(config={"stepfunctions": {"execute_state_machine": True}}))
         cloud = ChaosCloud(

@@ -1,8 +1,8 @@
 """The control experiment: the same runtime with fences, HTTP idempotency and consumer dedup OFF.
 
-Switched off by injection, never by a flag: `UnfencedRuntime` is an `orders.runtime.Runtime`
-whose fence stores run every effect unguarded and whose HTTP idempotency executes every request.
-The chaos harness builds it instead of `Runtime` for the control run; nothing in `functions/` can
+Switched off by injection, never by a flag: `unfenced_runtime` builds an `orders.runtime.Runtime`
+given fence stores that run every effect unguarded and an HTTP idempotency that executes every
+request. The chaos harness builds it instead of `Runtime` for the control run; nothing in `functions/` can
 select it, so no deployment can turn the protection off.
 
 What "off" means, effect by effect (what a naive implementation would do):
@@ -22,6 +22,7 @@ from typing import Any
 
 from botocore.exceptions import ClientError
 
+from orders.config import Settings
 from orders.runtime import Runtime
 from reliability.errors import BusinessError, EffectConditionFailed
 from reliability.fence import AtomicEffect, FenceStore, Outcome, StepId
@@ -83,16 +84,9 @@ class NoHttpIdempotency(HttpIdempotency):
         return execute()
 
 
-class UnfencedRuntime(Runtime):
-    """`Runtime` with every guard replaced by a pass-through (the control)."""
-
-    fence_store_class = PassThroughFences
-
-    def http_idempotency(self) -> HttpIdempotency:
-        real = super().http_idempotency()
-        return NoHttpIdempotency(
-            persistence=real._persistence,
-            stage=self.settings.stage,
-            ttl_seconds=self.settings.dedup_ttl_seconds,
-            telemetry=self.telemetry,
-        )
+def unfenced_runtime(settings: Settings, **kwargs: Any) -> Runtime:
+    """A `Runtime` with every guard replaced by a pass-through (the control), injected at the
+    composition root like any other dependency."""
+    return Runtime(
+        settings, fence_store_class=PassThroughFences, http_idempotency_class=NoHttpIdempotency, **kwargs
+    )

@@ -7,7 +7,7 @@ a claim wait for the lease, the fencing counter's increment, the write that make
 step final, ... A mutant the search never catches is a finding: either the guard is dead code
 (the mutant is equivalent, and the table says why) or the search is blind.
 
-The all-guards-off control (`chaos.control.UnfencedRuntime`) stays as one line of the report.
+The all-guards-off control (`chaos.control.unfenced_runtime`) stays as one line of the report.
 """
 
 from __future__ import annotations

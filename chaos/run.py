@@ -23,7 +23,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
-from chaos.control import UnfencedRuntime  # noqa: F401 - imported early: fail fast if it breaks
+from chaos.control import unfenced_runtime  # noqa: F401 - imported early: fail fast if it breaks
 from chaos.interleave import PAIRS, Pair, PairResult, explore
 from chaos.points import PointHit
 from chaos.report import Report

@@ -16,6 +16,7 @@ from typing import Any
 
 from chaos.cloud import ChaosCloud
 from ops.invariants import OrderRow, check
+from orders.items import catalog_key
 
 KINDS: dict[str, dict[str, Any]] = {
     "completed": {"customer_id": "customer-1", "currency": "EUR", "items": [{"sku": "sku-5", "quantity": 2}]},
@@ -116,7 +117,7 @@ def _execution_violations(cloud: ChaosCloud) -> list[str]:
 
 def _sku_removed(cloud: ChaosCloud, kind: str) -> bool:
     sku = KINDS[kind]["items"][0]["sku"]
-    key = {"pk": {"S": f"sku#{sku}"}, "sk": {"S": "catalog"}}
+    key = catalog_key(sku)
     return "Item" not in cloud.dynamodb.get_item(TableName=cloud.outputs["InventoryTableName"], Key=key)
 
 

@@ -40,6 +40,7 @@ from chaos.mutants import Mutant
 from chaos.points import CrashController, PointHit
 from chaos.scenarios import KINDS, place, verdict
 from chaos.single import ScheduleResult
+from orders.items import catalog_key
 
 QUEUE_OUTPUTS = ("OrdersQueueUrl", "NotifyQueueUrl", "AnalyticsQueueUrl")
 MAX_DUPLICATES = 4  # 1 delivery + 4 duplicates = 5 of one message
@@ -177,7 +178,7 @@ def _play(cloud: ChaosCloud, action: Action, keys: list[tuple[str, str]]) -> Non
 
 def _change_catalog(cloud: ChaosCloud, sku: str, change: str) -> None:
     """The world changes between retries: a price goes up by 100 cents, or a sku leaves the catalog."""
-    table, key = cloud.outputs["InventoryTableName"], {"pk": {"S": f"sku#{sku}"}, "sk": {"S": "catalog"}}
+    table, key = cloud.outputs["InventoryTableName"], catalog_key(sku)
     if change == "price-change":
         with contextlib.suppress(cloud.dynamodb.exceptions.ConditionalCheckFailedException):
             cloud.dynamodb.update_item(

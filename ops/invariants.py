@@ -31,6 +31,7 @@ from typing import Any
 from boto3.dynamodb.types import TypeDeserializer
 
 from ops.target import Target
+from orders import items as layout
 from orders.domain import OrderStatus
 
 _deserializer = TypeDeserializer()
@@ -183,7 +184,7 @@ def _plain(value: Any) -> Any:
 
 
 def _order_id(pk: str) -> str | None:
-    return pk.removeprefix("order#") if pk.startswith("order#") else None
+    return layout.order_id_of(pk)
 
 
 def peek_dead_letters(sqs: Any, queue_url: str, queue: str) -> list[DeadLetter]:
@@ -236,8 +237,8 @@ def check(stores: Stores, *, allow_in_flight: bool = False) -> Report:
     payments = _scan(db, stores.payments_table)
     ledger = _scan(db, stores.ledger_table)
     _tally_payments(payments, counts)
-    _tally_rows(ledger, "entry#", "ledger", counts)
-    _tally_rows(_scan(db, stores.notifications_table), "notification#", "notification", counts)
+    _tally_rows(ledger, layout.ENTRY, "ledger", counts)
+    _tally_rows(_scan(db, stores.notifications_table), layout.NOTIFICATION, "notification", counts)
     global_violations = _check_aggregates(aggregates, counts) + _check_stock(inventory, net_by_sku)
     global_violations += _check_amounts(orders, payments, ledger, aggregates)
 
@@ -286,9 +287,9 @@ def _tally_payments(items: Iterable[Mapping[str, Any]], counts: dict[str, Counte
         order_id = _order_id(item["pk"])
         if order_id is None:
             continue
-        if item["sk"].startswith("charge#"):
+        if item["sk"].startswith(layout.CHARGE):
             counts[order_id]["charge" if item.get("status") == "SUCCEEDED" else "declined"] += 1
-        elif item["sk"].startswith("call#"):
+        elif item["sk"].startswith(layout.CALL):
             counts[order_id]["call"] += 1
 
 
@@ -306,10 +307,10 @@ def _check_aggregates(items: Iterable[Mapping[str, Any]], counts: dict[str, Coun
     markers: Counter[str] = Counter()
     totals: dict[str, int] = {}
     for item in items:
-        if item["sk"].startswith("event#"):
+        if item["sk"].startswith(layout.EVENT):
             counts[str(item.get("order_id"))]["aggregate"] += 1
             markers[item["pk"]] += 1
-        elif item["sk"] == "total":
+        elif item["sk"] == layout.AGGREGATE_SK:
             totals[item["pk"]] = int(item.get("orders", 0))
     return [
         f"{day}: the counter says {total} order(s) but {markers[day]} event(s) were counted"
@@ -339,9 +340,9 @@ def _check_amounts(
 ) -> list[str]:
     """One amount everywhere: a COMPLETED order's total is what was charged, what the ledger
     recorded (against that charge's id) and what the daily aggregate counted for it."""
-    charged = _by_order(payments, "charge#", lambda item: item.get("status") == "SUCCEEDED")
-    entries = _by_order(ledger, "entry#", lambda _: True)
-    counted = _by_order(aggregates, "event#", lambda item: "total_cents" in item)
+    charged = _by_order(payments, layout.CHARGE, lambda item: item.get("status") == "SUCCEEDED")
+    entries = _by_order(ledger, layout.ENTRY, lambda _: True)
+    counted = _by_order(aggregates, layout.EVENT, lambda item: "total_cents" in item)
     violations: list[str] = []
     for order in orders:
         if order.get("status") != OrderStatus.COMPLETED:
@@ -366,7 +367,7 @@ def _check_stock(items: Iterable[Mapping[str, Any]], net_by_sku: Counter[str]) -
     """Per sku, what stock fell by equals reservations minus releases."""
     violations = []
     for item in items:
-        if item.get("sk") != "catalog" or "seeded_stock" not in item:
+        if item.get("sk") != layout.CATALOG_SK or "seeded_stock" not in item:
             continue
         taken = int(item["seeded_stock"]) - int(item["stock"])
         if taken != net_by_sku[item["sku"]]:

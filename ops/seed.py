@@ -20,9 +20,9 @@ from typing import Any
 from botocore.exceptions import ClientError
 
 from ops.target import Target
+from orders.items import catalog_key
 
 SEED_FILE = Path(__file__).resolve().parent.parent / "functions" / "orders" / "catalog_seed.json"
-CATALOG_SK = "catalog"
 
 
 @dataclass(frozen=True)
@@ -50,8 +50,7 @@ def seed_inventory(
         kwargs: dict[str, Any] = {
             "TableName": table_name,
             "Item": {
-                "pk": {"S": f"sku#{item.sku}"},
-                "sk": {"S": CATALOG_SK},
+                **catalog_key(item.sku),
                 "sku": {"S": item.sku},
                 "name": {"S": item.name},
                 "price_cents": {"N": str(item.price_cents)},

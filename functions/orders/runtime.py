@@ -72,10 +72,6 @@ class Runtime:
     """Lazily built, cached adapters. Thread-safe enough for Lambda (one event at a time) and for
     moto's Step Functions worker threads (cached_property may build twice; both are equivalent)."""
 
-    # What every step fence and consumer dedup is built from; the chaos control run swaps in a
-    # pass-through subclass to show what the guards prevent.
-    fence_store_class: type[FenceStore] = FenceStore
-
     def __init__(
         self,
         settings: Settings,
@@ -84,8 +80,15 @@ class Runtime:
         crash_plan: CrashPlan | None = None,
         clock: Callable[[], float] = time.time,
         telemetry: Telemetry | None = None,
+        fence_store_class: type[FenceStore] = FenceStore,
+        http_idempotency_class: type[HttpIdempotency] | None = None,
     ) -> None:
+        """`fence_store_class` (every step fence and consumer dedup) and `http_idempotency_class`
+        (default `reliability.http.HttpIdempotency`) are the guards; the chaos control run hands in
+        pass-throughs to show what they prevent."""
         self.settings = settings
+        self._fence_store_class = fence_store_class
+        self._http_idempotency_class = http_idempotency_class
         self._factory = client_factory
         plan = crash_plan if crash_plan is not None else crashpoints.active_plan()
         # One plan may serve every function of an in-process cloud: arm its entries scoped to this one.
@@ -126,7 +129,7 @@ class Runtime:
         with self._lock:
             store = self._fences.get(namespace)
             if store is None:
-                store = self.fence_store_class(
+                store = self._fence_store_class(
                     client=self.dynamodb,
                     table_name=self.settings.require(table),
                     ttl_seconds=ttl_seconds or self.settings.fence_ttl_seconds,
@@ -235,7 +238,7 @@ class Runtime:
         persistence = DynamoDBPersistenceLayer(
             table_name=self.settings.require("idempotency_table"), boto3_client=self.dynamodb
         )
-        return HttpIdempotency(
+        return (self._http_idempotency_class or HttpIdempotency)(
             persistence=persistence,
             stage=self.settings.stage,
             ttl_seconds=self.settings.idempotency_ttl_seconds,

@@ -22,6 +22,7 @@ from hypothesis import seed as hypothesis_seed
 
 from ops.fuzz.oracle import Answer, Oracle, Tally
 from ops.fuzz.requests import KNOWN, Request, fill, requests
+from orders import items as layout
 
 Transport = Callable[[Request], Answer]
 MAX_THROTTLE_RESENDS = 20
@@ -37,9 +38,9 @@ class Stores:
 
     def order_ids(self) -> set[str]:
         return {
-            item["pk"]["S"].removeprefix("order#")
+            str(layout.order_id_of(item["pk"]["S"]))
             for item in _scan(self.dynamodb, self.orders_table)
-            if item["sk"]["S"] == "order"
+            if item["sk"]["S"] == layout.ORDER_SK
         }
 
     def http_records(self) -> set[str]:

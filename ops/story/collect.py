@@ -19,6 +19,8 @@ from botocore.exceptions import ClientError
 from ops.invariants import Stores, check
 from ops.story.logs import Invocation, LogSource, line_time
 from ops.story.model import Entry, Lane, Outcome, Story
+from orders import items as layout
+from orders.workflow import CONSUMERS
 from reliability.keys import derive_key
 
 _DESERIALIZER = TypeDeserializer()
@@ -26,7 +28,7 @@ _DESERIALIZER = TypeDeserializer()
 # name their `<Name>FunctionName` stack output is built from (DEVELOPERS.md, functions table).
 API_FUNCTION = "api"
 WORKER_FUNCTION = "worker"
-CONSUMER_FUNCTIONS = ("notify", "analytics")
+CONSUMER_FUNCTIONS = tuple(consumer.name for consumer in CONSUMERS)
 FENCE_NAMESPACE = "saga"  # orders.handlers.steps.SAGA_NAMESPACE (a test pins the two are the same)
 CREATE_ROUTE = "POST /orders"  # orders.handlers.api.CREATE_ROUTE, the scope of the stored HTTP key
 
@@ -203,7 +205,7 @@ class Collector:
     def order(self, order_id: str) -> dict[str, Any]:
         item = self.ddb.get_item(
             TableName=self.outputs["OrdersTableName"],
-            Key={"pk": {"S": f"order#{order_id}"}, "sk": {"S": "order"}},
+            Key=layout.order_key(order_id),
             ConsistentRead=True,
         ).get("Item")
         if not item:
@@ -214,7 +216,7 @@ class Collector:
         items = self.ddb.query(
             TableName=table,
             KeyConditionExpression="pk = :pk AND begins_with(sk, :prefix)",
-            ExpressionAttributeValues={":pk": {"S": f"order#{order_id}"}, ":prefix": {"S": prefix}},
+            ExpressionAttributeValues={":pk": {"S": layout.order_pk(order_id)}, ":prefix": {"S": prefix}},
             ConsistentRead=True,
         )["Items"]
         return [plain(i) for i in items]
@@ -273,15 +275,15 @@ class Collector:
         entries = _entries_from_logs(invocations, step_of)
         entries += self._execution_entries(executions)
         steps = {
-            s["sk"].removeprefix("step#"): s
-            for s in self._query(self.outputs["OrdersTableName"], order_id, "step#")
+            s["sk"].removeprefix(layout.STEP): s
+            for s in self._query(self.outputs["OrdersTableName"], order_id, layout.STEP)
         }
         catch_targets = {to for _, to, kind in workflow.edges if kind.startswith("catch")}
         entries += _compensations(steps, entries, catch_targets)
         _assign_executions(entries, executions)
         entries.sort(key=lambda e: (e.at is None, e.at or 0))
-        charges = self._query(self.outputs["PaymentsTableName"], order_id, "charge#")
-        calls = self._query(self.outputs["PaymentsTableName"], order_id, "call#")
+        charges = self._query(self.outputs["PaymentsTableName"], order_id, layout.CHARGE)
+        calls = self._query(self.outputs["PaymentsTableName"], order_id, layout.CALL)
         report = check(self.stores, allow_in_flight=True)
         row = next((r for r in report.orders if r.order_id == order_id), None)
         fences = {step: self.fence(tokens[-1], step) for step in workflow.steps} if tokens else {}

@@ -1,5 +1,5 @@
 """The control: the same harness with fences, HTTP idempotency and dedup switched off (by injecting
-`UnfencedRuntime`) must be caught. A harness that cannot fail proves nothing."""
+`unfenced_runtime`) must be caught. A harness that cannot fail proves nothing."""
 
 from __future__ import annotations
 

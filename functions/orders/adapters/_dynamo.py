@@ -6,7 +6,6 @@ from collections.abc import Mapping
 from typing import Any
 
 from boto3.dynamodb.types import TypeDeserializer, TypeSerializer
-from botocore.exceptions import ClientError
 
 _serializer = TypeSerializer()
 _deserializer = TypeDeserializer()
@@ -31,14 +30,6 @@ def _plain(value: Any) -> Any:
     if isinstance(value, dict):
         return {k: _plain(v) for k, v in value.items()}
     return value
-
-
-def key(pk: str, sk: str) -> dict[str, Any]:
-    return {"pk": {"S": pk}, "sk": {"S": sk}}
-
-
-def error_code(error: ClientError) -> str:
-    return str(error.response.get("Error", {}).get("Code", ""))
 
 
 def query_all(client: Any, *, table: str, pk: str, sk_prefix: str | None = None) -> list[dict[str, Any]]:

@@ -8,9 +8,8 @@ from typing import Any
 
 from botocore.exceptions import ClientError
 
-from orders.adapters._dynamo import error_code
 from orders.ports import ExecutionConflict
-from reliability.errors import transient_errors
+from reliability.errors import error_code, transient_errors
 
 
 class SqsQueue:

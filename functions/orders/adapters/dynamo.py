@@ -1,14 +1,4 @@
-"""DynamoDB adapters for the business tables (all keyed `pk` + `sk`, DEVELOPERS.md).
-
-Item layout (documented in DEVELOPERS.md, "Business items"):
-- orders:        `order#<id>` / `order` (the order), `order#<id>` / `step#<Step>` (step statuses)
-- inventory:     `sku#<sku>` / `catalog` (price, stock, seeded_stock),
-                 `order#<id>` / `reservation#<token>` and `release#<token>`
-- ledger:        `order#<id>` / `entry#<token>`
-- notifications: `order#<id>` / `notification#<uuid>` (one per send, so a duplicate is visible)
-- daily-aggregates: `day#<yyyy-mm-dd>` / `total` (the ADD counter),
-                 `day#<yyyy-mm-dd>` / `event#<event id>#<uuid>` (one per counted event)
-"""
+"""DynamoDB adapters for the business tables (all keyed `pk` + `sk`; the layout is `orders.items`)."""
 
 from __future__ import annotations
 
@@ -19,35 +9,28 @@ from typing import Any
 
 from botocore.exceptions import ClientError
 
-from orders.adapters._dynamo import (
-    CONDITION_FAILED,
-    error_code,
-    from_item,
-    key,
-    query_all,
-    to_item,
-)
+from orders.adapters._dynamo import CONDITION_FAILED, from_item, query_all, to_item
 from orders.domain import CatalogItem, Line, Order, OrderStatus, StepStatus
 from orders.errors import OrderConflict, OutOfStock, RerunRefused
-from reliability.errors import transient_errors
+from orders.items import (
+    AGGREGATE_SK,
+    CATALOG_SK,
+    ENTRY,
+    EVENT,
+    NOTIFICATION,
+    ORDER_SK,
+    RESERVATION,
+    STEP,
+    day_pk,
+    key,
+    order_pk,
+    sku_pk,
+    step_sk,
+)
+from reliability.errors import error_code, transient_errors
 from reliability.fence import Write
 
-ORDER_SK = "order"
-CATALOG_SK = "catalog"
-AGGREGATE_SK = "total"
 _BATCH_GET_LIMIT = 100
-
-
-def order_pk(order_id: str) -> str:
-    return f"order#{order_id}"
-
-
-def sku_pk(sku: str) -> str:
-    return f"sku#{sku}"
-
-
-def day_pk(day: str) -> str:
-    return f"day#{day}"
 
 
 def _now() -> str:
@@ -125,7 +108,7 @@ class DynamoCatalog:
                 entry={
                     "ConditionCheck": {
                         "TableName": self._table,
-                        "Key": key(order_pk(order.order_id), f"reservation#{token}"),
+                        "Key": key(order_pk(order.order_id), f"{RESERVATION}{token}"),
                         "ConditionExpression": "attribute_exists(pk)",
                     }
                 }
@@ -225,7 +208,7 @@ class DynamoOrderStore:
         head = next((item for item in items if item["sk"] == ORDER_SK), None)
         if head is None:
             return None
-        steps = {item["step"]: item["status"] for item in items if item["sk"].startswith("step#")}
+        steps = {item["step"]: item["status"] for item in items if item["sk"].startswith(STEP)}
         return _order_from(head, steps)
 
     def accepted_before(self, created_before: str) -> list[Order]:
@@ -337,7 +320,7 @@ class DynamoOrderStore:
             entry={
                 "Update": {
                     "TableName": self._table,
-                    "Key": key(order_pk(order_id), f"step#{step}"),
+                    "Key": key(order_pk(order_id), step_sk(step)),
                     "UpdateExpression": "SET #n = :step, #s = :status, updated_at = :at ADD #c :one",
                     "ExpressionAttributeNames": {"#n": "step", "#s": "status", "#c": counter},
                     "ExpressionAttributeValues": to_item(
@@ -375,7 +358,7 @@ class DynamoLedger:
                         "Item": to_item(
                             {
                                 "pk": order_pk(order.order_id),
-                                "sk": f"entry#{token}",
+                                "sk": f"{ENTRY}{token}",
                                 "order_id": order.order_id,
                                 "kind": "charge",
                                 "charge_id": charge_id,
@@ -406,7 +389,7 @@ class DynamoNotifications:
                         "Item": to_item(
                             {
                                 "pk": order_pk(event["order_id"]),
-                                "sk": f"notification#{uuid.uuid4()}",
+                                "sk": f"{NOTIFICATION}{uuid.uuid4()}",
                                 "order_id": event["order_id"],
                                 "event_id": event["event_id"],
                                 "customer_id": event["customer_id"],
@@ -454,7 +437,7 @@ class DynamoAggregates:
                         "Item": to_item(
                             {
                                 "pk": day_pk(day),
-                                "sk": f"event#{event['event_id']}#{uuid.uuid4()}",
+                                "sk": f"{EVENT}{event['event_id']}#{uuid.uuid4()}",
                                 "event_id": event["event_id"],
                                 "order_id": event["order_id"],
                                 "total_cents": int(event["total_cents"]),

@@ -25,10 +25,10 @@ from typing import TYPE_CHECKING, Any
 
 from botocore.exceptions import ClientError
 
-from orders.adapters._dynamo import CONDITION_FAILED, error_code, from_item, query_all, to_item
-from orders.adapters.dynamo import order_pk
+from orders.adapters._dynamo import CONDITION_FAILED, from_item, query_all, to_item
 from orders.errors import PaymentDeclined
-from reliability.errors import transient_errors
+from orders.items import CALL, CHARGE, order_pk
+from reliability.errors import error_code, transient_errors
 
 if TYPE_CHECKING:
     from orders.contract import Charge, ProviderCall
@@ -82,7 +82,7 @@ class FakePaymentProvider:
                 Item=to_item(
                     {
                         "pk": order_pk(order_id),
-                        "sk": f"call#{stamp}#{uuid.uuid4()}",
+                        "sk": f"{CALL}{stamp}#{uuid.uuid4()}",
                         "call_id": str(uuid.uuid4()),
                         "idempotency_key": idempotency_key,
                         "amount_cents": amount_cents,
@@ -95,7 +95,7 @@ class FakePaymentProvider:
         def new_charge(suffix: str = "") -> dict[str, Any]:
             return {
                 "pk": order_pk(order_id),
-                "sk": f"charge#{idempotency_key}{suffix}",
+                "sk": f"{CHARGE}{idempotency_key}{suffix}",
                 "charge_id": f"ch_{uuid.uuid4().hex[:24]}",
                 "idempotency_key": idempotency_key,
                 "amount_cents": amount_cents,
@@ -137,7 +137,7 @@ class FakePaymentProvider:
         return record
 
     def _charges_of_key(self, order_id: str, idempotency_key: str) -> list[dict[str, Any]]:
-        items = self._partition(order_id, f"charge#{idempotency_key}")
+        items = self._partition(order_id, f"{CHARGE}{idempotency_key}")
         return sorted(
             (item for item in items if item["idempotency_key"] == idempotency_key),
             key=lambda item: str(item["created_at"]),
@@ -147,14 +147,14 @@ class FakePaymentProvider:
         """The first charge whose metadata holds this order and reference, or None."""
         found = [
             item
-            for item in self._partition(order_id, "charge#")
+            for item in self._partition(order_id, CHARGE)
             if item.get("reference") == reference and item.get("order_id") == order_id
         ]
         found.sort(key=lambda item: str(item["created_at"]))
         return _charge(found[0]) if found else None
 
     def charges(self, order_id: str) -> list[Charge]:
-        return [_charge(item) for item in self._partition(order_id, "charge#")]
+        return [_charge(item) for item in self._partition(order_id, CHARGE)]
 
     def calls(self, order_id: str) -> list[ProviderCall]:
         from orders.contract import ProviderCall  # noqa: PLC0415 - the API's read model; cold start
@@ -166,7 +166,7 @@ class FakePaymentProvider:
                 amount_cents=item["amount_cents"],
                 received_at=item["received_at"],
             )
-            for item in self._partition(order_id, "call#")
+            for item in self._partition(order_id, CALL)
         ]
 
     def _partition(self, order_id: str, prefix: str) -> list[dict[str, Any]]:

@@ -1,0 +1,64 @@
+"""The business items' keys, spelled once (DEVELOPERS.md, "Business items"; tables keyed pk + sk).
+
+- orders:        `order#<id>` / `order` (the order), `order#<id>` / `step#<Step>` (step statuses)
+- inventory:     `sku#<sku>` / `catalog` (price, stock, seeded_stock),
+                 `order#<id>` / `reservation#<token>` and `release#<token>`
+- payments:      `order#<id>` / `charge#<key>[#<n>]`, `order#<id>` / `call#<time>#<uuid>`
+- ledger:        `order#<id>` / `entry#<token>`
+- notifications: `order#<id>` / `notification#<uuid>` (one per send, so a duplicate is visible)
+- daily-aggregates: `day#<yyyy-mm-dd>` / `total` (the ADD counter),
+                 `day#<yyyy-mm-dd>` / `event#<event id>#<uuid>` (one per counted event)
+
+Standard library only: the adapters, the ops tools, the simulator and chaos all import it.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+ORDER_SK = "order"
+CATALOG_SK = "catalog"
+AGGREGATE_SK = "total"
+STEP = "step#"
+RESERVATION = "reservation#"
+RELEASE = "release#"
+CHARGE = "charge#"
+CALL = "call#"
+ENTRY = "entry#"
+NOTIFICATION = "notification#"
+EVENT = "event#"
+_ORDER = "order#"
+
+
+def order_pk(order_id: str) -> str:
+    return f"{_ORDER}{order_id}"
+
+
+def order_id_of(pk: str) -> str | None:
+    """The order id of an `order#<id>` partition key, else None."""
+    return pk.removeprefix(_ORDER) if pk.startswith(_ORDER) else None
+
+
+def sku_pk(sku: str) -> str:
+    return f"sku#{sku}"
+
+
+def day_pk(day: str) -> str:
+    return f"day#{day}"
+
+
+def step_sk(step: str) -> str:
+    return f"{STEP}{step}"
+
+
+def key(pk: str, sk: str) -> dict[str, Any]:
+    """The low-level client's key: `{"pk": {"S": pk}, "sk": {"S": sk}}`."""
+    return {"pk": {"S": pk}, "sk": {"S": sk}}
+
+
+def catalog_key(sku: str) -> dict[str, Any]:
+    return key(sku_pk(sku), CATALOG_SK)
+
+
+def order_key(order_id: str) -> dict[str, Any]:
+    return key(order_pk(order_id), ORDER_SK)
