@@ -29,7 +29,7 @@ export JSII_SILENCE_WARNING_UNTESTED_NODE_VERSION := 1
 
 .PHONY: help install synth nag lint format test test-unit test-integration test-infra test-e2e bench \
         demo summary deploy destroy local local-up local-down invoke seed invariants redrive-dlq redrive-workflow chaos constraints clean \
-        story idem-show idem-forget fence-show fence-reset browser openapi fuzz scale scale-sheet rerun
+        story idem-show idem-forget fence-show fence-reset browser openapi fuzz scale scale-sheet rerun new-service
 
 help: ## List every target with what it does
 	@awk 'BEGIN {FS = ":.*## "} /^[a-zA-Z_-]+:.*## / {printf "  \033[36m%-18s\033[0m %s\n", $$1, $$2}' $(MAKEFILE_LIST)
@@ -165,6 +165,10 @@ redrive-workflow: install ## Redrive failed workflow executions (all, or EXECUTI
 rerun: install ## Start run N+1 of an order whose run N ended FAILED (guarded on the order): make rerun ORDER=o-...
 	@test -n "$(ORDER)" || { echo "usage: make rerun ORDER=<order id>" >&2; exit 2; }
 	PYTHONPATH=functions $(PY) -m ops.rerun $(ORDER)
+
+new-service: install ## Copy this project as a new service, renamed everywhere, git init'ed: make new-service NAME=payments-api [DEST=../payments-api]
+	@test -n "$(NAME)" || { echo "usage: make new-service NAME=<service name> [DEST=<directory>]" >&2; exit 2; }
+	$(PY) -m ops.new_service $(NAME) $(if $(DEST),--dest $(DEST))
 
 constraints: ## Re-pin transitive dependencies after editing requirements*.txt
 	rm -rf $(VENV) && $(PYTHON) -m venv $(VENV)

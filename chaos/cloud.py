@@ -91,9 +91,10 @@ class ClientPool:
 POOL = ClientPool()
 
 
-def short_name(physical: str) -> str:
-    """`retrysafe-local-charge-payment` -> `charge-payment` (`{service}-{stage}-{name}`)."""
-    return physical.split("-", 2)[2]
+def short_name(physical: str, environment: Mapping[str, str]) -> str:
+    """`retrysafe-local-charge-payment` -> `charge-payment` (`{service}-{stage}-{name}`; the
+    service's name may hold dashes itself)."""
+    return physical.removeprefix(f"{environment['SERVICE_NAME']}-{environment['STAGE']}-")
 
 
 @dataclass(frozen=True)
@@ -165,12 +166,15 @@ class ChaosCloud(InProcessCloud):
                 spec = self.functions[function_name]
                 runtime = self.runtime_factory(
                     Settings.from_env({**spec.environment, "AWS_LAMBDA_FUNCTION_NAME": function_name}),
-                    client_factory=self._clients_for(short_name(function_name)),
-                    crash_plan=self.controller.plan_for(short_name(function_name)),
+                    client_factory=self._clients_for(self._short(function_name)),
+                    crash_plan=self.controller.plan_for(self._short(function_name)),
                     clock=self.clock,
                 )
                 self._runtimes[function_name] = runtime
             return runtime
+
+    def _short(self, function_name: str) -> str:
+        return short_name(function_name, self.functions[function_name].environment)
 
     def _clients_for(self, function: str) -> Callable[[str], Any]:
         """The function's clients, with this world's mutant (if any) on them."""

@@ -28,7 +28,7 @@ from infra.config import CONTEXT_KEY
 from infra.sizing import FUNCTIONS, QUEUE_CONSUMERS
 from simulator.synth import cdk_context
 from simulator.templates import resources_of_type, state_machine_definition
-from tests.infra.conftest import STAGES, stack
+from tests.infra.conftest import SERVICE, STAGES, stack
 
 
 def _plan(stage: str) -> CapacityPlan:
@@ -38,7 +38,10 @@ def _plan(stage: str) -> CapacityPlan:
 def _functions(template: dict[str, Any]) -> dict[str, dict[str, Any]]:
     """Function name (without the stage prefix) -> properties, and each logical id -> name."""
     return {
-        str(resource["Properties"]["FunctionName"]).split("-", 2)[2]: {"LogicalId": logical_id, **resource}
+        str(resource["Properties"]["FunctionName"]).removeprefix(f"{SERVICE}-").split("-", 1)[1]: {
+            "LogicalId": logical_id,
+            **resource,
+        }
         for logical_id, resource in resources_of_type(template, "AWS::Lambda::Function").items()
     }
 
