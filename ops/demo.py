@@ -30,14 +30,12 @@ import argparse
 import contextlib
 import json
 import os
-import re
 import shutil
 import signal
 import sys
 import tempfile
 import time
 import uuid
-from collections import Counter
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -50,22 +48,22 @@ from botocore.exceptions import ClientError
 from localcloud import control, process
 from localcloud import outputs as outputs_file
 from localcloud.outputs import Outputs
-from ops import redrive
+from ops import polling, redrive
 from ops.api_client import ApiClient, ApiResponse
 from ops.invariants import Report, Stores, check
-from ops.invoke import function_output_key
 from ops.seed import seed_inventory
 from ops.story import html as story_html
 from ops.story.collect import Collector
 from ops.story.logs import LocalLogFiles
+from ops.story.model import Outcome
+from orders.items import catalog_key
 
 T = TypeVar("T")
 
 FINAL = frozenset({"COMPLETED", "FAILED"})
 WAIT_SECONDS = 120.0  # any single wait; a healthy local cloud needs a fraction of it
-POLL_SECONDS = 0.3
-CONSUMERS = ("worker", "notify", "analytics")
-_ORDER_ID = re.compile(r"o-[0-9a-f]{32}")
+# What a story calls a duplicate the worker or a consumer recognised.
+DEDUPLICATED = frozenset({Outcome.DEDUP_HIT, Outcome.DEDUPLICATED})
 CRASH_SPEC = "fence:after-effect:ChargePayment@charge-payment=1"
 
 
@@ -82,9 +80,11 @@ class DemoOrder:
 
 
 class Demo:
-    """The scenarios, against one local cloud's outputs (HTTP for the API, boto3 for the rest)."""
+    """The scenarios, against one local cloud's outputs: HTTP for the API, and what the service
+    did read as the ops tools read it (`ops.story`'s collector: orders, executions, fences, the
+    decisions in the function logs; `ops.invariants`)."""
 
-    def __init__(self, out: Outputs, *, console: IO[str] = sys.stdout, state_dir: Path | None = None) -> None:
+    def __init__(self, out: Outputs, *, state_dir: Path, console: IO[str] = sys.stdout) -> None:
         if not out.api_url:
             raise DemoError("the local cloud serves no REST API")
         self.out = out
@@ -106,8 +106,7 @@ class Demo:
         self.ddb = client("dynamodb")
         self.sqs = client("sqs")
         self.sfn = client("stepfunctions")
-        self.logs = client("logs")
-        self.log_files = LocalLogFiles(state_dir / "logs") if state_dir is not None else None
+        self.story = Collector(outputs=out.outputs, client=client, logs=LocalLogFiles(state_dir / "logs"))
         self.orders: list[DemoOrder] = []
         self.problems: list[str] = []
 
@@ -128,15 +127,8 @@ class Demo:
             self.problems.append(what)
 
     # -- helpers ------------------------------------------------------------------------------
-    def wait_for(self, what: str, probe: Callable[[], T | None], timeout: float = WAIT_SECONDS) -> T:
-        deadline = time.monotonic() + timeout
-        while True:
-            value = probe()
-            if value is not None:
-                return value
-            if time.monotonic() > deadline:
-                raise DemoError(f"timed out after {timeout:.0f}s waiting for {what}")
-            time.sleep(POLL_SECONDS)
+    def wait_for(self, what: str, probe: Callable[[], T | None]) -> T:
+        return polling.wait_for(what, probe, timeout=WAIT_SECONDS)
 
     def new_order(self, label: str) -> DemoOrder:
         order = DemoOrder(label=label, key=f"demo-{self.run_id}-{len(self.orders) + 1}")
@@ -164,50 +156,13 @@ class Demo:
 
     def stock(self, sku: str) -> int:
         item = self.ddb.get_item(
-            TableName=self.out["InventoryTableName"],
-            Key={"pk": {"S": f"sku#{sku}"}, "sk": {"S": "catalog"}},
-            ConsistentRead=True,
+            TableName=self.out["InventoryTableName"], Key=catalog_key(sku), ConsistentRead=True
         )["Item"]
         return int(item["stock"]["N"])
 
-    def order_item(self, order_id: str) -> dict[str, Any]:
-        item = self.ddb.get_item(
-            TableName=self.out["OrdersTableName"],
-            Key={"pk": {"S": f"order#{order_id}"}, "sk": {"S": "order"}},
-            ConsistentRead=True,
-        ).get("Item")
-        return {key: next(iter(value.values())) for key, value in (item or {}).items()}
-
-    def executions_of(self, order_id: str) -> list[dict[str, Any]]:
-        return [
-            e
-            for page in self.sfn.get_paginator("list_executions").paginate(
-                stateMachineArn=self.out["StateMachineArn"]
-            )
-            for e in page["executions"]
-            if e["name"].startswith(order_id)
-        ]
-
-    def dedup_hits(self) -> Counter[str]:
-        """DedupHit decisions per order id, from the worker's and consumers' logs: the local cloud's
-        log files when the state directory is known (its CloudWatch Logs hold only the last 4 KB
-        of each invocation, as Lambda's LogResult does), else CloudWatch Logs."""
-        hits: Counter[str] = Counter()
-        functions = {consumer: self.out[function_output_key(consumer)] for consumer in CONSUMERS}
-        if self.log_files is not None:
-            for invocation in self.log_files.invocations(functions, ["DedupHit"]):
-                for line in invocation.lines:
-                    hits.update(_dedup_hit_orders(json.dumps(line)))
-            return hits
-        for physical in functions.values():
-            with contextlib.suppress(self.logs.exceptions.ResourceNotFoundException):
-                pages = self.logs.get_paginator("filter_log_events").paginate(
-                    logGroupName=f"/aws/lambda/{physical}", filterPattern='"DedupHit"'
-                )
-                for page in pages:
-                    for event in page.get("events", []):
-                        hits.update(_dedup_hit_orders(event.get("message", "")))
-        return hits
+    def dedup_hits(self, order_id: str) -> int:
+        """Duplicate messages and events of the order that the worker and consumers recognised."""
+        return sum(1 for entry in self.story.collect(order_id).entries if entry.outcome in DEDUPLICATED)
 
     # -- scenarios ----------------------------------------------------------------------------
     def seed(self) -> None:
@@ -290,7 +245,7 @@ class Demo:
         )
 
         def crashed() -> str | None:
-            arn = self.order_item(order.order_id).get("execution_arn")
+            arn = self.story.order(order.order_id).get("execution_arn")
             if not arn:
                 return None
             events = self.sfn.get_execution_history(executionArn=arn)["events"]
@@ -317,27 +272,27 @@ class Demo:
 
     def duplicates(self, order: DemoOrder) -> None:
         self.section("duplicate deliveries of the first order's queue message")
-        item = self.order_item(order.order_id)
+        item = self.story.order(order.order_id)
         message = {
             "order_id": order.order_id,
             "run": int(item["run"]),
             "idempotency_key": item["idempotency_key"],
         }
-        before = self.dedup_hits()[order.order_id]
+        before = self.dedup_hits(order.order_id)
         for _ in range(2):
             self.sqs.send_message(QueueUrl=self.out["OrdersQueueUrl"], MessageBody=json.dumps(message))
         self.say(f"sent {json.dumps(message)[:90]}... twice more to the orders queue")
         hits = self.wait_for(
             "the worker to see both copies",
-            lambda: n if (n := self.dedup_hits()[order.order_id] - before) >= 2 else None,
+            lambda: n if (n := self.dedup_hits(order.order_id) - before) >= 2 else None,
         )
         self.expect(hits == 2, f"the worker's dedup answered both copies ({hits} dedup hits)")
-        executions = self.executions_of(order.order_id)
+        executions = self.story.executions(order.order_id, runs=int(item["run"]))
         self.expect(len(executions) == 1, f"{len(executions)} workflow execution for the order")
 
     def redrive(self, order: DemoOrder, failed_arn: str) -> None:
         self.section("redrive: the same execution token again")
-        lease = self.lease_expiry(order.order_id)
+        lease = self.lease_expiry(failed_arn)
         if lease is not None and (left := lease - time.time()) > 0:
             self.say(f"the dead attempt holds the ChargePayment fence for {left:.0f}s more; waiting it out")
             time.sleep(left + 0.5)
@@ -366,18 +321,11 @@ class Demo:
             f"the takeover found the charge at the provider: {calls} provider call, {charges} charge",
         )
 
-    def lease_expiry(self, order_id: str) -> float | None:
-        items = self.ddb.scan(
-            TableName=self.out["FenceTableName"],
-            FilterExpression="#s = :step AND contains(#t, :order)",
-            ExpressionAttributeNames={"#s": "step", "#t": "token"},
-            ExpressionAttributeValues={":step": {"S": "ChargePayment"}, ":order": {"S": order_id}},
-            ConsistentRead=True,
-        ).get("Items", [])
-        leases = [
-            float(i["lease_expires"]["N"]) for i in items if i.get("state", {}).get("S") == "IN_PROGRESS"
-        ]
-        return max(leases) if leases else None
+    def lease_expiry(self, execution_arn: str) -> float | None:
+        """When the ChargePayment fence of the execution's run stops being held (None: not held)."""
+        token = json.loads(self.sfn.describe_execution(executionArn=execution_arn)["input"])["token"]
+        fence = self.story.fence(token, "ChargePayment")
+        return float(fence["lease_expires"]) if fence.get("state") == "IN_PROGRESS" else None
 
     def settle(self) -> Report:
         """Wait until the consumers caught up (or give up and report what is there)."""
@@ -393,16 +341,13 @@ class Demo:
 
     def write_stories(self, state_dir: Path) -> list[Path]:
         """Each order's story as `<state dir>/stories/<order>.{json,html}`; the HTML paths."""
-        collector = Collector(
-            outputs=self.out.outputs, client=self.client, logs=LocalLogFiles(state_dir / "logs")
-        )
         directory = state_dir / "stories"
         directory.mkdir(parents=True, exist_ok=True)
         written = []
         for order in self.orders:
             if not order.order_id:
                 continue
-            story = collector.collect(order.order_id)
+            story = self.story.collect(order.order_id)
             (directory / f"{order.order_id}.json").write_text(
                 json.dumps(story.to_dict(), indent=1, default=str)
             )
@@ -415,16 +360,10 @@ class Demo:
     # -- report ---------------------------------------------------------------------------------
     def steps(self, order_id: str) -> tuple[list[str], list[str]]:
         """(steps run, steps skipped by a fence) with counts, from the order's step records."""
-        items = self.ddb.query(
-            TableName=self.out["OrdersTableName"],
-            KeyConditionExpression="pk = :pk AND begins_with(sk, :step)",
-            ExpressionAttributeValues={":pk": {"S": f"order#{order_id}"}, ":step": {"S": "step#"}},
-            ConsistentRead=True,
-        )["Items"]
+        records = self.story.collect(order_id).facts["step_records"]
         ran, skipped = [], []
-        for item in items:
-            name = item["sk"]["S"].removeprefix("step#")
-            runs, skips = int(item.get("runs", {}).get("N", 0)), int(item.get("skips", {}).get("N", 0))
+        for name, record in records.items():
+            runs, skips = int(record.get("runs", 0)), int(record.get("skips", 0))
             if runs:
                 ran.append(name + (f" x{runs}" if runs > 1 else ""))
             if skips:
@@ -433,7 +372,6 @@ class Demo:
 
     def report(self, report: Report) -> str:
         rows = {row.order_id: row for row in report.orders}
-        hits = self.dedup_hits()
         lines = [
             "",
             "== report",
@@ -449,7 +387,7 @@ class Demo:
             charges, calls = (row.charges, row.provider_calls) if row else (0, 0)
             lines.append(
                 f"{order.order_id:<36} {order.label:<18} {status:<10} {order.replays:>7} "
-                f"{hits[order.order_id]:>5} {charges:>7} {calls:>5}"
+                f"{self.dedup_hits(order.order_id):>5} {charges:>7} {calls:>5}"
             )
             ran, skipped = self.steps(order.order_id)
             ran_text, skipped_text = ", ".join(ran) or "-", ", ".join(skipped) or "-"
@@ -460,16 +398,6 @@ class Demo:
             "calls = raw calls the payment provider received"
         )
         return "\n".join(lines)
-
-
-def _dedup_hit_orders(message: str) -> list[str]:
-    try:
-        record = json.loads(message)
-    except ValueError:
-        return []
-    if not isinstance(record, dict) or record.get("decision") != "DedupHit":
-        return []
-    return _ORDER_ID.findall(str(record.get("token", "")))[:1]
 
 
 def _code(response: ApiResponse) -> str | None:
@@ -540,8 +468,8 @@ def play(
     *,
     restore: bool,
     console: IO[str] = sys.stdout,
+    state_dir: Path,
     started: float | None = None,
-    state_dir: Path | None = None,
 ) -> list[str]:
     """Every scenario against a running local cloud, the report, and what went wrong (empty: all
     promises kept and every invariant holds). `restore`: put its crash injection back after.
@@ -564,9 +492,8 @@ def play(
     report = demo.settle()
     console.write(demo.report(report) + "\n\n")
     console.write(report.to_text() + "\n\n")
-    if state_dir is not None:
-        demo.section("the story of each order (make story ORDER=<id>; FORMAT=html for the picture)")
-        demo.write_stories(state_dir)
+    demo.section("the story of each order (make story ORDER=<id>; FORMAT=html for the picture)")
+    demo.write_stories(state_dir)
     problems = [*(f"demo: {p}" for p in demo.problems), *([f"demo: {failure}"] if failure else [])]
     return problems + report.violations
 

@@ -16,7 +16,6 @@
 from __future__ import annotations
 
 import os
-import time
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -27,6 +26,7 @@ import pytest
 
 from localcloud import control, process
 from localcloud import outputs as outputs_file
+from ops import polling
 from ops.api_client import ApiClient
 from ops.seed import seed_inventory
 from ops.target import Target
@@ -50,15 +50,8 @@ class E2ETarget:
 
 
 def wait_for(what: str, probe: Callable[[], T | None], timeout: float = WAIT_SECONDS) -> T:
-    """Poll `probe` until it returns something other than None."""
-    deadline = time.monotonic() + timeout
-    while True:
-        value = probe()
-        if value is not None:
-            return value
-        if time.monotonic() > deadline:
-            raise AssertionError(f"timed out after {timeout:.0f}s waiting for {what}")
-        time.sleep(0.3)
+    """Poll `probe` until it returns something other than None (TimeoutError after `timeout`)."""
+    return polling.wait_for(what, probe, timeout=timeout)
 
 
 def _local_target(out: outputs_file.Outputs, state_dir: Path) -> E2ETarget:

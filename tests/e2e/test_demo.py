@@ -21,6 +21,7 @@ pytestmark = [pytest.mark.e2e, pytest.mark.slow]
 def test_the_demo_scenario_ends_with_invariants_ok(e2e: E2ETarget, local_control: str):
     # Given the suite's local cloud (crash injection off), When the demo plays every scenario on it
     assert e2e.local is not None
+    assert e2e.state_dir is not None
     console = io.StringIO()
     problems = play(e2e.local, restore=True, console=console, state_dir=e2e.state_dir)
     control.prewarm(local_control)  # putting crash injection back retired the workers: warm them again
@@ -40,7 +41,6 @@ def test_the_demo_scenario_ends_with_invariants_ok(e2e: E2ETarget, local_control
         assert promise in output, output
 
     # And the demo wrote the story of each of its three orders, and said where
-    assert e2e.state_dir is not None
     pages = re.findall(r"(\S+/stories/(o-[0-9a-f]{32})\.html)", output)
     assert len(pages) == 3, output
     crash_id = next(
