@@ -93,9 +93,10 @@ test-infra: install ## Template assertions, cdk-nag and cfn-lint
 test-e2e: install ## End to end over HTTP and AWS APIs: a local cloud of its own, or RETRYSAFE_E2E_TARGET=outputs|aws
 	$(PY) -m pytest tests/e2e
 
-bench: install ## Count AWS round trips per fenced step on moto, time each handler's cold-start import; writes bench/results/
+bench: install ## Count AWS round trips per fenced step on moto, time each handler's cold-start import, price whole orders with and without the layer; writes bench/results/
 	PYTHONPATH=functions $(PY) bench/roundtrips.py
 	PYTHONPATH=functions $(PY) bench/coldstart.py
+	PYTHONPATH=functions:. $(PY) bench/cost.py
 
 openapi: install ## Write the API's OpenAPI description (functions/orders/openapi.json) from the contract models
 	PYTHONPATH=functions $(PY) -m orders.openapi

@@ -109,6 +109,9 @@ _KINDS: dict[Decision, Kind] = {
 
 # Routine fence decisions: a log line only as the first line of their attempt (module docstring).
 _ROUTINE = frozenset({Decision.FENCE_CLAIMED, Decision.FENCE_COMPLETED})
+# Fields a caller may pass that the stored key already spells out (a key is
+# `<namespace>#<stage>#r<n>#v:<label>`): a line that has the key does not repeat them.
+_SPELLED_IN_KEY = ("label", "namespace")
 
 _BOUND: ContextVar[dict[str, Any]] = ContextVar("retrysafe_telemetry_keys", default={})  # noqa: B039 - never mutated
 
@@ -236,6 +239,8 @@ class Telemetry:
         keys = self.keys(key=key, token=token, step=step, attempt=attempt)
         invocation = _INVOCATION.get()
         if self._writes_line(outcome, keys, invocation):
+            if key:
+                fields = {k: v for k, v in fields.items() if k not in _SPELLED_IN_KEY or str(v) not in key}
             self.logger.info(
                 f"reliability decision: {outcome.value}",
                 extra={"decision": outcome.value, "kind": outcome.kind.value, "key": key, **keys, **fields},

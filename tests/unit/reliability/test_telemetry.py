@@ -185,3 +185,16 @@ def test_a_consumer_dedup_attempt_is_one_line_its_own_outcome(capsys: pytest.Cap
     emitted = read_emitted(capsys.readouterr().out)
     assert [line["decision"] for line in emitted.decisions()] == ["DedupMiss"]
     assert sorted(emitted.metric_names()) == ["DedupMiss", "FenceClaimed", "FenceCompleted"]
+
+
+def test_a_line_with_the_key_does_not_repeat_what_the_key_spells(capsys: pytest.CaptureFixture[str]) -> None:
+    telemetry = make_telemetry()
+    key = 'saga#dev#r1#v:{"step":"ChargePayment","token":"dev.o-1.r1"}'
+    label = '{"step":"ChargePayment","token":"dev.o-1.r1"}'
+    telemetry.decision(Decision.FENCE_SKIPPED, key=key, step="ChargePayment", label=label, namespace="saga")
+    telemetry.decision(Decision.FENCE_SKIPPED, step="ChargePayment", label=label, namespace="saga")
+    with_key, without_key = read_emitted(capsys.readouterr().out).decisions()
+    assert with_key["key"] == key
+    assert "label" not in with_key
+    assert "namespace" not in with_key
+    assert (without_key["label"], without_key["namespace"]) == (label, "saga")
