@@ -26,7 +26,7 @@ from collections.abc import Callable, Iterator, Mapping
 from contextlib import ExitStack, contextmanager
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 from unittest import mock
 
 import boto3
@@ -51,6 +51,7 @@ from simulator.cloud import (
     rest_event,
 )
 from simulator.templates import queue_consumers, workflow_tasks
+from simulator.world import deployed
 
 RuntimeFactory = Callable[..., orders_runtime.Runtime]
 TIMED_OUT = "Sandbox.Timedout"
@@ -406,26 +407,26 @@ def chaos_cloud(
     clock: Clock | None = None,
     mutant: Mutant | None = None,
 ) -> Iterator[ChaosCloud]:
-    """A fresh moto world with the assembly deployed and the handlers installed; `control=True`
-    builds every function with `unfenced_runtime` (fences, HTTP idempotency and dedup off)."""
-    from moto import mock_aws  # noqa: PLC0415 - moto's import cost only where a cloud is built
-
+    """A moto world with the assembly deployed and seeded, and the handlers installed (a fresh
+    world, or inside `simulator.world.reusing()` the reused one put back to its seeded state);
+    `control=True` builds every function with `unfenced_runtime` (fences, HTTP idempotency and dedup off)."""
     from chaos.control import unfenced_runtime  # noqa: PLC0415
     from ops.seed import seed_inventory  # noqa: PLC0415
+
+    def seed_world(cloud: InProcessCloud) -> None:
+        seed_inventory(cloud.dynamodb, cloud.outputs["InventoryTableName"])
+        setup_outcomes(cast(ChaosCloud, cloud))
 
     random.seed(seed)  # the Retry jitter of moto's interpreter
     clock = clock or Clock()
     factory: RuntimeFactory = unfenced_runtime if control else orders_runtime.Runtime
     with ExitStack() as stack:
-        stack.enter_context(mock_aws(config={"stepfunctions": {"execute_state_machine": True}}))
         cloud = ChaosCloud(
             assembly, controller=controller, clock=clock, runtime_factory=factory, mutant=mutant
         )
+        stack.enter_context(deployed(cloud, seed=seed_world))
         stack.enter_context(mock.patch(f"{_SFN_LAMBDA}.boto_client_for", POOL.for_step_functions))
         stack.enter_context(cloud.installed())
-        cloud.deploy()
-        seed_inventory(cloud.dynamodb, cloud.outputs["InventoryTableName"])
-        setup_outcomes(cloud)
         try:
             yield cloud
         finally:

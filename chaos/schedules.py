@@ -41,6 +41,7 @@ from chaos.points import CrashController, PointHit
 from chaos.scenarios import KINDS, place, verdict
 from chaos.single import ScheduleResult
 from orders.items import catalog_key
+from simulator.world import reusing
 
 QUEUE_OUTPUTS = ("OrdersQueueUrl", "NotifyQueueUrl", "AnalyticsQueueUrl")
 MAX_DUPLICATES = 4  # 1 delivery + 4 duplicates = 5 of one message
@@ -258,5 +259,6 @@ def run_random(
         if raise_on_violation and result.violations:
             raise AssertionError(f"{schedule.describe()}\n" + "\n".join(result.violations))
 
-    check()
+    with reusing():  # one moto world for all the schedules, reset between them
+        check()
     return results

@@ -55,6 +55,7 @@ from moto.awslambda.models import LambdaFunction
 from moto.dynamodb.responses import DynamoHandler
 from moto.sqs.responses import SQSResponse
 
+from localcloud.shapes import EXIT_ERROR, error_payload
 from ops.invariants import Stores, peek_dead_letters
 from ops.redrive import DlqRedrive, WorkflowRedrive
 from orders import runtime as orders_runtime
@@ -66,10 +67,11 @@ from simulator.events import ACCOUNT, EVENTS_DIR, REGION, rest_event, sqs_record
 from simulator.expiry import delete_expired, ttl_tables
 from simulator.observe import Caller, Observer, Snapshot, current_caller, observed, set_caller
 from simulator.operators import StopDuring, redrive, redrive_queue, rerun
-from simulator.patches import on_the_clock
+from simulator.patches import EXECUTION_ENDED, on_the_clock
 from simulator.queues import ThrottledPoll, expire_messages
 from simulator.rules import ScheduledRule, due, scheduled_event, scheduled_rules
 from simulator.templates import exports_of, function_specs, queue_consumers, state_machine_definition
+from simulator.world import deployed
 
 __all__ = [
     "ACCOUNT",
@@ -87,8 +89,6 @@ __all__ = [
     "sqs_record",
 ]
 _TERMINAL = {"SUCCEEDED", "FAILED", "TIMED_OUT", "ABORTED"}
-# What Lambda reports when the sandbox died mid-invocation (every task's Retry lists it).
-EXIT_ERROR = "Runtime.ExitError"
 # Where Powertools (3.x) reads the time for idempotency: `dt.datetime.now()` in each of these
 # modules (in-progress expiry, record expiry, the conditional put, the inconsistency check).
 _POWERTOOLS_TIME_MODULES = (
@@ -227,6 +227,7 @@ class InProcessCloud:
         crash_plan: CrashPlan | None = None,
         clock: Clock | None = None,
     ) -> None:
+        self.assembly = assembly
         self.data_template = _template(assembly, "data")
         self.app_template = _template(assembly, "app")
         self.crash_plan = crash_plan
@@ -479,8 +480,7 @@ class InProcessCloud:
             self.invocations.append(
                 Invocation(function_name, event, None, error_type, traceback.format_exc())
             )
-            payload = {"errorType": error_type, "errorMessage": message}
-            return json.dumps(payload), True, ""
+            return error_payload(error_type, message), True, ""
         self.invocations.append(Invocation(function_name, event, result, None))
         return json.dumps(result), False, ""
 
@@ -638,12 +638,13 @@ class InProcessCloud:
     def wait(self, execution_arn: str, *, timeout: float = 60) -> dict[str, Any]:
         deadline = time.monotonic() + timeout
         while True:
-            execution = self.sfn.describe_execution(executionArn=execution_arn)
-            if execution["status"] in _TERMINAL:
-                return dict(execution)
-            if time.monotonic() > deadline:
-                raise TimeoutError(f"{execution_arn} still {execution['status']} after {timeout}s")
-            time.sleep(0.05)
+            with EXECUTION_ENDED:  # an end notified between the describe and the wait is not lost
+                execution = self.sfn.describe_execution(executionArn=execution_arn)
+                if execution["status"] in _TERMINAL:
+                    return dict(execution)
+                if time.monotonic() > deadline:
+                    raise TimeoutError(f"{execution_arn} still {execution['status']} after {timeout}s")
+                EXECUTION_ENDED.wait(0.05)
 
     def wait_all(self, *, timeout: float = 60) -> list[dict[str, Any]]:
         return [self.wait(e["executionArn"], timeout=timeout) for e in self.executions()]
@@ -689,15 +690,14 @@ def running_cloud(
     assembly: Path, *, crash_plan: CrashPlan | None = None, clock: Clock | None = None, seed: bool = True
 ) -> Iterator[InProcessCloud]:
     """moto with Step Functions execution on, the assembly deployed, handlers installed, the catalog
-    seeded: the whole chain, in this process."""
-    from moto import mock_aws  # noqa: PLC0415 - keep moto's import cost inside the tests that use it
-
+    seeded: the whole chain, in this process (a fresh moto world, or the reused one inside
+    `simulator.world.reusing()`)."""
     from ops.seed import seed_inventory  # noqa: PLC0415
 
-    with mock_aws(config={"stepfunctions": {"execute_state_machine": True}}):
-        cloud = InProcessCloud(assembly, crash_plan=crash_plan, clock=clock)
-        with cloud.installed():
-            cloud.deploy()
-            if seed:
-                seed_inventory(cloud.dynamodb, cloud.outputs["InventoryTableName"])
-            yield cloud
+    def seed_catalog(cloud: InProcessCloud) -> None:
+        if seed:
+            seed_inventory(cloud.dynamodb, cloud.outputs["InventoryTableName"])
+
+    cloud = InProcessCloud(assembly, crash_plan=crash_plan, clock=clock)
+    with deployed(cloud, seed=seed_catalog), cloud.installed():
+        yield cloud

@@ -14,10 +14,28 @@ Applied together by `InProcessCloud.installed()` (`on_the_clock(clock)`), for th
    refusal of an execution that is not failed, or that ended more than the redrive window
    (`infra.config.REDRIVE_WINDOW_DAYS`) ago (`ExecutionNotRedrivable`); within the window it
    stays unsupported, so `ops.redrive` restarts it with the same token, as it does on moto.
+4. One parse per state machine definition: moto parses the ASL (antlr, in pure Python) at every
+   StartExecution, the largest single cost of an execution. The program it builds holds no
+   evaluation state (that lives in each execution's Environment); its only lazily set attribute,
+   `heap_key`, is set on every component before the program is shared.
+5. Execution ends are announced (`EXECUTION_ENDED`, a Condition notified after moto records the
+   end), so waiting for an execution costs no polling sleep.
+6. DynamoDB responses written as JSON directly: moto serializes every response through the
+   botocore model, shape by shape (an item's every attribute value), which was the largest cost
+   of a DynamoDB call. A successful response whose members are the operation's output members
+   and that holds only JSON types (no `B`/`BS` bytes, no timestamps) is the same document
+   `json.dumps` writes; anything else takes moto's serializer.
+7. DynamoDB update-expression validation without the repeated work: each of moto's ten AST passes
+   rebuilt its node-type map at every node, and the clause-count check ran again under every
+   nested UpdateExpression node (quadratic in the actions). The map is built once per pass and the
+   count checked at the root, whose clauses include every nested node's.
 """
 
 from __future__ import annotations
 
+import functools
+import json
+import threading
 import types
 from collections.abc import Iterator
 from contextlib import ExitStack, contextmanager
@@ -25,7 +43,15 @@ from typing import Any
 from unittest import mock
 
 from moto.core.exceptions import JsonRESTError
+from moto.core.responses import ActionResult
+from moto.dynamodb.parsing.ast_nodes import DepthFirstTraverser
+from moto.dynamodb.parsing.validators import ActionCountValidator
+from moto.dynamodb.responses import DynamoHandler
 from moto.sqs.models import Queue, SQSBackend
+from moto.stepfunctions.parser.asl.component.component import Component
+from moto.stepfunctions.parser.asl.component.eval_component import EvalComponent
+from moto.stepfunctions.parser.asl.parse.asl_parser import AmazonStateLanguageParser
+from moto.stepfunctions.parser.backend.execution import BaseExecutionWorkerCommunication
 from moto.stepfunctions.responses import StepFunctionResponse
 
 from infra.config import REDRIVE_WINDOW_DAYS
@@ -35,6 +61,7 @@ DAY = 86_400
 REDRIVE_WINDOW_SECONDS = REDRIVE_WINDOW_DAYS * DAY
 _REDRIVABLE = frozenset({"FAILED", "TIMED_OUT", "ABORTED"})
 _SFN_DATES = ("moto.stepfunctions.parser.models", "moto.stepfunctions.parser.backend.execution")
+EXECUTION_ENDED = threading.Condition()
 
 
 class ExecutionNotRedrivable(JsonRESTError):
@@ -74,9 +101,87 @@ def _redrive_execution(clock: Clock) -> Any:
     return redrive_execution
 
 
+def _fix_heap_keys(component: Any, seen: set[int]) -> None:
+    """Touch `heap_key` on every evaluation component reachable from `component` (set once, here)."""
+    if id(component) in seen:
+        return
+    seen.add(id(component))
+    if isinstance(component, EvalComponent):
+        _ = component.heap_key
+    children = vars(component).values() if isinstance(component, Component) else component
+    for child in children:
+        if isinstance(child, Component | list | tuple):
+            _fix_heap_keys(child, seen)
+
+
+@functools.cache
+def _parse_once(definition: str) -> tuple[Any, Any]:
+    program, tree = _PARSE(definition)
+    _fix_heap_keys(program, set())
+    return program, tree
+
+
+_PARSE = AmazonStateLanguageParser.parse
+_TERMINATED = BaseExecutionWorkerCommunication.terminated
+
+
+def _announce_end(self: BaseExecutionWorkerCommunication) -> None:
+    _TERMINATED(self)
+    with EXECUTION_ENDED:
+        EXECUTION_ENDED.notify_all()
+
+
+_SERIALIZED = DynamoHandler.serialized
+
+
+@functools.cache
+def _output_members(operation: str) -> frozenset[str]:
+    from moto.core.responses import get_service_model  # noqa: PLC0415
+
+    shape = get_service_model("dynamodb").operation_model(operation).output_shape
+    return frozenset(shape.members) if shape is not None else frozenset()
+
+
+def _serialized_as_json(self: DynamoHandler, action_result: ActionResult) -> Any:
+    result = action_result.result
+    if isinstance(result, dict):
+        members = _output_members(self._get_action())
+        try:
+            body = json.dumps({k: v for k, v in result.items() if k in members})
+        except TypeError:  # bytes, datetimes: moto's serializer knows their wire forms
+            return _SERIALIZED(self, action_result)
+        return 200, {"Content-Type": "application/x-amz-json-1.0", **self.response_headers}, body
+    return _SERIALIZED(self, action_result)
+
+
+def _processing_map(self: DepthFirstTraverser) -> dict[type, Any]:
+    cached: dict[type, Any] | None = self.__dict__.get("_map_once")
+    if cached is None:
+        cached = self.__dict__["_map_once"] = self._processing_map()
+    return cached
+
+
+def _nodes_to_be_processed(self: DepthFirstTraverser) -> tuple[type, ...]:
+    return tuple(_processing_map(self))
+
+
+def _process(self: DepthFirstTraverser, node: Any) -> Any:
+    for class_key, processor in _processing_map(self).items():
+        if isinstance(node, class_key):
+            return processor(node)
+    return None
+
+
+_VERIFY_ACTION_COUNTS = ActionCountValidator.verify_action_counts
+
+
+def _verify_action_counts_at_root(self: ActionCountValidator, node: Any) -> Any:
+    return _VERIFY_ACTION_COUNTS(self, node) if node.parent is None else node
+
+
 @contextmanager
 def on_the_clock(clock: Clock) -> Iterator[None]:
-    """Patches 1-3 on `clock`."""
+    """Patches 1-7 (1-3 on `clock`)."""
     original_receive = SQSBackend.receive_message
 
     def receive_message(self: SQSBackend, queue_name: str, *args: Any, **kwargs: Any) -> Any:
@@ -98,5 +203,15 @@ def on_the_clock(clock: Clock) -> Iterator[None]:
             mock.patch.object(
                 StepFunctionResponse, "redrive_execution", _redrive_execution(clock), create=True
             )
+        )
+        stack.enter_context(mock.patch.object(AmazonStateLanguageParser, "parse", staticmethod(_parse_once)))
+        stack.enter_context(mock.patch.object(BaseExecutionWorkerCommunication, "terminated", _announce_end))
+        stack.enter_context(mock.patch.object(DynamoHandler, "serialized", _serialized_as_json))
+        stack.enter_context(
+            mock.patch.object(DepthFirstTraverser, "nodes_to_be_processed", _nodes_to_be_processed)
+        )
+        stack.enter_context(mock.patch.object(DepthFirstTraverser, "process", _process))
+        stack.enter_context(
+            mock.patch.object(ActionCountValidator, "verify_action_counts", _verify_action_counts_at_root)
         )
         yield
