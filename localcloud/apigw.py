@@ -32,6 +32,8 @@ from urllib.parse import parse_qs, unquote, urlsplit
 
 import jsonschema
 
+from localcloud.shapes import rest_proxy_event
+
 logger = logging.getLogger("localcloud.apigw")
 
 # API Gateway's built-in gateway responses used here: (status, x-amzn-ErrorType).
@@ -467,64 +469,32 @@ class RestApiHandler:
     def event(
         self, route: Route, params: dict[str, str], request: HttpRequest, request_id: str
     ) -> dict[str, Any]:
-        """The REST API (payload format 1.0) proxy event."""
-        headers: dict[str, str] = {}
-        multi_headers: dict[str, list[str]] = {}
+        """The REST API (payload format 1.0) proxy event (`localcloud.shapes`)."""
         own = {"x-forwarded-proto", "x-forwarded-port"}
         client = [(name, value) for name, value in request.headers if name.lower() not in own]
-        for name, value in [*client, *self._forwarded(request)]:
-            headers[name] = value
-            multi_headers.setdefault(name, []).append(value)
-        query = parse_qs(request.query, keep_blank_values=True)
         try:
             body: str | None = request.body.decode("utf-8") if request.body else None
             is_base64 = False
         except UnicodeDecodeError:
             body, is_base64 = base64.b64encode(request.body).decode("ascii"), True
-        now = time.time()
-        return {
-            "resource": route.resource_path,
-            "path": request.path,
-            "httpMethod": request.method,
-            "headers": headers or None,
-            "multiValueHeaders": multi_headers or None,
-            "queryStringParameters": {k: v[-1] for k, v in query.items()} or None,
-            "multiValueQueryStringParameters": query or None,
-            "pathParameters": params or None,
-            "stageVariables": None,
-            "requestContext": {
-                "resourceId": route.resource_id,
-                "resourcePath": route.resource_path,
-                "httpMethod": request.method,
-                "extendedRequestId": request_id[:16],
-                "requestTime": time.strftime("%d/%b/%Y:%H:%M:%S +0000", time.gmtime(now)),
-                "path": f"/{self.spec.stage}{request.path}",
-                "accountId": self._account_id,
-                "protocol": "HTTP/1.1",
-                "stage": self.spec.stage,
-                "domainPrefix": request.host.split(".")[0].split(":")[0],
-                "requestTimeEpoch": int(now * 1000),
-                "requestId": request_id,
-                "identity": {
-                    "cognitoIdentityPoolId": None,
-                    "accountId": None,
-                    "cognitoIdentityId": None,
-                    "caller": None,
-                    "sourceIp": request.source_ip,
-                    "principalOrgId": None,
-                    "accessKey": None,
-                    "cognitoAuthenticationType": None,
-                    "cognitoAuthenticationProvider": None,
-                    "userArn": None,
-                    "userAgent": request.header("User-Agent"),
-                    "user": None,
-                },
-                "domainName": request.host,
-                "apiId": self.spec.api_id,
-            },
-            "body": body,
-            "isBase64Encoded": is_base64,
-        }
+        return rest_proxy_event(
+            method=request.method,
+            path=request.path,
+            resource_path=route.resource_path,
+            resource_id=route.resource_id,
+            headers=[*client, *self._forwarded(request)],
+            query=parse_qs(request.query, keep_blank_values=True),
+            path_parameters=params,
+            body=body,
+            is_base64=is_base64,
+            stage=self.spec.stage,
+            api_id=self.spec.api_id,
+            account_id=self._account_id,
+            request_id=request_id,
+            host=request.host,
+            source_ip=request.source_ip,
+            user_agent=request.header("User-Agent"),
+        )
 
     @staticmethod
     def _forwarded(request: HttpRequest) -> list[tuple[str, str]]:

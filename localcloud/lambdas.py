@@ -29,6 +29,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import IO, Any
 
+from localcloud.shapes import EXIT_ERROR, TIMED_OUT, error_payload
+
 logger = logging.getLogger("localcloud.lambdas")
 
 RUNTIME_SCRIPT = Path(__file__).with_name("_runtime.py")
@@ -92,10 +94,6 @@ class InvokeResult:
             return str(json.loads(self.payload).get("errorType"))
         except (ValueError, AttributeError):
             return None
-
-
-def _error_payload(error_type: str, message: str) -> str:
-    return json.dumps({"errorType": error_type, "errorMessage": message, "stackTrace": []})
 
 
 class LogSink:
@@ -182,12 +180,10 @@ class Worker:
             reply = self._replies.get(timeout=INIT_TIMEOUT_SECONDS)
         except queue.Empty:
             self.kill()
-            return InvokeResult(_error_payload("Sandbox.Timedout", "Init phase timed out"), True)
+            return InvokeResult(error_payload(TIMED_OUT, "Init phase timed out"), True)
         if reply is None:
             return InvokeResult(
-                _error_payload(
-                    "Runtime.ExitError", f"Runtime exited during init: {self._exit_description()}"
-                ),
+                error_payload(EXIT_ERROR, f"Runtime exited during init: {self._exit_description()}"),
                 True,
             )
         if not reply.get("ready"):
@@ -218,8 +214,8 @@ class Worker:
         except queue.Empty:
             self.kill()
             result = InvokeResult(
-                _error_payload(
-                    "Sandbox.Timedout",
+                error_payload(
+                    TIMED_OUT,
                     f"RequestId: {request_id} Error: Task timed out after {timeout:.2f} seconds",
                 ),
                 True,
@@ -238,8 +234,8 @@ class Worker:
     def _result(self, reply: dict[str, Any] | None, request_id: str) -> InvokeResult:
         if reply is None:
             return InvokeResult(
-                _error_payload(
-                    "Runtime.ExitError",
+                error_payload(
+                    EXIT_ERROR,
                     f"RequestId: {request_id} Error: Runtime exited with error: {self._exit_description()}",
                 ),
                 True,
@@ -486,13 +482,11 @@ class LambdaRuntime:
 
     def invoke(self, spec: FunctionSpec, event: Any) -> InvokeResult:
         if self._stopped.is_set():
-            return InvokeResult(
-                _error_payload("Lambda.ServiceException", "the local cloud is stopping"), True
-            )
+            return InvokeResult(error_payload("Lambda.ServiceException", "the local cloud is stopping"), True)
         try:
             pool = self._pool(spec)
         except (ValueError, zipfile.BadZipFile, OSError) as exc:
-            return InvokeResult(_error_payload("Runtime.InvalidEntrypoint", str(exc)), True)
+            return InvokeResult(error_payload("Runtime.InvalidEntrypoint", str(exc)), True)
         return pool.invoke(event)
 
     def prewarm(self, specs: list[FunctionSpec]) -> dict[str, str | None]:

@@ -9,6 +9,7 @@ from pathlib import Path
 from typing import Any
 
 from localcloud import pollers
+from localcloud.shapes import rest_proxy_event
 
 REGION = "us-east-1"
 ACCOUNT = "123456789012"
@@ -23,29 +24,27 @@ def sqs_record(message: dict[str, Any], *, queue_arn: str) -> dict[str, Any]:
 def rest_event(
     method: str, path: str, *, body: Any = None, headers: Mapping[str, str] | None = None
 ) -> dict[str, Any]:
-    """An API Gateway REST proxy event (the shape of events/api/*.json)."""
-    template = json.loads((EVENTS_DIR / "api" / "get_order.json").read_text())
+    """An API Gateway REST proxy event (`localcloud.shapes.rest_proxy_event`, what the local cloud's
+    edge sends), on the sample events' API (events/api/*.json: stage, API id, domain)."""
+    sample = json.loads((EVENTS_DIR / "api" / "get_order.json").read_text())["requestContext"]
     resource = "/orders/{order_id}" if path.count("/") >= 2 else "/orders"
-    path_parameters = {"order_id": path.rsplit("/", 1)[-1]} if resource != "/orders" else None
+    path_parameters = {"order_id": path.rsplit("/", 1)[-1]} if resource != "/orders" else {}
     text = body if isinstance(body, str) or body is None else json.dumps(body)
-    all_headers = {"Content-Type": "application/json", **(headers or {})}
-    template.update(
-        {
-            "resource": resource,
-            "path": path,
-            "httpMethod": method,
-            "headers": all_headers,
-            "multiValueHeaders": {k: [v] for k, v in all_headers.items()},
-            "pathParameters": path_parameters,
-            "body": text,
-            "isBase64Encoded": False,
-        }
+    return rest_proxy_event(
+        method=method,
+        path=path,
+        resource_path=resource,
+        resource_id=sample["resourceId"],
+        headers=list({"Content-Type": "application/json", **(headers or {})}.items()),
+        query={},
+        path_parameters=path_parameters,
+        body=text,
+        is_base64=False,
+        stage=sample["stage"],
+        api_id=sample["apiId"],
+        account_id=ACCOUNT,
+        request_id=str(uuid.uuid4()),
+        host=sample["domainName"],
+        source_ip=sample["identity"]["sourceIp"],
+        user_agent=sample["identity"].get("userAgent"),
     )
-    template["requestContext"] = {
-        **template["requestContext"],
-        "resourcePath": resource,
-        "httpMethod": method,
-        "path": f"/{template['requestContext']['stage']}{path}",
-        "requestId": str(uuid.uuid4()),
-    }
-    return template

@@ -1,0 +1,98 @@
+"""The shapes AWS hands a function and a function's failure hands back, written once for the local
+cloud (`localcloud.apigw`, `localcloud.lambdas`) and the in-process simulator (`simulator`).
+
+- `rest_proxy_event`: API Gateway's REST (payload format 1.0) proxy event;
+- `error_payload`: a failed invocation's payload (`errorType` is what Retry/Catch match);
+- `EXIT_ERROR` / `TIMED_OUT`: the error types Lambda reports for a sandbox that died and one that
+  ran out of time (never the process's last exception).
+
+The worker processes' own runtime (`localcloud/_runtime.py`) runs isolated (`python -I`) and
+imports nothing from the project, so it writes its error dict itself, in this shape.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from collections.abc import Iterable, Mapping
+from typing import Any
+
+EXIT_ERROR = "Runtime.ExitError"
+TIMED_OUT = "Sandbox.Timedout"
+
+
+def error_payload(error_type: str, message: str) -> str:
+    return json.dumps({"errorType": error_type, "errorMessage": message, "stackTrace": []})
+
+
+def rest_proxy_event(
+    *,
+    method: str,
+    path: str,
+    resource_path: str,
+    resource_id: str,
+    headers: Iterable[tuple[str, str]],
+    query: Mapping[str, list[str]],
+    path_parameters: Mapping[str, str],
+    body: str | None,
+    is_base64: bool,
+    stage: str,
+    api_id: str,
+    account_id: str,
+    request_id: str,
+    host: str,
+    source_ip: str,
+    user_agent: str | None,
+    now: float | None = None,
+) -> dict[str, Any]:
+    """The REST API proxy event for one request (`path` without the stage; headers in order, a
+    repeated name keeps its last value in `headers` and every value in `multiValueHeaders`)."""
+    single: dict[str, str] = {}
+    multi: dict[str, list[str]] = {}
+    for name, value in headers:
+        single[name] = value
+        multi.setdefault(name, []).append(value)
+    now = time.time() if now is None else now
+    return {
+        "resource": resource_path,
+        "path": path,
+        "httpMethod": method,
+        "headers": single or None,
+        "multiValueHeaders": multi or None,
+        "queryStringParameters": {k: v[-1] for k, v in query.items()} or None,
+        "multiValueQueryStringParameters": dict(query) or None,
+        "pathParameters": dict(path_parameters) or None,
+        "stageVariables": None,
+        "requestContext": {
+            "resourceId": resource_id,
+            "resourcePath": resource_path,
+            "httpMethod": method,
+            "extendedRequestId": request_id[:16],
+            "requestTime": time.strftime("%d/%b/%Y:%H:%M:%S +0000", time.gmtime(now)),
+            "path": f"/{stage}{path}",
+            "accountId": account_id,
+            "protocol": "HTTP/1.1",
+            "stage": stage,
+            "domainPrefix": host.split(".", maxsplit=1)[0].split(":", maxsplit=1)[0],
+            "requestTimeEpoch": int(now * 1000),
+            "requestId": request_id,
+            "identity": {
+                "cognitoIdentityPoolId": None,
+                "accountId": None,
+                "cognitoIdentityId": None,
+                "caller": None,
+                "sourceIp": source_ip,
+                "principalOrgId": None,
+                "accessKey": None,
+                "cognitoAuthenticationType": None,
+                "cognitoAuthenticationProvider": None,
+                "userArn": None,
+                "userAgent": user_agent,
+                "user": None,
+            },
+            "domainName": host,
+            "apiId": api_id,
+        },
+        "body": body,
+        "isBase64Encoded": is_base64,
+    }
