@@ -44,7 +44,7 @@ from unittest import mock
 
 from moto.core.exceptions import JsonRESTError
 from moto.core.responses import ActionResult
-from moto.dynamodb.parsing.ast_nodes import DepthFirstTraverser
+from moto.dynamodb.parsing.ast_nodes import DepthFirstTraverser  # type: ignore[attr-defined]
 from moto.dynamodb.parsing.validators import ActionCountValidator
 from moto.dynamodb.responses import DynamoHandler
 from moto.sqs.models import Queue, SQSBackend

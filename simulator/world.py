@@ -33,9 +33,6 @@ if TYPE_CHECKING:
 
     from simulator.cloud import InProcessCloud
 
-# Step Functions executes definitions (moto's default only records executions).
-MOTO_CONFIG = {"stepfunctions": {"execute_state_machine": True}}
-
 
 @dataclass
 class _World:
@@ -53,13 +50,11 @@ def reusing() -> Iterator[None]:
     """Within: `deployed` reuses one moto world (per assembly) instead of building one per cloud.
     Reentrant (an inner `reusing()` uses the outer world). Never open a `mock_aws` of your own
     inside it."""
-    from moto import mock_aws  # noqa: PLC0415 - moto's import cost only where a cloud is built
-
     global _mock, _world  # noqa: PLW0603 - one moto world per process, as moto's backends are
     if _mock is not None:
         yield
         return
-    _mock = mock_aws(config=MOTO_CONFIG)
+    _mock = _new_mock()
     _mock.start()
     try:
         yield
@@ -73,9 +68,7 @@ def deployed(cloud: InProcessCloud, *, seed: Callable[[InProcessCloud], None]) -
     """`cloud` deployed and seeded: in a fresh moto world, or (inside `reusing()`) in the reused one."""
     global _world  # noqa: PLW0603
     if _mock is None:
-        from moto import mock_aws  # noqa: PLC0415
-
-        with mock_aws(config=MOTO_CONFIG):
+        with _new_mock():
             cloud.deploy()
             seed(cloud)
             yield cloud
@@ -91,6 +84,13 @@ def deployed(cloud: InProcessCloud, *, seed: Callable[[InProcessCloud], None]) -
         _restore(_world.items)
         _adopt(cloud, _world.first)
     yield cloud
+
+
+def _new_mock() -> MockAWS:
+    from moto import mock_aws  # noqa: PLC0415 - moto's import cost only where a cloud is built
+
+    # Step Functions executes definitions (moto's default only records executions).
+    return mock_aws(config={"stepfunctions": {"execute_state_machine": True}})
 
 
 def _snapshot() -> dict[str, Any]:
