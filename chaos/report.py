@@ -131,11 +131,18 @@ class Report:
             and points["exercised"] == points["points"]
         )
 
+    def schedules_per_minute(self) -> float:
+        """Every schedule run (each category, interleavings and the control) per minute of wall time."""
+        sections = (self.single, self.random, self.concurrency, self.zombies, self.control)
+        minutes = self.wall_seconds / 60
+        return round(sum(s.schedules for s in sections) / minutes, 1) if minutes else 0.0
+
     def as_dict(self) -> dict[str, Any]:
         return {
             "command": self.command,
             "seed": self.seed,
             "wall_seconds": round(self.wall_seconds, 1),
+            "schedules_per_minute": self.schedules_per_minute(),
             "ok": self.ok,
             "invariant_violations": self.violations,
             "control_violations": len(self.control.violations),
@@ -187,7 +194,8 @@ def markdown(data: dict[str, Any]) -> str:
     lines = [
         "# Chaos report",
         "",
-        f"`{data['command']}` (seed {data['seed']}, {data['wall_seconds']} s wall): "
+        f"`{data['command']}` (seed {data['seed']}, {data['wall_seconds']} s wall, "
+        f"{data['schedules_per_minute']} schedules per minute): "
         f"**{data['invariant_violations']} invariant violations** in the real run, "
         f"**{data['control_violations']} in the control** (fences, HTTP idempotency and dedup off). "
         f"Verdict: {'PASS' if data['ok'] else 'FAIL'}.",

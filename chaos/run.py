@@ -182,6 +182,7 @@ def main(argv: list[str] | None = None) -> int:
     say(
         f"{data['invariant_violations']} invariant violations, {data['control_violations']} in the control; "
         f"crash points {data['crash_points']['exercised']}/{data['crash_points']['points']}; "
-        f"{data['interleavings']['total']} interleavings; {data['wall_seconds']} s -> {json_path}, {md_path}"
+        f"{data['interleavings']['total']} interleavings; {data['wall_seconds']} s, "
+        f"{data['schedules_per_minute']} schedules per minute -> {json_path}, {md_path}"
     )
     return 0 if report.ok else 1
