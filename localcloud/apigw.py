@@ -50,6 +50,9 @@ DEFAULT_RESPONSES: dict[str, tuple[int, str]] = {
 }
 DEFAULT_TEMPLATE = '{"message":$context.error.messageString}'
 MAX_BODY_BYTES = 10 * 1024 * 1024
+# Connections the kernel queues before the server accepts them. http.server's default is 5, so a
+# burst of 20 clients opening connections at once got resets; werkzeug's 128 (the AWS endpoint's).
+LISTEN_BACKLOG = 128
 HTTP_METHODS = ("GET", "POST", "PUT", "PATCH", "DELETE", "HEAD", "OPTIONS")
 
 
@@ -593,6 +596,11 @@ def _describe(error: jsonschema.ValidationError) -> str:
     return f"{error.message} (at {where})" if error.absolute_path else error.message
 
 
+class _ApiHttpServer(ThreadingHTTPServer):
+    request_queue_size = LISTEN_BACKLOG
+    daemon_threads = True
+
+
 class RestApiServer:
     """One REST API on one 127.0.0.1 port, served by a thread per request."""
 
@@ -668,8 +676,7 @@ class RestApiServer:
                     response = rest.failure()
                 self._answer(response)
 
-        self._server = ThreadingHTTPServer((host, port), _Request)
-        self._server.daemon_threads = True
+        self._server = _ApiHttpServer((host, port), _Request)
         self.port = bound_port = int(self._server.server_address[1])
         self._thread = threading.Thread(
             target=self._server.serve_forever, name=f"rest-api-{self.port}", daemon=True
