@@ -29,7 +29,7 @@ export JSII_SILENCE_WARNING_UNTESTED_NODE_VERSION := 1
 
 .PHONY: help install synth nag lint format test test-unit test-integration test-infra test-e2e bench \
         demo summary deploy destroy local local-up local-down invoke seed invariants redrive-dlq redrive-workflow chaos constraints clean \
-        story idem-show idem-forget fence-show fence-reset browser openapi fuzz scale scale-sheet rerun new-service
+        story idem-show idem-forget fence-show fence-reset browser openapi fuzz scale scale-sheet rerun new-service load
 
 help: ## List every target with what it does
 	@awk 'BEGIN {FS = ":.*## "} /^[a-zA-Z_-]+:.*## / {printf "  \033[36m%-18s\033[0m %s\n", $$1, $$2}' $(MAKEFILE_LIST)
@@ -103,6 +103,9 @@ openapi: install ## Write the API's OpenAPI description (functions/orders/openap
 
 fuzz: install ## Hostile requests over HTTP against a local cloud (running, or started and stopped); FUZZ_ARGS="--requests 5000 --seed 11"; writes ops/results/fuzz.{json,md}
 	PYTHONPATH=functions:. $(PY) -m ops.fuzz $(FUZZ_ARGS)
+
+load: install ## Orders/s and POST, GET, end-to-end latency from 16 clients, 5 rounds of 1,000 orders on one local cloud (running, or started and stopped); LOAD_ARGS="--clients 16 --orders 1000 --rounds 5"; writes ops/results/load.{json,md}
+	PYTHONPATH=functions:. $(PY) -m ops.load $(LOAD_ARGS)
 
 scale: install ## Burst (10,000 orders/min) and 1 h soak with faults in the scale model, planned and mutant; writes scale/results/report.{json,md}
 	PYTHONPATH=functions:. $(PY) -m scale run $(SCALE_ARGS)
