@@ -15,6 +15,8 @@ DEFAULT_REGION = "us-east-1"
 ACCOUNT_ID = "123456789012"
 # Warm workers per function at most; a call that finds them all busy waits for one.
 DEFAULT_MAX_WORKERS = 3
+# Concurrent clients the local cloud serves without dropping one (tests/localcloud/test_fast_paths.py).
+CONCURRENT_CALLS = 64
 # A warm worker nobody called for this long is stopped (Lambda also reclaims idle sandboxes).
 DEFAULT_IDLE_SECONDS = 600.0
 CRASH_POINTS_ENV = "RETRYSAFE_CRASH_POINTS"

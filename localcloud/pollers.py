@@ -24,6 +24,8 @@ import boto3
 from botocore.config import Config as BotoConfig
 from botocore.exceptions import BotoCoreError, ClientError
 
+from localcloud.config import CONCURRENT_CALLS
+
 logger = logging.getLogger("localcloud.pollers")
 
 # How often the manager looks for mappings created, enabled, disabled or deleted.
@@ -52,7 +54,14 @@ def client_factory(endpoint: str, region: str) -> Callable[[str], Any]:
         aws_secret_access_key="localcloud",  # noqa: S106 - moto accepts any credentials
         region_name=region,
     )
-    config = BotoConfig(read_timeout=960, connect_timeout=5, retries={"max_attempts": 0, "mode": "standard"})
+    config = BotoConfig(
+        read_timeout=960,
+        connect_timeout=5,
+        retries={"max_attempts": 0, "mode": "standard"},
+        # One connection per concurrent caller (the REST API shares its client between requests);
+        # botocore's default 10 opened and dropped a connection per call beyond that.
+        max_pool_connections=CONCURRENT_CALLS,
+    )
     lock = threading.Lock()
 
     def make(service: str) -> Any:

@@ -20,11 +20,11 @@ from moto.dynamodb.models.dynamo_type import DynamoType, Item
 
 from localcloud import patches
 from localcloud.apigw import RestApiHandler, RestApiServer, apis_from_template
-from localcloud.config import ACCOUNT_ID
+from localcloud.config import ACCOUNT_ID, CONCURRENT_CALLS
 from localcloud.lambdas import LambdaRuntime
 from localcloud.server import MotoEndpoint
 
-CLIENTS = 64
+CLIENTS = CONCURRENT_CALLS
 
 
 def _burst(port: int, request: bytes) -> tuple[Counter[str], Counter[str]]:
