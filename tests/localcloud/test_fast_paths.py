@@ -224,7 +224,7 @@ def key_comparisons(monkeypatch: pytest.MonkeyPatch) -> Counter[str]:
     counts: Counter[str] = Counter()
     original = DynamoType.__eq__
 
-    def counting(self: DynamoType, other: object) -> bool:
+    def counting(self: DynamoType, other: Any) -> bool:
         counts["eq"] += 1
         return original(self, other)
 
