@@ -18,11 +18,12 @@ synthesized assembly, real handler code). Added here, without touching the harne
 from __future__ import annotations
 
 import contextlib
+import functools
 import json
 import random
 import threading
 from collections import Counter
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from contextlib import ExitStack, contextmanager
 from dataclasses import dataclass
 from pathlib import Path
@@ -38,7 +39,7 @@ from chaos.points import CrashController
 from ops.redrive import redrive_dlq, redrive_failed_executions
 from orders import runtime as orders_runtime
 from orders.config import Settings
-from orders.items import catalog_key
+from orders.items import catalog_key, order_key
 from reliability.crashpoints import SimulatedCrash
 from simulator.cloud import (
     EXIT_ERROR,
@@ -55,6 +56,7 @@ from simulator.world import deployed
 
 RuntimeFactory = Callable[..., orders_runtime.Runtime]
 TIMED_OUT = "Sandbox.Timedout"
+_UNIT_SECONDS = {"minute": 60, "hour": 3600, "day": 86_400}  # an EventBridge rate() expression's units
 _SFN_LAMBDA = "moto.stepfunctions.parser.asl.component.state.exec.state_task.lambda_eval_utils"
 
 
@@ -92,6 +94,30 @@ class ClientPool:
 POOL = ClientPool()
 
 
+def contract_violations(exchanges: Iterable[Exchange], *, stage: str) -> list[str]:
+    """Every answer the api function gave (2xx, 4xx, 409, 422, 503) is one the OpenAPI document
+    lists for `POST /orders`, in its shape (`ops.fuzz.oracle`, the fuzz's oracle). A 502 from a
+    function that died is API Gateway's, not the function's: not judged here."""
+    from ops.fuzz.oracle import Answer, Tally  # noqa: PLC0415 - jsonschema only where judged
+    from ops.fuzz.requests import Request  # noqa: PLC0415
+
+    tally = Tally()
+    for exchange in exchanges:
+        if not exchange.headers:
+            continue
+        body = b"" if exchange.body is None else json.dumps(exchange.body).encode()
+        request = Request("POST", f"/{stage}/orders", (("Idempotency-Key", exchange.key),), kind="chaos")
+        _oracle(stage).check(request, Answer(exchange.status, exchange.headers, body), tally)
+    return [f"contract: {line}" for line in tally.problems if not line.startswith("five_xx")]
+
+
+@functools.cache
+def _oracle(stage: str) -> Any:
+    from ops.fuzz.oracle import Oracle  # noqa: PLC0415 - reads the OpenAPI document once
+
+    return Oracle(stage)
+
+
 def short_name(physical: str, environment: Mapping[str, str]) -> str:
     """`retrysafe-local-charge-payment` -> `charge-payment` (`{service}-{stage}-{name}`; the
     service's name may hold dashes itself)."""
@@ -107,6 +133,7 @@ class Exchange:
     body: Any
     replayed: bool
     request: Any = None  # the request body sent (None: the one the key was first used with)
+    headers: tuple[tuple[str, str], ...] = ()  # the function's answer's (none when it died)
 
 
 @dataclass
@@ -122,6 +149,8 @@ class Recovery:
     dlq_redrives: int = 0
     lease_expiries: int = 0
     restarts: int = 0
+    stops: int = 0
+    stray_runs: int = 0
 
     def add(self, other: Recovery) -> None:
         for name, value in vars(other).items():
@@ -140,6 +169,8 @@ class ChaosCloud(InProcessCloud):
     ) -> None:
         super().__init__(assembly, clock=clock)
         self.mutant = mutant
+        if mutant is not None and mutant.template is not None:
+            mutant.template(self.app_template)  # before deploy(): what synth would emit
         self.controller = controller or CrashController()
         self.runtime_factory = runtime_factory
         self.exchanges: list[Exchange] = []
@@ -165,7 +196,11 @@ class ChaosCloud(InProcessCloud):
             runtime = self._runtimes.get(function_name)
             if runtime is None:
                 spec = self.functions[function_name]
-                runtime = self.runtime_factory(
+                factory = self.runtime_factory
+                mutant = self.mutant
+                if mutant is not None and mutant.runtime and mutant.applies(self._short(function_name)):
+                    factory = mutant.runtime
+                runtime = factory(
                     Settings.from_env({**spec.environment, "AWS_LAMBDA_FUNCTION_NAME": function_name}),
                     client_factory=self._clients_for(self._short(function_name)),
                     crash_plan=self.controller.plan_for(self._short(function_name)),
@@ -214,6 +249,8 @@ class ChaosCloud(InProcessCloud):
             error_type = EXIT_ERROR if isinstance(error, SimulatedCrash) else type(error).__name__
             if isinstance(error, SimulatedCrash):
                 self.recovery.crashed_invocations += 1
+                if error.point in self.controller.stops:
+                    self._stop_execution_of(event)
                 if error.point in self.controller.timeouts:
                     # The invocation ran out of time: Lambda kills it at its timeout.
                     error_type = TIMED_OUT
@@ -225,6 +262,17 @@ class ChaosCloud(InProcessCloud):
             return json.dumps({"errorType": error_type, "errorMessage": str(error)}), True, ""
         self.invocations.append(Invocation(function_name, event, result, None))
         return json.dumps(result), False, ""
+
+    def _stop_execution_of(self, event: Any) -> None:
+        """An operator's StopExecution of the execution this step invocation belongs to."""
+        token = event.get("token") if isinstance(event, dict) else None
+        for execution in self.executions():
+            if execution["status"] != "RUNNING":
+                continue
+            described = self.sfn.describe_execution(executionArn=execution["executionArn"])
+            if token is not None and json.loads(described["input"]).get("token") == token:
+                self.sfn.stop_execution(executionArn=execution["executionArn"], error="OperatorStop")
+                self.recovery.stops += 1
 
     # --- the HTTP client ------------------------------------------------------------------------
     def post_order(self, key: str, body: Mapping[str, Any], *, max_attempts: int = 8) -> ApiResponse | None:
@@ -240,7 +288,10 @@ class ChaosCloud(InProcessCloud):
                 self.exchanges.append(Exchange(key, 502, None, replayed=False, request=dict(body)))
                 continue
             replayed = (response.header("Idempotent-Replayed") or "").lower() == "true"
-            self.exchanges.append(Exchange(key, response.status, response.body, replayed, request=dict(body)))
+            headers = tuple(response.headers.items())
+            self.exchanges.append(
+                Exchange(key, response.status, response.body, replayed, request=dict(body), headers=headers)
+            )
             if response.status == 409 or response.status >= 500:
                 self.clock.advance(api_timeout + 1)
                 continue
@@ -275,6 +326,11 @@ class ChaosCloud(InProcessCloud):
                     f"the first {original.status} {original.body}"
                 )
         return violations
+
+    def contract_violations(self) -> list[str]:
+        return contract_violations(
+            self.exchanges, stage=self.functions[self.function("Api")].environment["STAGE"]
+        )
 
     def replays(self) -> int:
         return sum(1 for exchange in self.exchanges if exchange.replayed)
@@ -337,6 +393,21 @@ class ChaosCloud(InProcessCloud):
         self.recovery.dlq_redrives += moved
         return moved
 
+    def send_next_run(self, order_id: str) -> None:
+        """A message for the order's next run (`{"order_id", "run", "idempotency_key"}`) that no
+        operator decided on: an old tool, a replayed export. Only `make rerun` may start a run."""
+        item = self.dynamodb.get_item(
+            TableName=self.outputs["OrdersTableName"],
+            Key=order_key(order_id),
+            ConsistentRead=True,
+        ).get("Item")
+        if item is None:
+            return
+        run, key = int(item["run"]["N"]) + 1, item["idempotency_key"]["S"]
+        message = {"order_id": order_id, "run": run, "idempotency_key": key}
+        self.sqs.send_message(QueueUrl=self.outputs["OrdersQueueUrl"], MessageBody=json.dumps(message))
+        self.recovery.stray_runs += 1
+
     # --- Step Functions -------------------------------------------------------------------------
     def step_lease_seconds(self) -> int:
         return max(self.functions[name].timeout for name in self.step_functions)
@@ -374,14 +445,59 @@ class ChaosCloud(InProcessCloud):
         """Drive everything to rest: the platform's own recovery, then an operator's redrives.
         Ends with no execution running, so nothing of this world runs on into the next one
         (moto's backends are process-global)."""
+        self.rest(rounds=rounds, operator=True)
+
+    def rest(self, *, rounds: int = 12, operator: bool = False) -> None:
+        """What the platform does by itself until nothing moves: the event source mappings poll
+        the queues, executions run, and once everything is quiet the scheduled functions run
+        (the sweeper, when its bound has passed); with `operator`, failed executions are also
+        redriven."""
+        swept = False
         for _ in range(rounds):
             moved = self.drain_queue("OrdersQueueUrl")
             self.wait_all()
             moved += sum(self.drain_queue(q) for q in self.queue_consumers if q != "OrdersQueueUrl")
-            moved += self.redrive_failed()
+            if operator:
+                moved += self.redrive_failed()
+            if moved == 0 and not swept:
+                swept = True
+                moved = self.run_scheduled()
             if moved == 0:
                 break
         self.wait_all()
+
+    def pass_time(self, seconds: float) -> int:
+        """Days pass: the platform comes to rest by itself (nobody redrives), then the clock
+        jumps and DynamoDB deletes what expired meanwhile. Returns the items expired."""
+        self.rest()
+        return self.advance(seconds)
+
+    # --- scheduled functions (EventBridge rules) ------------------------------------------------
+    def scheduled(self) -> list[tuple[str, int]]:
+        """(function, seconds until it finds work) of every scheduled rule's target: its period
+        plus the age it waits for (the sweeper's STRANDED_AFTER_SECONDS)."""
+        resources = self.app_template["Resources"]
+        out = []
+        for rule in resources.values():
+            expression = str(rule["Properties"].get("ScheduleExpression", ""))
+            if rule["Type"] != "AWS::Events::Rule" or not expression.startswith("rate("):
+                continue
+            amount, unit = expression[len("rate(") : -1].split()
+            period = int(amount) * _UNIT_SECONDS[unit.rstrip("s")]
+            for target in rule["Properties"].get("Targets", []):
+                name = resources[target["Arn"]["Fn::GetAtt"][0]]["Properties"]["FunctionName"]
+                age = int(self.functions[name].environment.get("STRANDED_AFTER_SECONDS", 0))
+                out.append((name, period + age))
+        return out
+
+    def run_scheduled(self) -> int:
+        """Let the scheduled functions' time come (the simulator fires each schedule whose tick
+        the jump crosses, `simulator.rules`); returns how many invocations that made."""
+        due = self.scheduled()
+        before = len(self.invocations)
+        if due:
+            self.advance(max(wait for _, wait in due))
+        return len(self.invocations) - before
 
     def invocation_errors(self) -> Counter[str]:
         return Counter(i.error_type for i in self.invocations if i.error_type)

@@ -287,7 +287,9 @@ def _record_exchange(cloud: ChaosCloud, key: str, attempt: Attempt) -> None:
     headers.update(result.get("headers") or {})
     replayed = any(k.lower() == "idempotent-replayed" and v == "true" for k, v in headers.items())
     body = json.loads(result["body"]) if result.get("body") else None
-    cloud.exchanges.append(Exchange(key, int(result["statusCode"]), body, replayed))
+    cloud.exchanges.append(
+        Exchange(key, int(result["statusCode"]), body, replayed, headers=tuple(headers.items()))
+    )
 
 
 def _replayed(result: Any) -> bool:

@@ -18,16 +18,20 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
+from chaos import behaviours as old
+from chaos.audit import is_fence
+
 STEPS_ATOMIC = frozenset(
     {"reserve-inventory", "record-ledger", "mark-completed", "release-inventory", "mark-failed"}
 )
 STEPS_LEASED = frozenset({"charge-payment", "publish-events"})
 CONSUMERS = frozenset({"notify", "analytics"})
 FENCED = STEPS_ATOMIC | STEPS_LEASED | CONSUMERS | {"worker"}
+STEPS = STEPS_ATOMIC | STEPS_LEASED
 
 Params = dict[str, Any]
-# (function short name, operation, request parameters) -> the parameters were changed
-Rewrite = Callable[[str, str, Params], bool]
+# (function short name, operation, request parameters, the client) -> the parameters were changed
+Rewrite = Callable[[str, str, Params, Any], bool]
 # (function short name, operation, request parameters, parsed response) -> None (edits in place)
 Respond = Callable[[str, str, Params, dict[str, Any]], None]
 
@@ -49,6 +53,12 @@ class Mutant:
     functions: frozenset[str]
     rewrite: Rewrite | None = None
     respond: Respond | None = None
+    # The synthesized app template, edited before the world deploys it (what synth would emit
+    # without the guard: a Retry list, an environment, a schedule).
+    template: Callable[[dict[str, Any]], None] | None = None
+    # The composition root the mutant's functions are built with (an `orders.runtime.Runtime`
+    # whose use case takes the old behaviour), for a guard that is domain code, not a request.
+    runtime: Callable[..., Any] | None = None
     # Set when the mutant is equivalent to the original (no schedule can tell them apart): why.
     equivalent: str = ""
     issue10: str = ""  # which of issue 10's old behaviours it reintroduces, if any
@@ -80,7 +90,7 @@ def replace_condition(old: str, new: str | None, *, operations: Iterable[str] = 
     """Replace a ConditionExpression equal to `old` by `new` (None: no condition at all)."""
     allowed = frozenset(operations)
 
-    def rewrite(_function: str, operation: str, params: Params) -> bool:
+    def rewrite(_function: str, operation: str, params: Params, _client: Any = None) -> bool:
         if allowed and operation not in allowed:
             return False
         changed = False
@@ -98,19 +108,15 @@ def replace_condition(old: str, new: str | None, *, operations: Iterable[str] = 
     return rewrite
 
 
-def _fence_put(entry: Params) -> bool:
-    item = entry.get("Item") or {}
-    return "state" in item and "fencing_token" in item
-
-
-def drop_fence_put_condition(_function: str, operation: str, params: Params) -> bool:
+def drop_fence_put_condition(_function: str, operation: str, params: Params, _client: Any = None) -> bool:
     """A fence record written terminal in a transaction (`run_atomic`) without `attribute_not_exists`."""
     if operation != "TransactWriteItems":
         return False
     changed = False
     for entry in params.get("TransactItems", []):
         put = entry.get("Put")
-        if put and _fence_put(put) and put.get("ConditionExpression") == "attribute_not_exists(#id)":
+        conditional = put is not None and put.get("ConditionExpression") == "attribute_not_exists(#id)"
+        if put is not None and conditional and is_fence(put.get("Item")):
             del put["ConditionExpression"]
             put.pop("ReturnValuesOnConditionCheckFailure", None)
             prune(put)
@@ -119,13 +125,13 @@ def drop_fence_put_condition(_function: str, operation: str, params: Params) -> 
 
 
 def both(*rewrites: Rewrite) -> Rewrite:
-    def rewrite(function: str, operation: str, params: Params) -> bool:
-        return any([r(function, operation, params) for r in rewrites])  # every one applies
+    def rewrite(function: str, operation: str, params: Params, client: Any = None) -> bool:
+        return any([r(function, operation, params, client) for r in rewrites])  # every one applies
 
     return rewrite
 
 
-def counter_stays(_function: str, operation: str, params: Params) -> bool:
+def counter_stays(_function: str, operation: str, params: Params, _client: Any = None) -> bool:
     """The claim sets the fencing token to 1 instead of adding 1: a takeover gets the same token."""
     if operation != "UpdateItem" or params.get("ConditionExpression") != _CLAIM:
         return False
@@ -136,7 +142,7 @@ def counter_stays(_function: str, operation: str, params: Params) -> bool:
     return True
 
 
-def unique_execution_name(_function: str, operation: str, params: Params) -> bool:
+def unique_execution_name(_function: str, operation: str, params: Params, _client: Any = None) -> bool:
     """StartExecution under a fresh name every time: no dedup by execution name."""
     if operation != "StartExecution":
         return False
@@ -236,6 +242,48 @@ MUTANTS: tuple[Mutant, ...] = (
         ),
     ),
     Mutant(
+        "effect-with-fence",
+        "a run_atomic step's (or consumer's) effect commits in one transaction with its COMPLETED record",
+        STEPS_ATOMIC | CONSUMERS,
+        old.split_effect_from_fence,
+    ),
+    Mutant(
+        "run-guard",
+        "the worker starts only the order's current run (a message of another run is poison)",
+        frozenset({"worker"}),
+        runtime=old.WorkerWithoutRunGuard,
+        issue10=old.ISSUE10[5],
+    ),
+    Mutant(
+        "provider-reconcile",
+        "a leased takeover asks the provider for an earlier attempt's charge before charging again",
+        frozenset({"charge-payment"}),
+        respond=old.provider_finds_nothing,
+        issue10=old.ISSUE10[2],
+    ),
+    Mutant(
+        "ttl-window",
+        "every fence and dedup TTL outlives the windows it must (synth refuses a shorter one)",
+        STEPS | CONSUMERS | {"worker", "api"},
+        template=old.short_ttls,
+        issue10=old.ISSUE10[1],
+    ),
+    Mutant(
+        "transient-retried",
+        "a transient AWS error (TransientError) is retried by the workflow",
+        STEPS,
+        template=old.no_transient_retry,
+        issue10=old.ISSUE10[3],
+    ),
+    Mutant(
+        "stranded-resend",
+        "an ACCEPTED order's message is sent again, by the client's retry and by the sweeper",
+        frozenset({"api", "sweep-accepted"}),
+        runtime=old.ApiWithoutResend,
+        template=old.no_sweeper,
+        issue10=old.ISSUE10[4],
+    ),
+    Mutant(
         "http-payload-hash",
         "a key reused with a different body is refused (422), never answered with the first's response",
         frozenset({"api"}),
@@ -262,7 +310,7 @@ def instrument(client: Any, function: str, mutant: Mutant | None) -> Any:
 
     def before(params: Params, model: Any, context: dict[str, Any], **_: Any) -> None:
         if rewrite is not None:
-            rewrite(function, model.name, params)
+            rewrite(function, model.name, params, client)
         context["mutant_params"] = params  # per request: one client serves concurrent invocations
 
     def after(parsed: dict[str, Any], model: Any, context: dict[str, Any], **_: Any) -> None:

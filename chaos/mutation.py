@@ -4,8 +4,9 @@ Per mutant the search runs, in order, until the first violation:
 1. interleavings (`chaos.interleave`) of two attempts of every piece of work the mutant touches,
    the zombie variant included: first each pair in order, then random interleavings (seeded),
    round-robin over the pairs, up to `pair_limit` rounds;
-2. random fault schedules (`chaos.schedules`, hypothesis from `seed`), up to `random_limit`;
-   the first violating schedule is shrunk by hypothesis (a bounded number of extra runs).
+2. random fault schedules (`chaos.schedules`, hypothesis from `seed`, faults drawn at the points
+   of the functions the mutant changes), up to `random_limit`; the first violating schedule is
+   shrunk by hypothesis (a bounded number of extra runs).
 "Schedules needed" counts every world run before the catch, the catching one included. The
 catching interleaving (pair + choices) is the mutant's reproducer; `tests/chaos/test_mutants.py`
 replays each recorded one (the quick subset in `make test`) and the same on main, which must be
@@ -182,13 +183,21 @@ def score(
             assembly, mutant, pairs_for(mutant), limit=pair_limit, seed=seed, result=result
         ) or (
             bool(catalogue)
-            and _search_random(assembly, mutant, catalogue, limit=random_limit, seed=seed, result=result)
+            and _search_random(
+                assembly, mutant, _touching(mutant, catalogue), limit=random_limit, seed=seed, result=result
+            )
         )
         result.seconds = round(time.monotonic() - started, 1)
         results.append(result)
         if progress is not None:
             progress(result)
     return results
+
+
+def _touching(mutant: Mutant, catalogue: Sequence[PointHit]) -> list[PointHit]:
+    """The catalogue's points in the mutant's functions (all of them if it has none there): the
+    faults that can reach the guard."""
+    return [hit for hit in catalogue if mutant.applies(hit.function)] or list(catalogue)
 
 
 def schedule_from(data: Mapping[str, Any]) -> Schedule:
@@ -203,6 +212,7 @@ def schedule_from(data: Mapping[str, Any]) -> Schedule:
         actions=tuple(Action(**a) for a in data["actions"]),
         errors=tuple((hit(h), str(code)) for h, code in data.get("errors", ())),
         timeouts=tuple(hit(h) for h in data.get("timeouts", ())),
+        stops=tuple(hit(h) for h in data.get("stops", ())),
     )
 
 

@@ -59,6 +59,8 @@ class CrashController:
     errors: dict[PointHit, str] = field(default_factory=dict)
     # Armed hits whose crash Lambda reports as Sandbox.Timedout (the invocation ran out of time).
     timeouts: set[str] = field(default_factory=set)
+    # Armed hits where an operator stops the execution while the invocation runs (it dies too).
+    stops: set[str] = field(default_factory=set)
     reached: list[PointHit] = field(default_factory=list)
     fired: list[PointHit] = field(default_factory=list)
     failed: list[tuple[PointHit, str]] = field(default_factory=list)  # injected error responses
@@ -80,6 +82,12 @@ class CrashController:
             hits = list(hits)
             self.armed.update(hits)
             self.timeouts.update(h.label for h in hits)
+
+    def arm_stops(self, hits: Iterable[PointHit]) -> None:
+        with self._lock:
+            hits = list(hits)
+            self.armed.update(hits)
+            self.stops.update(h.label for h in hits)
 
     def hit(self, function: str, point: str) -> str | None:
         """Count the hit; crash if it is armed; return the error code armed for it, if any."""

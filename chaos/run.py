@@ -81,14 +81,16 @@ class Job:
     points: tuple[tuple[str, tuple[PointHit, ...]], ...] = ()
 
 
-def _run_job(job: Job) -> tuple[Job, list[ScheduleResult], PairResult | None]:
-    """Run one job; a harness error comes back as a violating result, never as a lost run."""
+def _run_job(job: Job) -> tuple[Job, list[ScheduleResult], PairResult | None, float]:
+    """Run one job (and time it); a harness error comes back as a violating result, never as a
+    lost run."""
+    started = time.monotonic()
     try:
-        return _run_job_body(job)
+        return (*_run_job_body(job), time.monotonic() - started)
     except Exception as error:  # noqa: BLE001 - reported in the run, which then fails
         name = job.pair.name if job.pair else job.kind
         failure = ScheduleResult(job.kind, name, [], [], [f"harness error: {type(error).__name__}: {error}"])
-        return job, [failure], None
+        return job, [failure], None, time.monotonic() - started
 
 
 def _run_job_body(job: Job) -> tuple[Job, list[ScheduleResult], PairResult | None]:
@@ -156,13 +158,14 @@ def main(argv: list[str] | None = None) -> int:
     say(f"{len(jobs)} jobs on {args.jobs} worker process(es) ...")
     context = multiprocessing.get_context("spawn")
     with concurrent.futures.ProcessPoolExecutor(max_workers=args.jobs, mp_context=context) as pool:
-        for job, results, pair_result in pool.map(_run_job, jobs):
+        for job, results, pair_result, seconds in pool.map(_run_job, jobs):
             if job.kind.startswith("control"):
                 section = report.control
             elif job.kind == "pair":
                 section = report.zombies if job.pair is not None and job.pair.late else report.concurrency
             else:
                 section = report.single if job.kind == "single" else report.random
+            section.seconds += seconds
             for result in results:
                 section.add(result)
                 if not job.kind.startswith("control"):

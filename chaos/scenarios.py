@@ -17,6 +17,7 @@ from typing import Any
 from chaos.cloud import ChaosCloud
 from ops.invariants import OrderRow, check
 from orders.items import catalog_key
+from reliability.errors import ReliabilityError, RetryableError
 
 KINDS: dict[str, dict[str, Any]] = {
     "completed": {"customer_id": "customer-1", "currency": "EUR", "items": [{"sku": "sku-5", "quantity": 2}]},
@@ -71,8 +72,10 @@ def verdict(cloud: ChaosCloud, placed: Sequence[PlacedOrder]) -> Verdict:
     report = check(cloud.stores())
     result = Verdict(violations=list(report.violations), dead_letters=len(report.dead_letters))
     result.violations.extend(cloud.http_violations())
+    result.violations.extend(cloud.contract_violations())
     result.violations.extend(cloud.fence_audit.violations)
     result.violations.extend(_execution_violations(cloud))
+    result.violations.extend(_failure_violations(cloud))
     rows = {row.order_id: row for row in report.orders}
     result.rows = rows
     for order in placed:
@@ -113,6 +116,48 @@ def _execution_violations(cloud: ChaosCloud) -> list[str]:
         for (order_id, run), count in sorted(started.items())
         if count > 1
     ]
+
+
+def _operator_stops() -> frozenset[str]:
+    """Errors that stop an execution for an operator by design: the reliability layer's failures a
+    retry cannot cure (StaleFence, ExternalKeyExpired, ...)."""
+    found, todo = set(), [ReliabilityError]
+    while todo:
+        cls = todo.pop()
+        todo.extend(cls.__subclasses__())
+        if not issubclass(cls, RetryableError):
+            found.add(cls.__name__)
+    return frozenset(found)
+
+
+def _failure_violations(cloud: ChaosCloud) -> list[str]:
+    """Every execution that failed, failed on an error the deployed workflow declares: one its
+    Retry names (so the retries ran out), one its Catch routes, or an operator stop. Anything else
+    (a transient error nobody retries, an AWS error nobody mapped) fails an order that only
+    needed a retry."""
+    definition = json.loads(
+        cloud.sfn.describe_state_machine(stateMachineArn=cloud.outputs["StateMachineArn"])["definition"]
+    )
+    declared = {
+        error
+        for state in definition["States"].values()
+        for rule in (*state.get("Retry", ()), *state.get("Catch", ()))
+        for error in rule["ErrorEquals"]
+    }
+    if "States.ALL" in declared:
+        return []
+    declared |= _operator_stops()
+    violations = []
+    for execution in cloud.executions():
+        if execution["status"] != "FAILED":
+            continue
+        error = cloud.sfn.describe_execution(executionArn=execution["executionArn"]).get("error")
+        if error not in declared:
+            violations.append(
+                f"{execution['name']}: failed on {error}, which no Retry or Catch of the workflow names "
+                "(nor is it a failure for an operator)"
+            )
+    return violations
 
 
 def _sku_removed(cloud: ChaosCloud, kind: str) -> bool:

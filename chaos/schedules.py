@@ -13,12 +13,17 @@ recorded catalogue (any function, any point, any occurrence), then plays up to 1
 - `redrive`: an operator redrives failed executions (restart with the same token on moto);
 - `restart`: every order's workflow is started again with the same token (fences skip);
 - `dlq-redrive`: every DLQ is moved back to its source queue;
-- `time-travel`: 1-15 days pass (`InProcessCloud.advance`: DynamoDB TTL deletion), so what
-  follows (a redrive, a client retry, a redelivery) comes back after keys may have expired;
+- `time-travel`: 1-15 days pass (`ChaosCloud.pass_time`): the platform first comes to rest by
+  itself (queues polled, executions run, the sweeper; nobody redrives), then the clock jumps
+  with DynamoDB TTL deletion and provider keys aging, so what follows (a redrive, a restart, a
+  client retry, a DLQ redrive) comes back after keys may have expired;
+- `stray-run`: a message for an order's next run arrives that no operator decided on (a run
+  starts only through `make rerun` of a FAILED order);
 - `price-change` / `remove-sku`: the catalog changes between retries;
 
 with up to three injected error responses (each service's transient codes, `TRANSIENT_ERRORS`,
-before or after the call) and at most one invocation that times out (Sandbox.Timedout),
+before or after the call), at most one invocation that times out (Sandbox.Timedout) and at most
+one that an operator stops with its execution (StopExecution while it runs; it dies there),
 
 and finally recovers to rest and is judged like every schedule (`chaos.scenarios.verdict`).
 """
@@ -38,7 +43,7 @@ from hypothesis import strategies as st
 from chaos.cloud import ChaosCloud, chaos_cloud
 from chaos.mutants import Mutant
 from chaos.points import CrashController, PointHit
-from chaos.scenarios import KINDS, place, verdict
+from chaos.scenarios import KINDS, PlacedOrder, place, verdict
 from chaos.single import ScheduleResult
 from orders.items import catalog_key
 from simulator.world import reusing
@@ -56,17 +61,16 @@ class Action:
     days: int = 0
 
     def describe(self) -> str:
-        if self.kind == "time-travel":
-            return f"{self.days} days pass (TTL deletion)"
-        if self.kind in ("price-change", "remove-sku"):
-            return f"{self.kind} of order {self.order}'s sku"
-        if self.kind == "retry":
-            return f"client retry of order {self.order}"
-        if self.kind == "change-body":
-            return f"client reuses order {self.order}'s key with another body"
-        if self.kind == "deliver":
-            return f"deliver {self.queue} x{1 + self.duplicates}"
-        return self.kind
+        said = {
+            "time-travel": f"{self.days} days pass (TTL deletion)",
+            "price-change": f"price-change of order {self.order}'s sku",
+            "remove-sku": f"remove-sku of order {self.order}'s sku",
+            "retry": f"client retry of order {self.order}",
+            "change-body": f"client reuses order {self.order}'s key with another body",
+            "stray-run": f"a message for order {self.order}'s next run",
+            "deliver": f"deliver {self.queue} x{1 + self.duplicates}",
+        }
+        return said.get(self.kind, self.kind)
 
 
 # The transient errors each service answers with (what botocore raises once its own retries give
@@ -98,11 +102,13 @@ class Schedule:
     actions: tuple[Action, ...]
     errors: tuple[tuple[PointHit, str], ...] = ()
     timeouts: tuple[PointHit, ...] = ()
+    stops: tuple[PointHit, ...] = ()
 
     def faults(self) -> list[str]:
         out = [f"crash {hit.label}" for hit in self.crashes]
         out += [f"error {code} at {hit.label}" for hit, code in self.errors]
         out += [f"Sandbox.Timedout at {hit.label}" for hit in self.timeouts]
+        out += [f"execution stopped at {hit.label}" for hit in self.stops]
         for action in self.actions:
             if action.kind == "deliver" and action.duplicates:
                 out.append(f"{action.duplicates} duplicate deliveries ({action.queue})")
@@ -114,7 +120,8 @@ class Schedule:
         errors = [f"{code}@{hit.label}" for hit, code in self.errors]
         return (
             f"orders={list(self.orders)} crashes={[h.label for h in self.crashes]} errors={errors} "
-            f"timeouts={[h.label for h in self.timeouts]} actions={[a.describe() for a in self.actions]}"
+            f"timeouts={[h.label for h in self.timeouts]} stops={[h.label for h in self.stops]} "
+            f"actions={[a.describe() for a in self.actions]}"
         )
 
     def simulated_days(self) -> int:
@@ -122,18 +129,24 @@ class Schedule:
 
 
 def schedules(catalogue: Sequence[PointHit]) -> st.SearchStrategy[Schedule]:
+    """Schedules over `catalogue`; half of the drawn fault points are effect boundaries (a
+    step's claim, its external effect, its record), where a lost answer is a duplicate."""
+    order = st.integers(0, 2)
+    # One branch per kind, so each kind is about as likely as any other (a kind nested in a
+    # branch with others would be drawn that many times more rarely).
     actions = st.one_of(
-        st.builds(Action, kind=st.sampled_from(["retry", "change-body"]), order=st.integers(0, 2)),
+        *(st.builds(Action, kind=st.just(k), order=order) for k in ("retry", "change-body", "stray-run")),
         st.builds(
             Action,
             kind=st.just("deliver"),
             queue=st.sampled_from(QUEUE_OUTPUTS),
             duplicates=st.integers(0, MAX_DUPLICATES),
         ),
-        st.sampled_from([Action(k) for k in ("lease-expiry", "wait", "redrive", "restart", "dlq-redrive")]),
+        *(st.just(Action(k)) for k in ("lease-expiry", "wait", "redrive", "restart", "dlq-redrive")),
         st.builds(Action, kind=st.just("time-travel"), days=st.integers(1, 15)),
-        st.builds(Action, kind=st.sampled_from(["price-change", "remove-sku"]), order=st.integers(0, 2)),
+        *(st.builds(Action, kind=st.just(k), order=order) for k in ("price-change", "remove-sku")),
     )
+    points = _points(catalogue)
     calls = [hit for hit in catalogue if hit.point.startswith(("before:", "after:"))]
     errors = st.sampled_from(calls).flatmap(
         lambda hit: st.tuples(st.just(hit), st.sampled_from(_errors_at(hit)))
@@ -141,14 +154,28 @@ def schedules(catalogue: Sequence[PointHit]) -> st.SearchStrategy[Schedule]:
     return st.builds(
         Schedule,
         orders=st.lists(st.sampled_from(sorted(KINDS)), min_size=1, max_size=3).map(tuple),
-        crashes=st.lists(st.sampled_from(list(catalogue)), max_size=3, unique=True).map(tuple),
+        crashes=st.lists(points, max_size=3, unique=True).map(tuple),
         actions=st.lists(actions, max_size=12).map(tuple),
         errors=st.lists(errors, max_size=3, unique_by=lambda e: e[0]).map(tuple) if calls else st.just(()),
-        timeouts=st.lists(st.sampled_from(list(catalogue)), max_size=1).map(tuple),
+        timeouts=st.lists(points, max_size=1).map(tuple),
+        stops=st.lists(points, max_size=1).map(tuple),
     )
 
 
-def _play(cloud: ChaosCloud, action: Action, keys: list[tuple[str, str]]) -> None:
+def _points(catalogue: Sequence[PointHit]) -> st.SearchStrategy[PointHit]:
+    every = st.sampled_from(list(catalogue))
+    boundaries = [hit for hit in catalogue if _at_boundary(hit)]
+    return st.one_of(st.sampled_from(boundaries), every) if boundaries else every
+
+
+def _at_boundary(hit: PointHit) -> bool:
+    """After a write, or between an external effect and its record."""
+    return hit.point.startswith("fence:") or (
+        hit.point.startswith("after:") and not hit.point.endswith((".GetItem", ".Query", ".Scan"))
+    )
+
+
+def _play(cloud: ChaosCloud, action: Action, keys: list[tuple[str, str]], placed: list[PlacedOrder]) -> None:
     if action.kind == "retry":
         kind, key = keys[action.order % len(keys)]
         cloud.post_order(key, _body(kind, action.order % len(keys)))
@@ -157,8 +184,12 @@ def _play(cloud: ChaosCloud, action: Action, keys: list[tuple[str, str]]) -> Non
         body = _body(kind, action.order % len(keys))
         body["items"] = [{**item, "quantity": item["quantity"] + 1} for item in body["items"]]
         cloud.post_order(key, body)
+    elif action.kind == "stray-run":
+        order_id = placed[action.order % len(placed)].order_id
+        if order_id is not None:
+            cloud.send_next_run(order_id)
     elif action.kind == "time-travel":
-        cloud.advance(action.days * DAY)  # TTL deletion as DynamoDB does it; provider keys age
+        cloud.pass_time(action.days * DAY)  # at rest, then TTL deletion as DynamoDB does it
     elif action.kind in ("price-change", "remove-sku"):
         kind, _ = keys[action.order % len(keys)]
         _change_catalog(cloud, _body(kind, action.order % len(keys))["items"][0]["sku"], action.kind)
@@ -206,11 +237,12 @@ def run_schedule(
     controller.arm(schedule.crashes)
     controller.arm_errors(schedule.errors)
     controller.arm_timeouts(schedule.timeouts)
+    controller.arm_stops(schedule.stops)
     with chaos_cloud(assembly, controller=controller, control=control, mutant=mutant) as cloud:
         keys = [(kind, f"random-{i}-{kind}") for i, kind in enumerate(schedule.orders)]
         placed = [place(cloud, kind, key, index=i) for i, (kind, key) in enumerate(keys)]
         for action in schedule.actions:
-            _play(cloud, action, keys)
+            _play(cloud, action, keys, placed)
         cloud.recover()
         judged = verdict(cloud, placed)
         recovery = cloud.recovery

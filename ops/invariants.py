@@ -14,7 +14,13 @@ Per order (see `_check_order`):
 - every accepted order is COMPLETED, FAILED with its compensation done, or in the orders DLQ with
   a reason;
 - one amount everywhere: a COMPLETED order's total equals its charge, its ledger entry (recorded
-  against that succeeded charge's id) and what the daily aggregate counted for it.
+  against that succeeded charge's id) and what the daily aggregate counted for it;
+- a dead letter excuses an unfinished order only when nothing it did is left standing (stock
+  released, no charge, no ledger entry, no notification, not counted);
+- steps agree with effects (a finished order, see `_check_steps`): no step recorded done without
+  its effect, no effect without its step recorded done, a declined charge only on a FAILED order
+  whose ChargePayment failed (at most one), and each fence of the order's run agrees with its
+  step record. (The app has no refunds: a succeeded charge on a FAILED order is a violation.)
 
 Works against anything boto3 reaches: moto in-process, the local cloud, or AWS. Only reads.
 """
@@ -32,7 +38,8 @@ from boto3.dynamodb.types import TypeDeserializer
 
 from ops.target import Target
 from orders import items as layout
-from orders.domain import OrderStatus
+from orders.domain import OrderStatus, StepStatus
+from reliability.keys import execution_token
 
 _deserializer = TypeDeserializer()
 _DLQ_PEEK_ROUNDS = 10
@@ -53,6 +60,7 @@ class Stores:
     orders_dlq_url: str | None = None
     notify_dlq_url: str | None = None
     analytics_dlq_url: str | None = None
+    fence_table: str | None = None
 
     @classmethod
     def from_outputs(cls, outputs: Mapping[str, str], client: Callable[[str], Any]) -> Stores:
@@ -68,6 +76,7 @@ class Stores:
             orders_dlq_url=outputs.get("OrdersDlqUrl"),
             notify_dlq_url=outputs.get("NotifyDlqUrl"),
             analytics_dlq_url=outputs.get("AnalyticsDlqUrl"),
+            fence_table=outputs.get("FenceTableName"),
         )
 
 
@@ -229,7 +238,13 @@ def check(stores: Stores, *, allow_in_flight: bool = False) -> Report:
     """Read every store and check the invariants. `allow_in_flight` tolerates ACCEPTED/RUNNING
     orders that are not (yet) dead-lettered, for checks taken while work is still moving."""
     db = stores.dynamodb
-    orders = [i for i in _scan(db, stores.orders_table) if i.get("sk") == "order"]
+    order_items = _scan(db, stores.orders_table)
+    orders = [i for i in order_items if i.get("sk") == "order"]
+    steps: dict[str, dict[str, str]] = defaultdict(dict)
+    for item in order_items:
+        if str(item.get("sk", "")).startswith(layout.STEP) and (order_id := _order_id(item["pk"])):
+            steps[order_id][str(item["step"])] = str(item["status"])
+    fences = _fences(_scan(db, stores.fence_table)) if stores.fence_table else {}
     inventory = _scan(db, stores.inventory_table)
     aggregates = _scan(db, stores.aggregates_table)
     counts: dict[str, Counter[str]] = defaultdict(Counter)
@@ -255,10 +270,18 @@ def check(stores: Stores, *, allow_in_flight: bool = False) -> Report:
         if letter.order_id:
             dead_by_order[letter.order_id].append(letter)
 
-    rows = [
-        _check_order(order, counts[order["order_id"]], dead_by_order[order["order_id"]], allow_in_flight)
-        for order in sorted(orders, key=lambda o: (o.get("created_at", ""), o["order_id"]))
-    ]
+    rows = []
+    for order in sorted(orders, key=lambda o: (o.get("created_at", ""), o["order_id"])):
+        row = _check_order(
+            order, counts[order["order_id"]], dead_by_order[order["order_id"]], allow_in_flight
+        )
+        if row.status in (OrderStatus.COMPLETED, OrderStatus.FAILED):
+            row.violations.extend(_check_steps(row, steps[row.order_id], _fences_of(order, fences)))
+        elif dead_by_order[order["order_id"]] and (standing := _standing(row)):
+            row.violations.append(
+                f"{row.status}, in a DLQ, but {', '.join(standing)} still standing (not compensated)"
+            )
+        rows.append(row)
     known = {row.order_id for row in rows}
     global_violations.extend(
         f"{order_id}: effects recorded for an order that does not exist"
@@ -432,6 +455,73 @@ def _check_order(
     elif not queues and not allow_in_flight:
         v.append(f"{row.status}: neither completed, compensated, nor in a DLQ with a reason")
     return row
+
+
+def _standing(row: OrderRow) -> list[str]:
+    """What an unfinished order did that nothing undid."""
+    left = {
+        "stock taken": row.reservations - row.releases,
+        "a succeeded charge": row.charges,
+        "a ledger entry": row.ledger_entries,
+        "a notification": row.notifications,
+        "an aggregate count": row.aggregate_counts,
+    }
+    return [name for name, value in left.items() if value > 0]
+
+
+# Each step's effect (`orders.workflow.STEPS` names them), as `OrderRow` counts it (None: the
+# order's own status).
+_EFFECT_OF_STEP: dict[str, tuple[str, str | None]] = {
+    "ReserveInventory": ("a reservation", "reservations"),
+    "ChargePayment": ("a succeeded charge", "charges"),
+    "RecordLedger": ("a ledger entry", "ledger_entries"),
+    "ReleaseInventory": ("a release", "releases"),
+    "MarkCompleted": ("status COMPLETED", None),
+    "MarkFailed": ("status FAILED", None),
+}
+_DONE = frozenset({StepStatus.DONE, StepStatus.SKIPPED, StepStatus.COMPENSATED})
+_STATUS_OF_STEP = {"MarkCompleted": OrderStatus.COMPLETED, "MarkFailed": OrderStatus.FAILED}
+
+
+def _check_steps(row: OrderRow, steps: Mapping[str, str], fences: Mapping[str, str]) -> list[str]:
+    """A finished order's step records, effects and fences tell one story."""
+    v = []
+    for step, (effect, counter) in _EFFECT_OF_STEP.items():
+        happened = row.status == _STATUS_OF_STEP[step] if counter is None else getattr(row, counter) > 0
+        done = steps.get(step) in _DONE
+        if done and not happened:
+            v.append(f"step {step} recorded {steps[step]} without {effect}")
+        if happened and not done:
+            v.append(f"{effect} without step {step} recorded done (it is {steps.get(step, 'absent')})")
+    if row.declined > 1:
+        v.append(f"{row.declined} declined charges (at most 1)")
+    charge = steps.get("ChargePayment")
+    if row.declined and (row.status != OrderStatus.FAILED or charge != StepStatus.FAILED):
+        v.append(f"a declined charge on a {row.status} order whose ChargePayment is {charge}")
+    for step, state in sorted(fences.items()):
+        recorded = steps.get(step)
+        agrees = recorded in _DONE if state == "COMPLETED" else recorded == StepStatus.FAILED
+        if state in ("COMPLETED", "FAILED") and not agrees:
+            v.append(f"fence {step} is {state} but the step is recorded {recorded or 'nowhere'}")
+    return v
+
+
+def _fences(items: Iterable[Mapping[str, Any]]) -> dict[str, dict[str, str]]:
+    """Saga fences by execution token: {token: {step: state}} (TTL may have deleted some)."""
+    out: dict[str, dict[str, str]] = defaultdict(dict)
+    for item in items:
+        if "token" in item and "step" in item and "state" in item:
+            out[str(item["token"])][str(item["step"])] = str(item["state"])
+    return out
+
+
+def _fences_of(order: Mapping[str, Any], fences: Mapping[str, dict[str, str]]) -> dict[str, str]:
+    """The fences of the order's current run (its token; the stage is the token's first segment)."""
+    for token, by_step in fences.items():
+        stage = token.split(".", 1)[0]
+        if token == execution_token(stage=stage, business_id=order["order_id"], run=int(order.get("run", 1))):
+            return by_step
+    return {}
 
 
 def _expect_one(violations: list[str], name: str, value: int) -> None:

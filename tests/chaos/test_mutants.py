@@ -1,4 +1,5 @@
-"""Mutants and the fence audit: a zombie's completion that lands is a violation, seen from outside."""
+"""Mutants: each guard off alone is caught by the reproducer `make chaos` found for it (the quick
+subset replays those reproducers rather than searching again), and main passes the same schedule."""
 
 from __future__ import annotations
 
@@ -6,9 +7,8 @@ from typing import Any
 
 import pytest
 
-from chaos.interleave import Pair
 from chaos.mutants import MUTANTS, by_name, prune, replace_condition
-from chaos.mutation import MutantResult, _search_pairs, load, replay
+from chaos.mutation import load, replay
 
 pytestmark = pytest.mark.filterwarnings("ignore:No application metrics:UserWarning")
 
@@ -32,21 +32,6 @@ def test_mutant_names_are_unique():
     assert len({m.name for m in MUTANTS}) == len(MUTANTS)
 
 
-@pytest.mark.parametrize("name", ["fence-owner-token", "fencing-counter"])
-def test_a_zombie_completion_that_lands_is_a_violation_and_main_has_none(assembly, name):
-    # Given the guard is off: a few zombie interleavings of ChargePayment (seeded) find a
-    # completion by an attempt that no longer holds the fence
-    result = MutantResult(name, "", False, 0, 0.0)
-    pair = Pair("ChargePayment", late=True)
-    assert _search_pairs(assembly, by_name(name), [pair], limit=12, seed=1, result=result), result
-
-    # Then the audit names it, although the stores look right (one charge)
-    assert "a stale attempt's completion landed" in result.violation
-
-    # And the same interleaving on main is clean
-    assert replay(assembly, result.reproducer, None) == []
-
-
 RECORDED = [r for r in load() if r["caught"] and r["reproducer"]]
 
 
@@ -57,8 +42,10 @@ def test_each_recorded_reproducer_catches_its_mutant_and_main_passes_it(assembly
     caught = replay(assembly, recorded["reproducer"], by_name(recorded["name"]))
     clean = replay(assembly, recorded["reproducer"], None)
 
-    # Then the mutant is caught and main is not
+    # Then the mutant is caught, with the finding recorded (a zombie's completion that lands is
+    # named by the fence audit although the stores look right), and main is not
     assert caught, f"{recorded['name']}: the reproducer no longer catches it ({recorded['found_by']})"
+    assert recorded["violation"] in caught, caught
     assert clean == []
 
 
@@ -66,3 +53,11 @@ def test_every_guard_on_the_list_has_a_recorded_catch_or_is_declared_equivalent(
     recorded = {r["name"]: r for r in load()}
     missing = [m.name for m in MUTANTS if not m.equivalent and not recorded.get(m.name, {}).get("caught")]
     assert missing == [], f"guards no recorded schedule catches: {missing}"
+
+
+def test_each_old_behaviour_of_issue_10_was_found_by_the_random_search():
+    # Not by a hand-written schedule: the recorded reproducer is hypothesis' shrunk schedule
+    recorded = {r["name"]: r for r in load()}
+    old = [m.name for m in MUTANTS if m.issue10]
+    assert len(old) == 5
+    assert {name: recorded[name]["found_by"].split(" ", 1)[0] for name in old} == dict.fromkeys(old, "random")

@@ -38,7 +38,7 @@ def test_a_clean_run_with_a_caught_control_passes(tmp_path):
     assert data["control"]["violation_kinds"] == {"double charge": 1}
     assert data["crash_points"]["exercised"] == data["crash_points"]["points"] == 2
     assert data["interleavings"]["total"] == 10
-    assert "| single faults | 2 | 2 | 0.0 | 0 | 0 |" in md_path.read_text()
+    assert "| single faults | 2 | 2 | 0.0 | 0 | 0 | - |" in md_path.read_text()
 
 
 def test_no_control_violation_or_an_unexercised_point_fails_the_run():

@@ -1,0 +1,69 @@
+"""ops.invariants: step records, effects and fences tell one story; a dead letter excuses an
+unfinished order only when nothing it did is left standing."""
+
+from __future__ import annotations
+
+from ops.invariants import OrderRow, _check_steps, _fences_of, _standing
+
+DONE = {
+    "ReserveInventory": "DONE",
+    "ChargePayment": "SKIPPED",  # a replay after the first attempt's record: done all the same
+    "RecordLedger": "DONE",
+    "PublishEvents": "DONE",
+    "MarkCompleted": "DONE",
+}
+
+
+def _completed(**counts: int) -> OrderRow:
+    return OrderRow("o-1", "COMPLETED", **{"reservations": 1, "charges": 1, "ledger_entries": 1, **counts})
+
+
+def test_a_completed_order_whose_steps_and_effects_agree_passes():
+    fences = {"ReserveInventory": "COMPLETED", "ChargePayment": "COMPLETED", "MarkCompleted": "COMPLETED"}
+    assert _check_steps(_completed(), DONE, fences) == []
+
+
+def test_an_effect_without_its_step_and_a_step_without_its_effect_are_named():
+    steps = {**DONE, "RecordLedger": "FAILED"}
+    violations = _check_steps(_completed(charges=0), steps, {})
+    assert violations == [
+        "step ChargePayment recorded SKIPPED without a succeeded charge",
+        "a ledger entry without step RecordLedger recorded done (it is FAILED)",
+    ]
+
+
+def test_a_fence_that_disagrees_with_its_step_record_is_named():
+    violations = _check_steps(
+        _completed(), {**DONE, "MarkCompleted": "FAILED"}, {"MarkCompleted": "COMPLETED"}
+    )
+    assert "fence MarkCompleted is COMPLETED but the step is recorded FAILED" in violations
+
+
+def test_a_declined_charge_belongs_to_a_failed_order_whose_charge_step_failed_once():
+    failed = OrderRow("o-2", "FAILED", reservations=1, releases=1, declined=1)
+    steps = {
+        "ReserveInventory": "COMPENSATED",
+        "ChargePayment": "FAILED",
+        "ReleaseInventory": "DONE",
+        "MarkFailed": "DONE",
+    }
+    assert _check_steps(failed, steps, {"ChargePayment": "FAILED"}) == []
+    twice = OrderRow("o-2", "FAILED", reservations=1, releases=1, declined=2)
+    assert _check_steps(twice, steps, {}) == ["2 declined charges (at most 1)"]
+    assert "a declined charge on a COMPLETED order whose ChargePayment is SKIPPED" in _check_steps(
+        _completed(declined=1), DONE, {}
+    )
+
+
+def test_a_dead_letter_excuses_an_order_only_when_its_effects_were_undone():
+    assert _standing(OrderRow("o-3", "RUNNING", reservations=1, releases=1)) == []
+    assert _standing(OrderRow("o-3", "RUNNING", reservations=1, charges=1)) == [
+        "stock taken",
+        "a succeeded charge",
+    ]
+
+
+def test_fences_are_matched_to_the_orders_current_run_by_its_token():
+    fences = {"local.o-1.r1": {"ChargePayment": "COMPLETED"}, "local.o-1.r2": {"ChargePayment": "FAILED"}}
+    assert _fences_of({"order_id": "o-1", "run": 2}, fences) == {"ChargePayment": "FAILED"}
+    assert _fences_of({"order_id": "o-9", "run": 1}, fences) == {}
