@@ -213,6 +213,7 @@ def schedule_from(data: Mapping[str, Any]) -> Schedule:
         errors=tuple((hit(h), str(code)) for h, code in data.get("errors", ())),
         timeouts=tuple(hit(h) for h in data.get("timeouts", ())),
         stops=tuple(hit(h) for h in data.get("stops", ())),
+        gives_up=tuple(int(i) for i in data.get("gives_up", ())),
     )
 
 

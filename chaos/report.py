@@ -225,8 +225,9 @@ def markdown(data: dict[str, Any]) -> str:
         "- **random schedules**: hypothesis-drawn mixes of 1-3 orders, up to 3 crashes, up to 3 injected "
         "error responses (each service's transient codes, before or after the call), a Sandbox.Timedout, "
         "an operator's StopExecution while an invocation runs, up to 5 deliveries of one message, "
-        "client retries and key reuse with another body, lease expiries, 1-15 day jumps (the platform "
-        "first comes to rest by itself, sweeper included; then DynamoDB TTL deletion, provider keys "
+        "clients that retry, reuse their key with another body or give up after one attempt, lease "
+        "expiries, 1-15 day jumps (the platform first comes to rest by itself, sweeper included; then "
+        "DynamoDB TTL deletion, provider keys "
         "aging), price changes and sku removals, a message for an order's next run nobody decided on, "
         "redrives, restarts with the same token and DLQ redrives; half the fault points drawn at effect "
         "boundaries (seed below; chunk i of the run uses seed + i);",

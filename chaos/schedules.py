@@ -17,6 +17,7 @@ recorded catalogue (any function, any point, any occurrence), then plays up to 1
   itself (queues polled, executions run, the sweeper; nobody redrives), then the clock jumps
   with DynamoDB TTL deletion and provider keys aging, so what follows (a redrive, a restart, a
   client retry, a DLQ redrive) comes back after keys may have expired;
+- a client may give up: its first request fails and it never retries (the sweeper's case);
 - `stray-run`: a message for an order's next run arrives that no operator decided on (a run
   starts only through `make rerun` of a FAILED order);
 - `price-change` / `remove-sku`: the catalog changes between retries;
@@ -103,12 +104,14 @@ class Schedule:
     errors: tuple[tuple[PointHit, str], ...] = ()
     timeouts: tuple[PointHit, ...] = ()
     stops: tuple[PointHit, ...] = ()
+    gives_up: tuple[int, ...] = ()  # orders whose client never retries its first request
 
     def faults(self) -> list[str]:
         out = [f"crash {hit.label}" for hit in self.crashes]
         out += [f"error {code} at {hit.label}" for hit, code in self.errors]
         out += [f"Sandbox.Timedout at {hit.label}" for hit in self.timeouts]
         out += [f"execution stopped at {hit.label}" for hit in self.stops]
+        out += [f"the client of order {i} gives up after one attempt" for i in self.gives_up]
         for action in self.actions:
             if action.kind == "deliver" and action.duplicates:
                 out.append(f"{action.duplicates} duplicate deliveries ({action.queue})")
@@ -121,6 +124,7 @@ class Schedule:
         return (
             f"orders={list(self.orders)} crashes={[h.label for h in self.crashes]} errors={errors} "
             f"timeouts={[h.label for h in self.timeouts]} stops={[h.label for h in self.stops]} "
+            f"gives_up={list(self.gives_up)} "
             f"actions={[a.describe() for a in self.actions]}"
         )
 
@@ -159,6 +163,7 @@ def schedules(catalogue: Sequence[PointHit]) -> st.SearchStrategy[Schedule]:
         errors=st.lists(errors, max_size=3, unique_by=lambda e: e[0]).map(tuple) if calls else st.just(()),
         timeouts=st.lists(points, max_size=1).map(tuple),
         stops=st.lists(points, max_size=1).map(tuple),
+        gives_up=st.lists(st.integers(0, 2), max_size=1).map(tuple),
     )
 
 
@@ -240,7 +245,10 @@ def run_schedule(
     controller.arm_stops(schedule.stops)
     with chaos_cloud(assembly, controller=controller, control=control, mutant=mutant) as cloud:
         keys = [(kind, f"random-{i}-{kind}") for i, kind in enumerate(schedule.orders)]
-        placed = [place(cloud, kind, key, index=i) for i, (kind, key) in enumerate(keys)]
+        placed = [
+            place(cloud, kind, key, index=i, gives_up=i in schedule.gives_up)
+            for i, (kind, key) in enumerate(keys)
+        ]
         for action in schedule.actions:
             _play(cloud, action, keys, placed)
         cloud.recover()
