@@ -45,14 +45,6 @@ def test_every_interleaving_of_two_attempts_of_mark_completed_keeps_every_invari
     assert result.violations == []
 
 
-def test_every_interleaving_of_two_identical_requests_answers_once(assembly):
-    result = explore(assembly, Pair("api"))
-    assert result.interleavings >= 10
-    assert result.violations == []
-    # Either the second waits (409, then its retry is a replay), or it replays at once
-    assert set(result.outcomes) <= {"202+409", "202+202"}
-
-
 def test_a_zombie_that_resumes_after_its_lease_passed_cannot_record_its_charge(assembly):
     # Given attempt 0 claims ChargePayment and charges (4 calls: order, claim, provider call, charge),
     # then stalls; attempt 1 comes one lease later, takes the fence over and runs to the end

@@ -11,9 +11,9 @@ from chaos.schedules import Action, Schedule, run_random, run_schedule
 pytestmark = pytest.mark.filterwarnings("ignore:No application metrics:UserWarning")
 
 
-def test_a_few_random_schedules_keep_every_invariant(assembly, completed_points):
-    results = run_random(assembly, completed_points, examples=3, seed=6, raise_on_violation=True)
-    assert len(results) == 3
+def test_a_random_schedule_keeps_every_invariant(assembly, completed_points):
+    results = run_random(assembly, completed_points, examples=1, seed=6, raise_on_violation=True)
+    assert len(results) == 1
 
 
 def test_a_storm_of_faults_on_one_order_keeps_every_invariant(assembly):
