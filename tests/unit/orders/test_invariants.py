@@ -58,6 +58,8 @@ def _take(ddb: Any, sku: str, quantity: int) -> None:
 
 def _completed(ddb: Any, order_id: str, *, charges: int = 1, notifications: int = 1) -> None:
     _order(ddb, order_id, "COMPLETED")
+    for step in ("ReserveInventory", "ChargePayment", "RecordLedger", "PublishEvents", "MarkCompleted"):
+        _put(ddb, "orders", {"pk": f"order#{order_id}", "sk": f"step#{step}", "step": step, "status": "DONE"})
     _put(
         ddb,
         "inventory",
@@ -145,3 +147,25 @@ def test_an_accepted_order_must_be_finished_or_dead_lettered_with_a_reason(ddb: 
     assert report.dead_letters[0].reason == "conflicting execution"
     # Peeking did not consume the dead letter
     assert check(_stores(ddb, dlq)).row("o-3").verdict == "dead-lettered"
+
+
+def test_a_dead_letter_does_not_excuse_an_order_whose_effects_still_stand(ddb: Any):
+    # Given a RUNNING order that reserved stock, then its message was dead-lettered with a reason
+    _order(ddb, "o-4", "RUNNING")
+    _put(
+        ddb,
+        "inventory",
+        {"pk": "order#o-4", "sk": "reservation#t", "kind": "reservation", "lines": {"sku-4": 1}},
+    )
+    _take(ddb, "sku-4", 1)
+    sqs = boto3.client("sqs", region_name=REGION)
+    dlq = sqs.create_queue(QueueName="orders-dlq")["QueueUrl"]
+    sqs.send_message(
+        QueueUrl=dlq,
+        MessageBody=json.dumps({"order_id": "o-4", "run": 1, "idempotency_key": "k"}),
+        MessageAttributes={"reason": {"DataType": "String", "StringValue": "RunNotCurrent"}},
+    )
+    # Then the stock it still holds is a violation: nothing compensated it
+    assert check(_stores(ddb, dlq)).violations == [
+        "o-4: RUNNING, in a DLQ, but stock taken still standing (not compensated)"
+    ]
