@@ -169,7 +169,7 @@ class ApiWithoutResend(Runtime):
 
     @cached_property
     def order_service(self) -> OrderService:
-        return _as(ResendsOnlyWhenCreated, super().order_service)  # type: ignore[no-any-return]
+        return _as(ResendsOnlyWhenCreated, super().order_service)
 
 
 class WorkerWithoutRunGuard(Runtime):
@@ -177,4 +177,4 @@ class WorkerWithoutRunGuard(Runtime):
 
     @cached_property
     def workflow_starter(self) -> WorkflowStarter:
-        return _as(StartsAnyRun, super().workflow_starter)  # type: ignore[no-any-return]
+        return _as(StartsAnyRun, super().workflow_starter)

@@ -480,7 +480,7 @@ _EFFECT_OF_STEP: dict[str, tuple[str, str | None]] = {
     "MarkFailed": ("status FAILED", None),
 }
 _DONE = frozenset({StepStatus.DONE, StepStatus.SKIPPED, StepStatus.COMPENSATED})
-_STATUS_OF_STEP = {"MarkCompleted": OrderStatus.COMPLETED, "MarkFailed": OrderStatus.FAILED}
+_STATUS_OF_STEP: dict[str, str] = {"MarkCompleted": OrderStatus.COMPLETED, "MarkFailed": OrderStatus.FAILED}
 
 
 def _check_steps(row: OrderRow, steps: Mapping[str, str], fences: Mapping[str, str]) -> list[str]:

@@ -14,8 +14,17 @@ DONE = {
 }
 
 
-def _completed(**counts: int) -> OrderRow:
-    return OrderRow("o-1", "COMPLETED", **{"reservations": 1, "charges": 1, "ledger_entries": 1, **counts})
+def _completed(
+    reservations: int = 1, charges: int = 1, ledger_entries: int = 1, declined: int = 0
+) -> OrderRow:
+    return OrderRow(
+        "o-1",
+        "COMPLETED",
+        reservations=reservations,
+        charges=charges,
+        ledger_entries=ledger_entries,
+        declined=declined,
+    )
 
 
 def test_a_completed_order_whose_steps_and_effects_agree_passes():
