@@ -98,7 +98,7 @@ bench: install ## Count AWS round trips per fenced step on moto, time each handl
 	PYTHONPATH=functions $(PY) bench/coldstart.py
 	PYTHONPATH=functions:. $(PY) bench/cost.py
 
-openapi: install ## Write the API's OpenAPI description (functions/orders/openapi.json) from the contract models
+openapi: install ## Write the API's OpenAPI description (functions/orders/openapi.json) from the route list and the contract models
 	PYTHONPATH=functions $(PY) -m orders.openapi
 
 fuzz: install ## Hostile requests over HTTP against a local cloud (running, or started and stopped); FUZZ_ARGS="--requests 5000 --seed 11"; writes ops/results/fuzz.{json,md}

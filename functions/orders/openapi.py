@@ -1,4 +1,5 @@
-"""The API's OpenAPI 3.1 description, generated from the contract models.
+"""The API's OpenAPI 3.1 description, generated from the routes (orders.workflow.ROUTES) and the
+contract models they name.
 
 `make openapi` (`python -m orders.openapi`) writes it to `functions/orders/openapi.json`, the file
 the project publishes; a test holds the committed file to this module. The same document is what
@@ -11,6 +12,7 @@ description are one definition.
 from __future__ import annotations
 
 import json
+import re
 import sys
 from collections.abc import Iterable, Mapping
 from pathlib import Path
@@ -18,7 +20,9 @@ from typing import Any
 
 from pydantic import BaseModel
 
-from orders.contract import MAX_BODY_BYTES, CreateOrderRequest, OrderAccepted, OrderView
+from orders import contract
+from orders.contract import MAX_BODY_BYTES
+from orders.workflow import ROUTES, Route
 from reliability.http import HEADER, MAX_KEY_CHARS, REPLAYED_HEADER
 
 DOCUMENT = Path(__file__).with_name("openapi.json")
@@ -65,16 +69,7 @@ GATEWAY_DEFAULTS = ("DEFAULT_4XX", "DEFAULT_5XX")
 # Every status a DEFAULT_* response may carry here (the types API Gateway has beyond the ones above).
 _DEFAULT_STATUSES = {"DEFAULT_4XX": (400, 403, 404, 429), "DEFAULT_5XX": (500, 502, 503, 504)}
 
-# What the function answers, per operation: status -> codes.
-_CREATE_ERRORS: dict[int, tuple[str, ...]] = {
-    400: ("IdempotencyKeyMissing", "IdempotencyKeyInvalid", "MalformedBody"),
-    # RequestInProgress: the first request with this key still runs; OrderConflict: the key's order
-    # holds other items (a retry with the same key and body always gets its order back).
-    409: ("RequestInProgress", "OrderConflict"),
-    415: ("UnsupportedMediaType",),
-    422: ("InvalidRequest", "UnknownSku", "IdempotencyKeyReused"),
-}
-_GET_ERRORS: dict[int, tuple[str, ...]] = {404: ("OrderNotFound",)}
+# What the function may answer on any operation (each route declares its own codes).
 _EVERY_OPERATION_ERRORS: dict[int, tuple[str, ...]] = {
     500: ("InternalError",),
     503: ("ServiceUnavailable",),
@@ -92,11 +87,12 @@ def _merge(*tables: Mapping[int, Iterable[str]]) -> dict[int, list[str]]:
     return dict(sorted(merged.items()))
 
 
-def _gateway_errors(*, validated_body: bool) -> dict[int, list[str]]:
+def _gateway_errors(*, validated_body: bool = False, required_header: bool = False) -> dict[int, list[str]]:
     """The gateway's answers an operation can get (the BAD_REQUEST ones only where it validates)."""
+    skipped = {"BAD_REQUEST_BODY": not validated_body, "BAD_REQUEST_PARAMETERS": not required_header}
     table: dict[int, list[str]] = {}
     for response_type, response in GATEWAY.items():
-        if response_type.startswith("BAD_REQUEST") and not validated_body:
+        if skipped.get(response_type, False):
             continue
         code = json.loads(
             response["responseTemplates"]["application/json"].replace("$context.error.messageString", '""')
@@ -151,18 +147,54 @@ def _responses(success: tuple[int, str, str], errors: Mapping[int, list[str]]) -
     return responses
 
 
-def document() -> dict[str, Any]:
-    create_errors = _merge(_CREATE_ERRORS, _EVERY_OPERATION_ERRORS, _gateway_errors(validated_body=True))
-    get_errors = _merge(_GET_ERRORS, _EVERY_OPERATION_ERRORS, _gateway_errors(validated_body=False))
-    create = _responses((202, "accepted (or the stored answer replayed)", "OrderAccepted"), create_errors)
-    create["202"]["headers"] = {
-        REPLAYED_HEADER: {"description": "true on a replay", "schema": {"type": "string", "enum": ["true"]}}
-    }
-    key_description = (
-        f'An RFC 8941 sf-string (`"..."`, escapes `\\"` and `\\\\`) or the same characters bare; '
-        f'1-{MAX_KEY_CHARS} printable ASCII characters (bare: no `"`, `\\` or `,`); '
-        f"one key per request (two header lines with different keys: 400)."
+_KEY_DESCRIPTION = (
+    f'An RFC 8941 sf-string (`"..."`, escapes `\\"` and `\\\\`) or the same characters bare; '
+    f'1-{MAX_KEY_CHARS} printable ASCII characters (bare: no `"`, `\\` or `,`); '
+    f"one key per request (two header lines with different keys: 400)."
+)
+
+
+def _operation(route: Route) -> dict[str, Any]:
+    errors = _merge(
+        route.errors,
+        _EVERY_OPERATION_ERRORS,
+        _gateway_errors(validated_body=route.request is not None, required_header=route.idempotent),
     )
+    responses = _responses((route.status, route.description, route.response), errors)
+    parameters: list[dict[str, Any]] = []
+    if route.idempotent:
+        parameters.append(
+            {
+                "name": HEADER,
+                "in": "header",
+                "required": True,
+                "description": _KEY_DESCRIPTION,
+                "schema": {"type": "string", "minLength": 1},
+            }
+        )
+        replayed = {"description": "true on a replay", "schema": {"type": "string", "enum": ["true"]}}
+        responses[str(route.status)]["headers"] = {REPLAYED_HEADER: replayed}
+    parameters += [
+        {"name": name, "in": "path", "required": True, "schema": {"type": "string"}}
+        for name in re.findall(r"\{(\w+)\}", route.path)
+    ]
+    operation: dict[str, Any] = {"operationId": route.operation_id}
+    if parameters:
+        operation["parameters"] = parameters
+    if route.request is not None:
+        operation["requestBody"] = {
+            "required": True,
+            "content": {"application/json": {"schema": {"$ref": f"#/components/schemas/{route.request}"}}},
+        }
+    operation["responses"] = responses
+    return operation
+
+
+def document() -> dict[str, Any]:
+    paths: dict[str, dict[str, Any]] = {}
+    for route in ROUTES:
+        paths.setdefault(route.path, {})[route.method.lower()] = _operation(route)
+    models = [name for route in ROUTES for name in (route.request, route.response) if name is not None]
     return {
         "openapi": "3.1.0",
         "info": {
@@ -173,53 +205,14 @@ def document() -> dict[str, Any]:
                 f"{MAX_BODY_BYTES} bytes; each sku at most once per order."
             ),
         },
-        "paths": {
-            "/orders": {
-                "post": {
-                    "operationId": "createOrder",
-                    "parameters": [
-                        {
-                            "name": HEADER,
-                            "in": "header",
-                            "required": True,
-                            "description": key_description,
-                            "schema": {"type": "string", "minLength": 1},
-                        }
-                    ],
-                    "requestBody": {
-                        "required": True,
-                        "content": {
-                            "application/json": {
-                                "schema": {"$ref": "#/components/schemas/CreateOrderRequest"}
-                            }
-                        },
-                    },
-                    "responses": create,
-                }
-            },
-            "/orders/{order_id}": {
-                "get": {
-                    "operationId": "getOrder",
-                    "parameters": [
-                        {"name": "order_id", "in": "path", "required": True, "schema": {"type": "string"}}
-                    ],
-                    "responses": _responses((200, "the order", "OrderView"), get_errors),
-                }
-            },
-        },
-        "components": {
-            "schemas": {
-                "CreateOrderRequest": _schema(CreateOrderRequest),
-                "OrderAccepted": _schema(OrderAccepted),
-                "OrderView": _schema(OrderView),
-            }
-        },
+        "paths": paths,
+        "components": {"schemas": {name: _schema(getattr(contract, name)) for name in dict.fromkeys(models)}},
         UNMATCHED: {
             "description": "Any other path or method: 404 NotFound or 405 MethodNotAllowed (with Allow).",
             "responses": {
                 str(status): {"content": {"application/json": {"schema": error_schema(codes)}}}
                 for status, codes in _merge(
-                    _UNMATCHED_ERRORS, _EVERY_OPERATION_ERRORS, _gateway_errors(validated_body=False)
+                    _UNMATCHED_ERRORS, _EVERY_OPERATION_ERRORS, _gateway_errors()
                 ).items()
             },
         },

@@ -1,7 +1,8 @@
-"""The service's capabilities as data: the saga's fenced steps and the event consumers.
+"""The service's capabilities as data: the saga's fenced steps, the API's routes, the consumers.
 
 Adding a step is one effect function (plain Python, `orders.effects`) plus one `Step` below;
-adding a consumer is one effect plus one `Consumer`. Everything else follows from these lists:
+adding a consumer is one effect plus one `Consumer`; a route is one view plus one `Route` (then
+`make openapi`: the edge is built from the document). Everything else follows from these lists:
 the step's Lambda (handler, timeout, IAM and environment: infra/manifest.py), its place in the
 state machine, the consumer's queue, DLQ, alarm and dedup namespace, the runtime's ports, the
 simulator's and chaos's step maps (read back from the synthesized state machine) and the tests,
@@ -69,6 +70,30 @@ class Consumer:
     timeout_seconds: int = CONSUMER_TIMEOUT_SECONDS
 
 
+@dataclass(frozen=True, kw_only=True)
+class Route:
+    """One operation of the REST API, served by the api function (orders.handlers.api), described
+    in the OpenAPI document (orders.openapi) and built at the edge from that document.
+
+    `view` (`module:function`) gets the path parameters as keyword arguments and returns the
+    success body (a model of orders.contract) or a whole Powertools Response. `response` and
+    `request` name orders.contract models (the success body; the JSON body, validated at the edge).
+    `idempotent`: the Idempotency-Key header is required (a replay carries Idempotency-Replayed).
+    `errors`: status -> the codes the view answers, besides those every operation may get.
+    """
+
+    method: str
+    path: str
+    operation_id: str
+    view: str
+    status: int
+    description: str
+    response: str
+    request: str | None = None
+    idempotent: bool = False
+    errors: Mapping[int, tuple[str, ...]] = field(default_factory=dict)
+
+
 STEPS: tuple[Step, ...] = (
     Step(
         name="ReserveInventory",
@@ -122,6 +147,38 @@ STEPS: tuple[Step, ...] = (
         effect="orders.effects:mark_failed",
         description="Compensation: mark the order FAILED (fenced)",
         next=None,
+    ),
+)
+
+ROUTES: tuple[Route, ...] = (
+    Route(
+        method="POST",
+        path="/orders",
+        operation_id="createOrder",
+        view="orders.handlers.api:create_order",
+        status=202,
+        description="accepted (or the stored answer replayed)",
+        response="OrderAccepted",
+        request="CreateOrderRequest",
+        idempotent=True,
+        errors={
+            400: ("IdempotencyKeyMissing", "IdempotencyKeyInvalid", "MalformedBody"),
+            # RequestInProgress: the first request with this key still runs; OrderConflict: the
+            # key's order holds other items (a retry with the same key and body gets its order back).
+            409: ("RequestInProgress", "OrderConflict"),
+            415: ("UnsupportedMediaType",),
+            422: ("InvalidRequest", "UnknownSku", "IdempotencyKeyReused"),
+        },
+    ),
+    Route(
+        method="GET",
+        path="/orders/{order_id}",
+        operation_id="getOrder",
+        view="orders.handlers.api:get_order",
+        status=200,
+        description="the order",
+        response="OrderView",
+        errors={404: ("OrderNotFound",)},
     ),
 )
 

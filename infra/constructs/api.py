@@ -1,6 +1,6 @@
-"""The orders REST API: two routes to one Lambda proxy, validated at the edge; every other path
-and method reaches the function too (404/405), and every answer of the gateway's own is in the
-service's error shape."""
+"""The orders REST API: every operation of the published document (orders.workflow.ROUTES, via
+`make openapi`) as a Lambda proxy, validated at the edge; every other path and method reaches the
+function too (404/405), and every answer of the gateway's own is in the service's error shape."""
 
 from __future__ import annotations
 
@@ -17,11 +17,10 @@ from constructs import Construct
 from infra.config import ApiAuth, ApiThrottle
 from infra.nag import acknowledge
 
-IDEMPOTENCY_HEADER = "Idempotency-Key"
-
 # The published OpenAPI description (written by `make openapi` from the contract models in
-# functions/orders; read here as data, never imported): the edge's body model and API Gateway's
-# own error answers come from it, so the edge, the function and the document agree.
+# functions/orders; read here as data, never imported): the edge's resources, methods, required
+# parameters, body models and API Gateway's own error answers come from it, so the edge, the
+# function and the document agree.
 OPENAPI_DOCUMENT = Path(__file__).resolve().parents[2] / "functions" / "orders" / "openapi.json"
 OPENAPI = json.loads(OPENAPI_DOCUMENT.read_text())
 JSON_SCHEMA_DRAFT4 = "http://json-schema.org/draft-04/schema#"
@@ -52,10 +51,9 @@ _ACCESS_LOG_FORMAT = apigw.AccessLogFormat.custom(
 
 
 class OrdersApi(Construct):
-    """`api`: POST /orders (Idempotency-Key header + body model required) and
-    GET /orders/{order_id}, both Lambda proxy to `handler`, and ANY on `/`, `/orders`,
-    `/orders/{order_id}` and `/{proxy+}` to the same function (it answers 404/405); IAM auth
-    unless `auth` is NONE."""
+    """`api`: each operation of the document (its required parameters and JSON body model
+    validated) as a Lambda proxy to `handler`, and ANY on `/`, every resource of the document and
+    `/{proxy+}` to the same function (it answers 404/405); IAM auth unless `auth` is NONE."""
 
     def __init__(
         self,
@@ -106,45 +104,69 @@ class OrdersApi(Construct):
         for response_type, response in OPENAPI["x-amazon-apigateway-gateway-responses"].items():
             self._gateway_response(response_type, response)
 
-        body_and_headers = self.api.add_request_validator(
+        self._body_and_params = self.api.add_request_validator(
             "BodyAndParams", validate_request_body=True, validate_request_parameters=True
         )
-        params_only = self.api.add_request_validator(
+        self._params_only = self.api.add_request_validator(
             "ParamsOnly", validate_request_body=False, validate_request_parameters=True
         )
-        create_order = self.api.add_model(
-            "CreateOrderModel",
+        integration = apigw.LambdaIntegration(handler, proxy=True, allow_test_invoke=False)
+        self._resources: dict[str, apigw.IResource] = {"": self.api.root}
+        self.operations = [
+            self._operation(self._resource(path), method.upper(), operation, integration)
+            for path, operations in OPENAPI["paths"].items()
+            for method, operation in operations.items()
+        ]
+        self.catch_all = [
+            resource.add_method(CATCH_ALL, integration)
+            for resource in (*self._resources.values(), self.api.root.add_resource("{proxy+}"))
+        ]
+        self._acknowledge(auth)
+
+    def _resource(self, path: str) -> apigw.IResource:
+        """The resource of a document path (`/orders/{order_id}`), its parents created first."""
+        path = path.rstrip("/")
+        if path not in self._resources:
+            parent, _, part = path.rpartition("/")
+            self._resources[path] = self._resource(parent).add_resource(part)
+        return self._resources[path]
+
+    def _operation(
+        self,
+        resource: apigw.IResource,
+        method: str,
+        operation: dict[str, Any],
+        integration: apigw.Integration,
+    ) -> apigw.Method:
+        """One documented operation: its required parameters, and its JSON body's model."""
+        parameters = {
+            f"method.request.{parameter['in']}.{parameter['name']}": bool(parameter["required"])
+            for parameter in operation.get("parameters", [])
+        }
+        body = operation.get("requestBody")
+        if body is None:
+            return resource.add_method(
+                method, integration, request_validator=self._params_only, request_parameters=parameters
+            )
+        schema_name = body["content"]["application/json"]["schema"]["$ref"].rpartition("/")[2]
+        model_name = schema_name.removesuffix("Request")
+        model = self.api.add_model(
+            f"{model_name}Model",
             content_type="application/json",
-            model_name="CreateOrder",
+            model_name=model_name,
             schema=apigw.JsonSchema(schema=apigw.JsonSchemaVersion.DRAFT4, type=apigw.JsonSchemaType.OBJECT),
         )
         # The schema is plain JSON Schema from the document (JsonSchema would mean retyping it).
-        cast(apigw.CfnModel, create_order.node.default_child).add_property_override(
-            "Schema",
-            {"$schema": JSON_SCHEMA_DRAFT4, **OPENAPI["components"]["schemas"]["CreateOrderRequest"]},
+        cast(apigw.CfnModel, model.node.default_child).add_property_override(
+            "Schema", {"$schema": JSON_SCHEMA_DRAFT4, **OPENAPI["components"]["schemas"][schema_name]}
         )
-        integration = apigw.LambdaIntegration(handler, proxy=True, allow_test_invoke=False)
-
-        orders = self.api.root.add_resource("orders")
-        order = orders.add_resource("{order_id}")
-        self.post_order = orders.add_method(
-            "POST",
+        return resource.add_method(
+            method,
             integration,
-            request_validator=body_and_headers,
-            request_parameters={f"method.request.header.{IDEMPOTENCY_HEADER}": True},
-            request_models={"application/json": create_order},
+            request_validator=self._body_and_params,
+            request_parameters=parameters,
+            request_models={"application/json": model},
         )
-        self.get_order = order.add_method(
-            "GET",
-            integration,
-            request_validator=params_only,
-            request_parameters={"method.request.path.order_id": True},
-        )
-        self.catch_all = [
-            resource.add_method(CATCH_ALL, integration)
-            for resource in (self.api.root, orders, order, self.api.root.add_resource("{proxy+}"))
-        ]
-        self._acknowledge(auth)
 
     def _gateway_response(self, response_type: str, response: dict[str, Any]) -> None:
         """One of API Gateway's own answers, in the error shape. The DEFAULT_* ones keep each
@@ -170,7 +192,7 @@ class OrdersApi(Construct):
             "No WAF web ACL in the reference app: every method needs SigV4 (IAM) on AWS, the stage "
             "is throttled, and bodies are schema-validated; attach a WAF ACL per account policy.",
         )
-        for method in (self.post_order, self.get_order, *self.catch_all):
+        for method in (*self.operations, *self.catch_all):
             acknowledge(
                 method,
                 "COG4",

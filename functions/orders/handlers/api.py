@@ -10,19 +10,21 @@ from __future__ import annotations
 
 import base64
 import binascii
+import importlib
 import json
 import re
-from collections.abc import Callable
 from typing import Any
 
 from aws_lambda_powertools.event_handler import APIGatewayRestResolver, Response
 from aws_lambda_powertools.logging import correlation_paths
 from aws_lambda_powertools.utilities.typing import LambdaContext
+from pydantic import BaseModel
 
 from orders.contract import parse_create_order
 from orders.errors import MalformedBody, OrderError
 from orders.observability import logger, tracer
 from orders.runtime import current
+from orders.workflow import ROUTES, Route
 from reliability.errors import RetryableError
 from reliability.http import HttpResponse, header_value
 from reliability.telemetry import metrics_per_invocation
@@ -107,23 +109,34 @@ def create_order() -> Response:
     )
 
 
-def get_order(order_id: str) -> Response:
-    return _json(200, current().order_service.view(order_id).model_dump(mode="json"))
+def get_order(order_id: str) -> BaseModel:
+    return current().order_service.view(order_id)
 
 
-# The routes: (method, Powertools rule) -> view. Adding a route is one entry here and one in
-# orders.openapi (a test holds the template, this table and the OpenAPI document together).
-ROUTES: dict[tuple[str, str], Callable[..., Response]] = {
-    ("POST", "/orders"): create_order,
-    ("GET", "/orders/<order_id>"): get_order,
-}
-for (_method, _rule), _view in ROUTES.items():
-    app.route(_rule, _method)(_view)
+def _register(route: Route) -> None:
+    """Serve `route` with its view: a model it returns is the success body, with the route's status."""
+    module, _, name = route.view.partition(":")
+    view = getattr(importlib.import_module(module), name)
+
+    def answer(**path_parameters: str) -> Response:
+        result = view(**path_parameters)
+        if isinstance(result, Response):
+            return result
+        return _json(route.status, result.model_dump(mode="json"))
+
+    app.route(re.sub(r"\{(\w+)\}", r"<\1>", route.path), route.method)(answer)
+
+
+# The views of this module are defined above: orders.workflow.ROUTES may name them.
+for _route in ROUTES:
+    _register(_route)
 
 
 def _allowed_methods(path: str) -> list[str]:
     return sorted(
-        method for method, rule in ROUTES if re.fullmatch(re.sub(r"<\w+>", "[^/]+", rule), path.rstrip("/"))
+        route.method
+        for route in ROUTES
+        if re.fullmatch(re.sub(r"\{\w+\}", "[^/]+", route.path), path.rstrip("/"))
     )
 
 
