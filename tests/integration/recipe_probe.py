@@ -1,7 +1,8 @@
 """Run inside a copy of the project (tests/integration/test_recipe.py): synthesize it, then report
-as JSON what the templates, the chaos maps and an in-process order say about `step` and `consumer`.
+as JSON what the templates, the chaos maps, the OpenAPI document and an in-process order say about
+`step`, `consumer` and the route `/orders/{order_id}<route_suffix>` (a GET).
 
-Usage: python tests/integration/recipe_probe.py <StepName> <consumer-name>
+Usage: python tests/integration/recipe_probe.py <StepName> <consumer-name> <route-suffix>
 """
 
 from __future__ import annotations
@@ -41,7 +42,26 @@ def _policies_of(template: dict[str, Any], function_name: str) -> str:
     )
 
 
-def main(step: str, consumer: str) -> dict[str, Any]:
+def _api_methods(template: dict[str, Any]) -> list[tuple[str, str]]:
+    """(method, path) of every non-catch-all API Gateway method of the template."""
+    resources = {k: r for k, r in template["Resources"].items() if r["Type"] == "AWS::ApiGateway::Resource"}
+
+    def path(reference: Any) -> str:
+        parts: list[str] = []
+        while isinstance(reference, dict) and reference.get("Ref") in resources:
+            properties = resources[reference["Ref"]]["Properties"]
+            parts.insert(0, properties["PathPart"])
+            reference = properties["ParentId"]
+        return "/" + "/".join(parts)
+
+    return sorted(
+        (r["Properties"]["HttpMethod"], path(r["Properties"]["ResourceId"]))
+        for r in template["Resources"].values()
+        if r["Type"] == "AWS::ApiGateway::Method" and r["Properties"]["HttpMethod"] != "ANY"
+    )
+
+
+def main(step: str, consumer: str, route_suffix: str) -> dict[str, Any]:
     assembly = synthesize("local")
     app = json.loads((assembly / "retrysafe-local-app.template.json").read_text())
     data = json.loads((assembly / "retrysafe-local-data.template.json").read_text())
@@ -77,6 +97,13 @@ def main(step: str, consumer: str) -> dict[str, Any]:
         "interleave_step_order": list(STEP_ORDER),
         "simulator_queue_consumers": queue_consumers(data, app),
         "queue_output": queue_output,
+        "template_methods": _api_methods(app),
+        "documented": {
+            path: sorted(operations)
+            for path, operations in json.loads((ROOT / "functions" / "orders" / "openapi.json").read_text())[
+                "paths"
+            ].items()
+        },
     }
     with running_cloud(assembly) as cloud:
         placed = cloud.api("POST", "/orders", body=ORDER, headers={"Idempotency-Key": "recipe-1"})
@@ -93,9 +120,11 @@ def main(step: str, consumer: str) -> dict[str, Any]:
             "consumer_items": sorted(i["sk"]["S"].split("#")[0] for i in items),
             "consumer_invocations": sum(1 for i in cloud.invocations if i.function == consumer_function),
             "violations": check(cloud.stores()).violations,
+            "route_answer": vars(cloud.api("GET", f"/orders/{order_id}{route_suffix}")),
+            "unknown_order_answer": vars(cloud.api("GET", f"/orders/no-such-order{route_suffix}")),
         }
     return report
 
 
 if __name__ == "__main__":
-    print(json.dumps(main(sys.argv[1], sys.argv[2]), default=str))
+    print(json.dumps(main(sys.argv[1], sys.argv[2], sys.argv[3]), default=str))

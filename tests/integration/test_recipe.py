@@ -1,11 +1,13 @@
-"""The recipe holds: a new fenced step, and a third consumer, are each one function plus one
-entry in orders.workflow, and everything else follows from the entry.
+"""The recipe holds: a new fenced step, a third consumer and a new route are each one function
+plus one entry in orders.workflow, and everything else follows from the entry.
 
 In a copy of the project, add an atomic step `ScreenOrder` (between RecordLedger and
-PublishEvents) and a consumer `receipts`, each as a new module with one function plus one entry;
+PublishEvents), a consumer `receipts` and a route `GET /orders/{order_id}/status`, each as a new
+module with one function plus one entry (the route also `make openapi`'s regenerated document);
 the copy's diff must be exactly those. Then synthesize the copy and check that the state machine,
 the IAM and environment of the new functions, the new queue and DLQ, the chaos and simulator
-maps, and an order run in process all pick them up (tests/integration/recipe_probe.py).
+maps, the API's template and document, and an order run in process all pick them up
+(tests/integration/recipe_probe.py).
 """
 
 from __future__ import annotations
@@ -62,6 +64,28 @@ CONSUMER_ENTRY = """    Consumer(
         tables=("notifications",),
     ),
 """
+ROUTE_MODULE = "functions/orders/status.py"
+ROUTE_VIEW = '''"""Where an order stands, for a polling client."""
+
+from orders.contract import OrderView
+from orders.runtime import current
+
+
+def order_status(order_id: str) -> OrderView:
+    return current().order_service.view(order_id)
+'''
+ROUTE_ENTRY = """    Route(
+        method="GET",
+        path="/orders/{order_id}/status",
+        operation_id="getOrderStatus",
+        view="orders.status:order_status",
+        status=200,
+        description="where the order stands",
+        response="OrderView",
+        errors={404: ("OrderNotFound",)},
+    ),
+"""
+OPENAPI = "functions/orders/openapi.json"
 
 
 def _git(copy: Path, *args: str) -> str:
@@ -116,6 +140,19 @@ def report(tmp_path_factory: pytest.TempPathFactory) -> dict:
     _insert_entry(copy, CONSUMER_ENTRY, before=")\n\n\ndef function_name(")
     assert _diff(copy) == ({CONSUMER_MODULE, WORKFLOW}, [])
 
+    # And a route: one view and one entry, then the document regenerated (`make openapi`)
+    (copy / ROUTE_MODULE).write_text(ROUTE_VIEW)
+    _insert_entry(copy, ROUTE_ENTRY, before=")\n\nCONSUMERS: tuple")
+    subprocess.run(
+        [sys.executable, "-m", "orders.openapi"],
+        cwd=copy,
+        env={**os.environ, "PYTHONPATH": "functions"},
+        check=True,
+        capture_output=True,
+    )
+    files, _ = _diff(copy)
+    assert files == {ROUTE_MODULE, WORKFLOW, OPENAPI}
+
     # When the copy is synthesized, inspected and runs an order in process
     env = {
         **os.environ,
@@ -125,7 +162,7 @@ def report(tmp_path_factory: pytest.TempPathFactory) -> dict:
         ),
     }
     probe = subprocess.run(
-        [sys.executable, "tests/integration/recipe_probe.py", "ScreenOrder", "receipts"],
+        [sys.executable, "tests/integration/recipe_probe.py", "ScreenOrder", "receipts", "/status"],
         cwd=copy,
         env=env,
         capture_output=True,
@@ -185,3 +222,13 @@ def test_an_order_runs_through_the_new_step_and_the_new_consumer_once(report: di
     assert run["consumer_items"].count("receipt") == 1
     assert run["consumer_invocations"] >= 1
     assert run["violations"] == []
+
+
+def test_the_new_route_is_in_the_document_the_template_and_answered_by_the_function(report: dict):
+    assert report["documented"]["/orders/{order_id}/status"] == ["get"]
+    assert ["GET", "/orders/{order_id}/status"] in report["template_methods"]
+    answer = report["run"]["route_answer"]
+    assert answer["status"] == 200
+    assert answer["body"]["status"] == "COMPLETED"
+    assert report["run"]["unknown_order_answer"]["status"] == 404
+    assert report["run"]["unknown_order_answer"]["body"]["error"] == "OrderNotFound"
