@@ -10,7 +10,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from datetime import datetime
 from enum import StrEnum
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, TypedDict
 
 from orders.errors import UnknownSku
 
@@ -167,7 +167,8 @@ class WorkflowInput:
 
 @dataclass(frozen=True)
 class OrderMessage:
-    """The orders-queue message, `{"order_id", "run", "idempotency_key"}`."""
+    """The orders-queue message, `{"order_id", "run", "idempotency_key"}`: the one definition of
+    its shape (orders.messages.OrderMessageModel validates it; a unit test holds the two together)."""
 
     order_id: str
     run: int
@@ -177,8 +178,30 @@ class OrderMessage:
         return {"order_id": self.order_id, "run": self.run, "idempotency_key": self.idempotency_key}
 
 
-def completed_event(*, order: Order, run: int, event_id: str, occurred_at: datetime) -> dict[str, Any]:
-    """The fan-out message for notify and analytics (DEVELOPERS.md, Messages)."""
+class EventLine(TypedDict):
+    sku: str
+    quantity: int
+
+
+class OrderCompleted(TypedDict):
+    """The OrderCompleted fan-out event (DEVELOPERS.md, Messages): the one definition of its shape.
+    The consumers validate it with orders.messages.OrderCompletedEvent, which adds the bounds (a
+    pydantic model: the step that builds the event must not load pydantic); a unit test holds
+    that model's fields to these."""
+
+    event_id: str
+    type: str
+    order_id: str
+    run: int
+    customer_id: str
+    currency: str
+    total_cents: int
+    items: list[EventLine]
+    occurred_at: str
+
+
+def completed_event(*, order: Order, run: int, event_id: str, occurred_at: datetime) -> OrderCompleted:
+    """The fan-out message for every consumer of orders.workflow.CONSUMERS."""
     return {
         "event_id": event_id,
         "type": EVENT_TYPE_COMPLETED,

@@ -1,4 +1,9 @@
-"""The queue messages as they arrive (DEVELOPERS.md, Messages). Anything else is poison."""
+"""The queue messages as they arrive (DEVELOPERS.md, Messages). Anything else is poison.
+
+The shapes are defined once, in orders.domain (`OrderMessage`, `OrderCompleted`), which the steps
+build without pydantic; these models add the bounds a consumer checks, and
+tests/unit/orders/test_messages.py fails when a field differs from the domain's.
+"""
 
 from __future__ import annotations
 
@@ -8,7 +13,7 @@ _ID = r"^[A-Za-z0-9_-]+$"
 
 
 class OrderMessageModel(BaseModel):
-    """orders queue: `{"order_id", "run", "idempotency_key"}`."""
+    """orders queue: orders.domain.OrderMessage."""
 
     model_config = ConfigDict(extra="forbid", frozen=True)
 
@@ -18,6 +23,8 @@ class OrderMessageModel(BaseModel):
 
 
 class EventItem(BaseModel):
+    """orders.domain.EventLine."""
+
     model_config = ConfigDict(frozen=True)
 
     sku: str
@@ -25,7 +32,7 @@ class EventItem(BaseModel):
 
 
 class OrderCompletedEvent(BaseModel):
-    """notify / analytics queues: the OrderCompleted fan-out event."""
+    """Every consumer's queue: orders.domain.OrderCompleted."""
 
     model_config = ConfigDict(frozen=True, extra="ignore")
 

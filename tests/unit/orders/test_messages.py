@@ -1,0 +1,47 @@
+"""The queue messages are defined once, in orders.domain; the consumers' pydantic models
+(orders.messages) must validate exactly those fields, with the same types."""
+
+from __future__ import annotations
+
+import dataclasses
+import typing
+from datetime import UTC, datetime
+from typing import Any
+
+from pydantic import BaseModel
+
+from orders.contract import CreateOrderRequest, OrderItem
+from orders.domain import CatalogItem, OrderCompleted, OrderMessage, completed_event, new_order
+from orders.messages import OrderCompletedEvent, OrderMessageModel
+
+
+def _shape(annotation: Any) -> Any:
+    """A comparable form of a type: records become {field: shape}, list[X] becomes [shape(X)]."""
+    if isinstance(annotation, type) and issubclass(annotation, BaseModel):
+        return {name: _shape(field.annotation) for name, field in annotation.model_fields.items()}
+    if typing.is_typeddict(annotation) or dataclasses.is_dataclass(annotation):
+        return {name: _shape(hint) for name, hint in typing.get_type_hints(annotation).items()}
+    if typing.get_origin(annotation) is list:
+        (item,) = typing.get_args(annotation)
+        return [_shape(item)]
+    return annotation
+
+
+def test_the_completed_event_model_has_the_domain_shape_field_for_field():
+    assert _shape(OrderCompletedEvent) == _shape(OrderCompleted)
+
+
+def test_the_orders_queue_model_has_the_domain_shape_field_for_field():
+    assert _shape(OrderMessageModel) == _shape(OrderMessage)
+
+
+def test_the_event_a_step_builds_validates_unchanged():
+    request = CreateOrderRequest(customer_id="c", currency="EUR", items=[OrderItem(sku="sku-1", quantity=2)])
+    order = new_order(
+        request=request,
+        catalog={"sku-1": CatalogItem(sku="sku-1", price_cents=300, stock=5)},
+        stored_idempotency_key="k",
+        now=datetime(2026, 1, 1, tzinfo=UTC),
+    )
+    event = completed_event(order=order, run=1, event_id="e-1", occurred_at=datetime(2026, 1, 1, tzinfo=UTC))
+    assert OrderCompletedEvent.model_validate(event).model_dump(mode="json") == event
