@@ -266,14 +266,16 @@ class InProcessCloud:
         return Stores.from_outputs(self.outputs, self.client)
 
     # --- simulated time -------------------------------------------------------------------------
-    def advance(self, seconds: float) -> int:
+    def advance(self, seconds: float, *, pollers_off: bool = False) -> int:
         """Move simulated time forward and apply what AWS does meanwhile: DynamoDB deletes every
         item whose TTL (the table's TimeToLiveSpecification attribute) is now at or past, and
-        each queue drops the messages older than its MessageRetentionPeriod; then each EventBridge
-        schedule with a tick in the jump invokes its functions once (`simulator.rules`).
+        queues drop the messages older than their MessageRetentionPeriod (DLQs and unpolled
+        queues always; a queue an event source mapping polls only with `pollers_off`, see
+        `simulator.queues`); then each EventBridge schedule with a tick in the jump invokes its
+        functions once (`simulator.rules`).
         Returns how many items expired (`expired_messages` counts the messages)."""
         self.clock.advance(seconds)
-        expired = self.expire()
+        expired = self.expire(pollers_off=pollers_off)
         self.fire_schedules()
         return expired
 
@@ -285,14 +287,20 @@ class InProcessCloud:
             for function in rule.functions:
                 lam.invoke(FunctionName=function, Payload=json.dumps(event).encode())
 
-    def expire(self) -> int:
+    def expire(self, *, pollers_off: bool = False) -> int:
         """Apply TTL deletion and queue retention at the clock's current time (what `advance` does)."""
         now = self.clock()
         deleted = sum(delete_expired(self.dynamodb, table, now) for table in self.ttl_tables)
         self.expired_items += deleted
+        polled = frozenset() if pollers_off else self.polled_queues()
         with _REQUEST_LOCK:
-            self.expired_messages += expire_messages(ACCOUNT, REGION, now)
+            self.expired_messages += expire_messages(ACCOUNT, REGION, now, polled=polled)
         return deleted
+
+    def polled_queues(self) -> frozenset[str]:
+        """The names of the queues an event source mapping polls (from the app template)."""
+        consumers = queue_consumers(self.data_template, self.app_template)
+        return frozenset(self.outputs[output].rsplit("/", 1)[-1] for output in consumers)
 
     # --- deploy ---------------------------------------------------------------------------------
     def deploy(self) -> InProcessCloud:

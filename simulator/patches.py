@@ -4,10 +4,13 @@ Applied together by `InProcessCloud.installed()` (`on_the_clock(clock)`), for th
 
 1. SQS on the simulated clock: moto stamps sends, receives and visibility with the wall clock
    (`moto.sqs.models.unix_time`/`unix_time_millis`), so a message would never age past its
-   queue's retention however far the simulation jumps. Here they read the `Clock`; a receive
-   first drops what is past retention (`drop_expired`: moto's own check marks the expired message
-   received and stops the receive instead). The operator tool that compares SentTimestamp with
-   its own start (`ops.redrive.redrive_dlq`) reads the same clock.
+   queue's retention however far the simulation jumps. Here they read the `Clock`, and retention
+   is applied by `InProcessCloud.advance` (`drop_expired`); moto's own check at receive is off
+   (it marks an expired message received and stops the receive, leaving the message in place).
+   The operator tool that compares SentTimestamp with its own start (`ops.redrive.redrive_dlq`)
+   reads the same clock. ChangeMessageVisibility's 12-hour limit counts from the message's latest
+   receive, as SQS's does (moto counts from its send, which a simulated day jump would exceed for
+   any message received after it).
 2. Step Functions start and stop dates on the simulated clock (moto: `datetime.now()` in the
    parser's backend), so "ended 15 days ago" means simulated days.
 3. RedriveExecution: moto has none (NotImplementedError). The simulator answers it with AWS's
@@ -47,7 +50,8 @@ from moto.core.responses import ActionResult
 from moto.dynamodb.parsing.ast_nodes import DepthFirstTraverser  # type: ignore[attr-defined]
 from moto.dynamodb.parsing.validators import ActionCountValidator
 from moto.dynamodb.responses import DynamoHandler
-from moto.sqs.models import Queue, SQSBackend
+from moto.sqs.exceptions import InvalidParameterValue, ReceiptHandleIsInvalid
+from moto.sqs.models import Message, Queue, SQSBackend
 from moto.stepfunctions.parser.asl.component.component import Component
 from moto.stepfunctions.parser.asl.component.eval_component import EvalComponent
 from moto.stepfunctions.parser.asl.parse.asl_parser import AmazonStateLanguageParser
@@ -179,14 +183,44 @@ def _verify_action_counts_at_root(self: ActionCountValidator, node: Any) -> Any:
     return _VERIFY_ACTION_COUNTS(self, node) if node.parent is None else node
 
 
+_MAX_VISIBILITY_SECONDS = 43_200  # SQS: 12 hours from the message's latest receive
+_MARK_RECEIVED = Message.mark_received
+
+
+def _received_on(clock: Clock) -> Any:
+    def mark_received(self: Message, visibility_timeout: int | None = None) -> None:
+        _MARK_RECEIVED(self, visibility_timeout)
+        self.simulated_received_at = clock()  # type: ignore[attr-defined]
+
+    return mark_received
+
+
+def _change_visibility(clock: Clock) -> Any:
+    def change_message_visibility(
+        self: SQSBackend, queue_name: str, receipt_handle: str, visibility_timeout: int
+    ) -> None:
+        queue = self.get_queue(queue_name)
+        for message in queue._messages:
+            if message.had_receipt_handle(receipt_handle):
+                received = getattr(message, "simulated_received_at", clock())
+                if clock() + int(visibility_timeout) - received > _MAX_VISIBILITY_SECONDS:
+                    limit = f"beyond the limit [{_MAX_VISIBILITY_SECONDS} seconds]"
+                    raise InvalidParameterValue(
+                        f"Value {visibility_timeout} for parameter VisibilityTimeout is invalid. "
+                        f"Reason: Total VisibilityTimeout for the message is {limit}"
+                    )
+                message.change_visibility(visibility_timeout)
+                if message.visible and message in queue.pending_messages:
+                    queue.pending_messages.remove(message)
+                return
+        raise ReceiptHandleIsInvalid
+
+    return change_message_visibility
+
+
 @contextmanager
 def on_the_clock(clock: Clock) -> Iterator[None]:
     """Patches 1-7 (1-3 on `clock`)."""
-    original_receive = SQSBackend.receive_message
-
-    def receive_message(self: SQSBackend, queue_name: str, *args: Any, **kwargs: Any) -> Any:
-        drop_expired(self.get_queue(queue_name), clock())
-        return original_receive(self, queue_name, *args, **kwargs)
 
     def unix_time_millis() -> float:
         return clock() * 1000
@@ -195,7 +229,13 @@ def on_the_clock(clock: Clock) -> Iterator[None]:
     with ExitStack() as stack:
         stack.enter_context(mock.patch("moto.sqs.models.unix_time", clock))
         stack.enter_context(mock.patch("moto.sqs.models.unix_time_millis", unix_time_millis))
-        stack.enter_context(mock.patch.object(SQSBackend, "receive_message", receive_message))
+        stack.enter_context(
+            mock.patch.object(SQSBackend, "is_message_valid_based_on_retention_period", return_value=True)
+        )
+        stack.enter_context(mock.patch.object(Message, "mark_received", _received_on(clock)))
+        stack.enter_context(
+            mock.patch.object(SQSBackend, "change_message_visibility", _change_visibility(clock))
+        )
         stack.enter_context(mock.patch("ops.redrive.time", clocked_time))
         for module in _SFN_DATES:
             stack.enter_context(mock.patch(f"{module}.datetime", clocked_datetime_module(clock)))

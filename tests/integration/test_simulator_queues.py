@@ -28,12 +28,12 @@ def test_a_message_vanishes_once_older_than_its_queues_retention(cloud: InProces
     queued = cloud.send("NotifyQueueUrl", {"event_id": "x"})
     dead = cloud.send("NotifyDlqUrl", {"event_id": "y"})
 
-    # When just under 4 days pass, both stay
-    cloud.advance(4 * DAY - 60)
+    # When just under 4 days pass with the queue's poller off, both stay
+    cloud.advance(4 * DAY - 60, pollers_off=True)
     assert (_ids(cloud, "NotifyQueueUrl"), _ids(cloud, "NotifyDlqUrl")) == ({queued}, {dead})
 
     # Then past 4 days the queue's message is gone; the DLQ's stays until its 14 days
-    cloud.advance(120)
+    cloud.advance(120, pollers_off=True)
     assert _ids(cloud, "NotifyQueueUrl") == set()
     cloud.advance(10 * DAY - 120)
     assert _ids(cloud, "NotifyDlqUrl") == {dead}
@@ -85,8 +85,8 @@ def test_an_order_whose_message_expired_is_resent_by_the_scheduled_sweep(cloud: 
     response = cloud.api("POST", "/orders", body=ORDER, headers={"Idempotency-Key": "expired-1"})
     assert response.status == 202
 
-    # When 5 days pass: the message outlives the queue's 4-day retention
-    cloud.advance(5 * DAY)
+    # When 5 days pass with the worker's poller off: the message outlives the queue's 4-day retention
+    cloud.advance(5 * DAY, pollers_off=True)
 
     # Then it vanished, and the sweep-accepted schedule (every 5 minutes) sent the order's message again
     assert cloud.expired_messages == 1
@@ -94,3 +94,30 @@ def test_an_order_whose_message_expired_is_resent_by_the_scheduled_sweep(cloud: 
     assert json.loads(message["body"])["order_id"] == response.body["order_id"]
     cloud.settle()
     assert cloud.api("GET", f"/orders/{response.body['order_id']}").body["status"] == "COMPLETED"
+
+
+def test_a_message_received_after_a_day_jump_can_be_made_visible_again(cloud: InProcessCloud) -> None:
+    # Given a message sent, then a simulated day later received (SQS's 12-hour visibility limit
+    # counts from that receive, not from the send)
+    cloud.send("NotifyQueueUrl", {"event_id": "late"})
+    cloud.advance(DAY)
+    messages, _ = cloud.receive_batch("NotifyQueueUrl")
+
+    # When the consumer gives it back at once, then it is visible again
+    cloud.sqs.change_message_visibility(
+        QueueUrl=cloud.outputs["NotifyQueueUrl"],
+        ReceiptHandle=messages[0]["ReceiptHandle"],
+        VisibilityTimeout=0,
+    )
+    assert [m["message_id"] for m in cloud.messages("NotifyQueueUrl")] == [messages[0]["MessageId"]]
+
+
+def test_a_polled_queue_keeps_its_messages_in_a_jump_with_the_pollers_on(cloud: InProcessCloud) -> None:
+    # Given a message on a queue an event source mapping polls (on AWS it would be received within
+    # seconds, so it never waits out the retention)
+    queued = cloud.send("NotifyQueueUrl", {"event_id": "z"})
+
+    # When 5 days pass with the pollers running, it is left to the schedule's own deliveries
+    cloud.advance(5 * DAY)
+    assert _ids(cloud, "NotifyQueueUrl") == {queued}
+    assert cloud.expired_messages == 0
