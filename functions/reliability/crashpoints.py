@@ -113,7 +113,8 @@ class ErrorPoint:
         """The exception botocore would raise for this failure on ``client``."""
         transport = TRANSPORT_ERRORS.get(self.code)
         if transport is not None:
-            return transport(endpoint_url=url, error=f"injected {self.code}")
+            failure: Exception = transport(endpoint_url=url, error=f"injected {self.code}")
+            return failure
         parsed = {
             "Error": {"Code": self.code, "Message": f"injected {self.code} ({self.status})"},
             "ResponseMetadata": {"HTTPStatusCode": self.status, "HTTPHeaders": {}, "RetryAttempts": 0},

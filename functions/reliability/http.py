@@ -260,17 +260,20 @@ class HttpIdempotency:
         if lambda_context is not None:
             config.register_lambda_context(lambda_context)
 
-        @idempotent_function(
+        def execute_and_store(request: dict[str, Any]) -> dict[str, Any]:  # noqa: ARG001 - hashed by Powertools
+            response = execute()
+            if not self._store_status(response.status):
+                raise _NotStored(response)
+            return response.to_dict()
+
+        # Applied as a call, with the type it keeps: Powertools annotates the decorator `-> Any`.
+        run: Callable[..., dict[str, Any]] = idempotent_function(
+            execute_and_store,
             data_keyword_argument="request",
             persistence_store=self._persistence,
             config=config,
             key_prefix=f"http#{self._stage}#{route}",
         )
-        def run(request: dict[str, Any]) -> dict[str, Any]:  # noqa: ARG001 - hashed by Powertools
-            response = execute()
-            if not self._store_status(response.status):
-                raise _NotStored(response)
-            return response.to_dict()
 
         fields = {"key": key.value, "step": route, "label": key.label}
         try:

@@ -47,4 +47,5 @@ def sqs_handler(
         )
 
     handler.__name__ = handler.__qualname__ = source or "consumer"
-    return handler
+    batch_handler: BatchHandler = handler  # Powertools' handler decorators are annotated `-> Any`
+    return batch_handler

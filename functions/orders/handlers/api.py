@@ -13,7 +13,8 @@ import binascii
 import importlib
 import json
 import re
-from typing import Any
+from collections.abc import Callable
+from typing import Any, TypeVar
 
 from aws_lambda_powertools.event_handler import APIGatewayRestResolver, Response
 from aws_lambda_powertools.logging import correlation_paths
@@ -34,16 +35,19 @@ JSON = "application/json"
 
 app = APIGatewayRestResolver()
 
+E = TypeVar("E", bound=Exception)
+ErrorHandler = Callable[[E], Response[str]]
 
-def _json(status: int, body: dict[str, Any], headers: dict[str, str] | None = None) -> Response:
+
+def _json(status: int, body: dict[str, Any], headers: dict[str, str] | None = None) -> Response[str]:
     return Response(status_code=status, content_type=JSON, body=json.dumps(body), headers=headers or {})
 
 
-def _error(status: int, code: str, message: str, headers: dict[str, str] | None = None) -> Response:
+def _error(status: int, code: str, message: str, headers: dict[str, str] | None = None) -> Response[str]:
     return _json(status, {"error": code, "message": message}, headers)
 
 
-def _from_http(response: HttpResponse) -> Response:
+def _from_http(response: HttpResponse) -> Response[str]:
     return _json(response.status, response.body, dict(response.headers))
 
 
@@ -79,7 +83,7 @@ def _body() -> str | bytes | None:
         raise MalformedBody("the body is not valid base64") from error
 
 
-def create_order() -> Response:
+def create_order() -> Response[str]:
     runtime = current()
     idempotency = runtime.http_idempotency()
     headers = _headers()
@@ -118,7 +122,7 @@ def _register(route: Route) -> None:
     module, _, name = route.view.partition(":")
     view = getattr(importlib.import_module(module), name)
 
-    def answer(**path_parameters: str) -> Response:
+    def answer(**path_parameters: str) -> Response[str]:
         result = view(**path_parameters)
         if isinstance(result, Response):
             return result
@@ -141,7 +145,7 @@ def _allowed_methods(path: str) -> list[str]:
 
 
 @app.not_found
-def _no_route(_exc: Exception) -> Response:
+def _no_route(_exc: Exception) -> Response[str]:
     event = app.current_event
     allowed = _allowed_methods(event.path)
     if allowed:
@@ -154,21 +158,27 @@ def _no_route(_exc: Exception) -> Response:
     return _error(404, "NotFound", "no such resource")
 
 
-@app.exception_handler(OrderError)
-def _order_error(error: OrderError) -> Response:
+def _on(error: type[E]) -> Callable[[ErrorHandler[E]], ErrorHandler[E]]:
+    """`app.exception_handler(error)` with its type: Powertools leaves the decorator unannotated."""
+    register: Callable[[ErrorHandler[E]], ErrorHandler[E]] = app.exception_handler(error)
+    return register
+
+
+@_on(OrderError)
+def _order_error(error: OrderError) -> Response[str]:
     return _error(error.status, error.code, str(error))
 
 
-@app.exception_handler(RetryableError)
-def _retryable(error: RetryableError) -> Response:
+@_on(RetryableError)
+def _retryable(error: RetryableError) -> Response[str]:
     logger.info("transient failure, asking the client to retry", extra={"error_type": type(error).__name__})
     return _error(
         503, "ServiceUnavailable", "temporarily unavailable, retry with the same key", {"Retry-After": "1"}
     )
 
 
-@app.exception_handler(Exception)
-def _unexpected(error: Exception) -> Response:
+@_on(Exception)
+def _unexpected(error: Exception) -> Response[str]:
     logger.exception("unhandled error", extra={"error_type": type(error).__name__})
     return _error(500, "InternalError", "internal error; retry with the same Idempotency-Key")
 
