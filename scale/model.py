@@ -45,6 +45,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
+from infra import manifest
 from infra.capacity import (
     PROVIDER_CALL_SECONDS,
     STEP_SECONDS,
@@ -53,6 +54,11 @@ from infra.capacity import (
     quota,
 )
 from scale.topology import QueueSpec, Topology
+
+# The event consumers (orders.workflow.CONSUMERS): PublishEvents sends to each one's queue; one that
+# writes the aggregates table updates one daily item per event, a hot key.
+CONSUMERS = tuple(consumer.name for consumer in manifest.consumers())
+HOT_KEY_CONSUMERS = frozenset(c.name for c in manifest.consumers() if "aggregates" in c.tables)
 
 LAMBDA_THROTTLED = "Lambda.TooManyRequestsException"
 TRANSIENT = "TransientError"
@@ -250,7 +256,7 @@ class Model:
         self.executions: set[str] = set()
         self.running_executions = 0
         self.failed_executions: list[str] = []
-        self.applied: dict[str, Counter[str]] = {"notify": Counter(), "analytics": Counter()}
+        self.applied: dict[str, Counter[str]] = {name: Counter() for name in CONSUMERS}
         self.effects: set[tuple[str, str]] = set()
         # Each order's task invocations in order (what the anchor test compares with the handlers).
         self.trace: dict[str, list[str]] = {}
@@ -315,7 +321,7 @@ class Model:
                 outcomes.append(OK)  # dedup hit
             elif self.rng.random() < self.faults.transient:
                 outcomes.append(FAIL)
-            elif name == "analytics" and not self.hot_key.take(t):
+            elif name in HOT_KEY_CONSUMERS and not self.hot_key.take(t):
                 self.throttles["DynamoDB hot key (daily aggregate)"] += 1
                 outcomes.append(FAIL)
             else:
@@ -403,7 +409,7 @@ class Model:
                 return "PaymentDeclined"
         if function == "publish-events":
             # Leased: a re-run after a crash re-sends the same event id (consumers dedupe).
-            for queue in ("notify", "analytics"):
+            for queue in CONSUMERS:
                 self._send(queue, Message(order.order_id, self.sim.now))
         if once not in self.effects:
             self.effects.add(once)

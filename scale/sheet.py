@@ -20,6 +20,7 @@ from infra.capacity import (
     quota,
 )
 from ops.costs import price
+from scale.model import CONSUMERS
 from scale.topology import Topology
 
 RATES = (10, 100, 1_000, 10_000)
@@ -51,12 +52,10 @@ def per_order(topology: Topology) -> dict[str, float]:
     fns = topology.functions
     batch = {q.consumer: q.batch_size for q in topology.queues.values()}
     tasks = [f for f in (topology.task_function(s) for s in topology.happy_path()) if f]
-    seconds = {name: STEP_SECONDS for name in tasks} | {
+    seconds = {name: STEP_SECONDS for name in (*tasks, *CONSUMERS)} | {
         "api": API_SECONDS,
         "worker": WORKER_SECONDS_PER_MESSAGE,
         "charge-payment": PROVIDER_CALL_SECONDS,
-        "notify": STEP_SECONDS,
-        "analytics": STEP_SECONDS,
     }
     invocations = {"api": 1.0} | {name: 1.0 for name in tasks} | {c: 1 / b for c, b in batch.items()}
     # A batch invocation lasts its records' times together: per order, each function adds its
