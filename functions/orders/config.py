@@ -1,7 +1,9 @@
 """Typed configuration: the environment a function gets (DEVELOPERS.md), validated once at cold start.
 
 Each function receives only the variables its table/queue grants cover, so every resource
-setting is optional here and `require()` names the missing one when a use case needs it. The
+setting is optional here and `require()` names the missing one when a use case needs it; a step
+or consumer function's cold start fails when a table or queue its orders.workflow entry declares
+is not set (`InvalidSettings` naming the variables), not its first invocation. The
 lifetimes (TTLs, the provider's key lifetime) have no defaults here: infra/config.py derives
 each from the windows it must outlive and is the one place that holds them.
 """
@@ -13,6 +15,7 @@ import re
 from collections.abc import Mapping
 from dataclasses import dataclass
 
+from orders import workflow as declared
 from orders.workflow import queue_env
 
 _ENV = {
@@ -81,6 +84,29 @@ def _positive_int(field: str, raw: str) -> int:
     return value
 
 
+def _table_env(table: str) -> str:
+    return _ENV[f"{table}_table"]
+
+
+def _declared_variables(step_name: str | None, consumer_name: str | None) -> list[str]:
+    """The variables the function's orders.workflow entry needs: a step's fence and orders tables,
+    its port tables and, for the events port, every consumer's queue; a consumer's dedup table,
+    its tables and its DLQ."""
+    try:
+        if step_name:
+            step = declared.step(step_name)
+            tables = ["fence", "orders", *(port for port in step.ports if port != declared.EVENTS)]
+            queues = [c.name for c in declared.CONSUMERS] if declared.EVENTS in step.ports else []
+            return [*dict.fromkeys(map(_table_env, tables)), *map(queue_env, queues)]
+        if consumer_name:
+            consumer = declared.consumer(consumer_name)
+            tables = ["idempotency", *consumer.tables]
+            return [*dict.fromkeys(map(_table_env, tables)), queue_env(f"{consumer.name}-dlq")]
+    except KeyError as error:
+        raise InvalidSettings(str(error)) from error
+    return []
+
+
 # A plain dataclass, not a pydantic model: every function reads it at cold start, and most never
 # load pydantic otherwise (bench/coldstart.py).
 @dataclass(frozen=True, kw_only=True)
@@ -120,6 +146,8 @@ class Settings:
         a lifetime or the stage is missing or malformed."""
         values: dict[str, object] = {field: environ[var] for field, var in _ENV.items() if environ.get(var)}
         missing = [_ENV[field] for field in _REQUIRED if field not in values]
+        declared_by_entry = _declared_variables(environ.get("STEP_NAME"), environ.get("CONSUMER_NAME"))
+        missing += [variable for variable in declared_by_entry if not environ.get(variable)]
         if missing:
             raise InvalidSettings(f"not set: {', '.join(missing)}")
         for field in _POSITIVE_INTS & values.keys():

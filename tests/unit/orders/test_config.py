@@ -47,3 +47,41 @@ LIFETIMES = {
 def test_bad_settings_fail_the_cold_start(env: dict[str, str]):
     with pytest.raises(InvalidSettings):
         Settings.from_env(env)
+
+
+BASE = {**LIFETIMES, "STAGE": "dev"}
+
+
+def test_a_step_function_with_its_declared_tables_and_queues_starts():
+    env = {
+        **BASE,
+        "STEP_NAME": "PublishEvents",
+        "FENCE_TABLE": "f",
+        "ORDERS_TABLE": "o",
+        "NOTIFY_QUEUE_URL": "q1",
+        "ANALYTICS_QUEUE_URL": "q2",
+    }
+    assert Settings.from_env(env).step_name == "PublishEvents"
+
+
+@pytest.mark.parametrize(
+    ("env", "named"),
+    [
+        # ReserveInventory declares the inventory table (orders.workflow.STEPS)
+        ({"STEP_NAME": "ReserveInventory", "FENCE_TABLE": "f", "ORDERS_TABLE": "o"}, "INVENTORY_TABLE"),
+        # PublishEvents sends to every consumer's queue
+        (
+            {"STEP_NAME": "PublishEvents", "FENCE_TABLE": "f", "ORDERS_TABLE": "o", "NOTIFY_QUEUE_URL": "q"},
+            "ANALYTICS_QUEUE_URL",
+        ),
+        ({"CONSUMER_NAME": "notify", "IDEMPOTENCY_TABLE": "i", "NOTIFY_DLQ_URL": "d"}, "NOTIFICATIONS_TABLE"),
+        (
+            {"CONSUMER_NAME": "analytics", "IDEMPOTENCY_TABLE": "i", "AGGREGATES_TABLE": "a"},
+            "ANALYTICS_DLQ_URL",
+        ),
+        ({"STEP_NAME": "NoSuchStep"}, "NoSuchStep"),
+    ],
+)
+def test_a_step_or_consumer_missing_what_its_entry_declares_fails_the_cold_start(env, named):
+    with pytest.raises(InvalidSettings, match=named):
+        Settings.from_env({**BASE, **env})
