@@ -93,8 +93,8 @@ test-infra: install ## Template assertions, cdk-nag and cfn-lint
 test-e2e: install ## End to end over HTTP and AWS APIs: a local cloud of its own, or RETRYSAFE_E2E_TARGET=outputs|aws
 	$(PY) -m pytest tests/e2e
 
-bench: install ## Count AWS round trips per fenced step on moto, time each handler's cold-start import, price whole orders with and without the layer; writes bench/results/
-	PYTHONPATH=functions $(PY) bench/roundtrips.py
+bench: install ## Count AWS calls per step and per order through the handlers on moto, time each handler's cold-start import, price whole orders with and without the layer; writes bench/results/
+	PYTHONPATH=functions:. $(PY) -m bench.roundtrips
 	PYTHONPATH=functions $(PY) bench/coldstart.py
 	PYTHONPATH=functions:. $(PY) bench/cost.py
 

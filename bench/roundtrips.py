@@ -1,6 +1,12 @@
 """Round trips to AWS per fenced step, counted with a botocore event hook in one run against moto.
 
-The same step (write one ledger entry, return its id) is run five ways, first run and replay:
+Two measurements. **Whole steps and whole orders** (`measure_order`): the synthesized app deployed
+into moto by the simulator, one order placed and driven to rest through the real handlers (api,
+worker, the saga's step functions, the consumers), then every invocation repeated with the same
+event (a replay, as a retry or a redrive delivers it); each function's clients count every call
+with its operation and the tables or queues it touches. A declined order does the same for the
+compensation path. **The primitive alone** (`measure`): the same step (write one ledger entry,
+return its id) run five ways, first run and replay:
 
 - atomic fence (``FenceStore.run_atomic``): effect + record in one TransactWriteItems;
 - leased fence, external effect (``run_leased`` returning a dict): claim + complete;
@@ -10,9 +16,10 @@ The same step (write one ledger entry, return its id) is run five ways, first ru
 
 The external effect's own call (e.g. the payment provider) is not an AWS call and is not counted.
 
-Usage: ``PYTHONPATH=functions python bench/roundtrips.py`` (``make bench``). Prints a Markdown table
-and writes ``bench/results/roundtrips.md`` and ``.json``. Counts are behaviour, not timing: they
-are the same on every machine, and tests/unit/reliability/test_roundtrips.py pins them.
+Usage: ``PYTHONPATH=functions:. python -m bench.roundtrips`` (``make bench``). Prints Markdown
+tables and writes ``bench/results/roundtrips.md`` and ``.json``. Counts are behaviour, not timing:
+they are the same on every machine; tests/unit/reliability/test_roundtrips.py pins the primitive,
+tests/integration/test_step_roundtrips.py the whole steps and orders.
 """
 
 from __future__ import annotations
@@ -23,7 +30,7 @@ import os
 import sys
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager, redirect_stdout
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any, cast
 
@@ -200,6 +207,149 @@ def measure() -> list[Row]:
         return rows
 
 
+# --- whole steps and whole orders, through the real handlers --------------------------------
+
+# The tables of the reliability records (step fences; HTTP idempotency and consumer dedup), by
+# their logical names (the `<Name>TableName` outputs)
+LAYER_TABLES = frozenset({"Fence", "Idempotency"})
+ORDER = {"customer_id": "customer-bench", "currency": "EUR", "items": [{"sku": "sku-1", "quantity": 2}]}
+DECLINED = {**ORDER, "customer_id": "declined-bench"}
+
+
+@dataclass(frozen=True)
+class Invocation:
+    """One function invocation and the AWS calls it made, each `Operation Target[+Target]`."""
+
+    function: str
+    calls: list[str]
+
+    @property
+    def layer_calls(self) -> list[str]:
+        """Calls that touch a reliability record (alone or in a transaction with the effect)."""
+        return [call for call in self.calls if LAYER_TABLES & set(call.split(" ", 1)[-1].split("+"))]
+
+    @property
+    def other_calls(self) -> list[str]:
+        """Calls that touch no reliability record: a leased step's effect, business reads/writes."""
+        return [call for call in self.calls if call not in self.layer_calls]
+
+
+@dataclass
+class OrderRun:
+    """One order driven to rest (`first`), its `GET`, and every invocation again (`replays`)."""
+
+    scenario: str
+    first: list[Invocation] = field(default_factory=list)
+    view: list[str] = field(default_factory=list)
+    replays: list[Invocation] = field(default_factory=list)
+
+    def total(self, invocations: list[Invocation]) -> int:
+        return sum(len(i.calls) for i in invocations)
+
+    def of(self, function: str) -> tuple[Invocation, Invocation]:
+        """(first run, replay) of a function that ran once for this order."""
+        (first,) = [i for i in self.first if i.function == function]
+        (replay,) = [i for i in self.replays if i.function == function]
+        return first, replay
+
+
+class _Recorder:
+    """Counts every call a function's runtime clients make (`before-parameter-build`: once per
+    call, before moto answers, with the caller's parameters)."""
+
+    def __init__(self, names: dict[str, str]) -> None:
+        self.names = names  # physical table/queue name or URL -> logical name
+        self.calls: list[tuple[str, str]] = []
+
+    def attach(self, function: str, client: Any) -> None:
+        def on_call(params: dict[str, Any], model: Any, **_: Any) -> None:
+            self.calls.append((function, f"{model.name} {'+'.join(self._targets(params))}".strip()))
+
+        client.meta.events.register("before-parameter-build", on_call, unique_id=f"bench-{function}")
+
+    def _targets(self, params: dict[str, Any]) -> list[str]:
+        found = [params.get("TableName"), params.get("QueueUrl"), *params.get("RequestItems", {})]
+        for entry in params.get("TransactItems", []):
+            found += [body.get("TableName") for body in entry.values()]
+        if "stateMachineArn" in params or "executionArn" in params:
+            found.append("StateMachine")
+        return list(dict.fromkeys(self.names.get(str(t), str(t)) for t in found if t))
+
+
+def measure_order(assembly: Path) -> list[OrderRun]:
+    """A completed and a declined order through the simulator; see the module docstring."""
+    from simulator.cloud import running_cloud  # noqa: PLC0415 - moto and the simulator only here
+
+    runs = []
+    with running_cloud(assembly) as cloud:
+        outputs = cloud.outputs
+        names = {v: k.removesuffix("TableName") for k, v in outputs.items() if k.endswith("TableName")}
+        names |= {v: k.removesuffix("Url") for k, v in outputs.items() if k.endswith("Url")}
+        short = {v: k.removesuffix("FunctionName") for k, v in outputs.items() if k.endswith("FunctionName")}
+        recorder = _Recorder(names)
+        for physical in cloud.functions:
+            runtime = cloud.runtime_for(physical)
+            for service in ("dynamodb", "sqs", "stepfunctions"):
+                recorder.attach(short[physical], getattr(runtime, service))
+
+        def since(mark: int) -> list[str]:
+            return [call for _, call in recorder.calls[mark:]]
+
+        for scenario, body in (("completed", ORDER), ("declined", DECLINED)):
+            run = OrderRun(scenario)
+            invoked, mark = len(cloud.invocations), len(recorder.calls)
+            placed = cloud.api("POST", "/orders", body=body, headers={"Idempotency-Key": f"bench-{scenario}"})
+            cloud.settle()
+            done = cloud.invocations[invoked:]  # every invocation since is this order's
+            # Each invocation's calls: the recorder's calls in order, split by function in turn
+            # (one order's functions run one after another).
+            calls = recorder.calls[mark:]
+            position = 0
+            for invocation in done:
+                name = short[invocation.function]
+                mine = []
+                while position < len(calls) and calls[position][0] == name:
+                    mine.append(calls[position][1])
+                    position += 1
+                run.first.append(Invocation(name, mine))
+            if position != len(calls):
+                raise RuntimeError(f"calls not attributed to an invocation: {calls[position:]}")
+            view_mark = len(recorder.calls)
+            cloud.api("GET", f"/orders/{placed.body['order_id']}")
+            run.view = since(view_mark)
+            for invocation in done:
+                mark = len(recorder.calls)
+                try:
+                    cloud.call(invocation.function, json.loads(json.dumps(invocation.event)))
+                except Exception as error:  # a replayed business error is the answer
+                    if invocation.error_type != type(error).__name__:
+                        raise
+                run.replays.append(Invocation(short[invocation.function], since(mark)))
+            runs.append(run)
+    return runs
+
+
+def render_orders(runs: list[OrderRun]) -> str:
+    lines = [
+        "| order | function | first run: layer + other | replay | first-run calls | replay calls |",
+        "| --- | --- | ---: | ---: | --- | --- |",
+    ]
+    for run in runs:
+        for first, replay in zip(run.first, run.replays, strict=True):
+            lines.append(
+                f"| {run.scenario} | {first.function} | {len(first.layer_calls)} + "
+                f"{len(first.other_calls)} | {len(replay.calls)} | {', '.join(first.calls)} | "
+                f"{', '.join(replay.calls)} |"
+            )
+        lines.append(
+            f"| {run.scenario} | **whole order** | {run.total(run.first)} | {run.total(run.replays)} | | |"
+        )
+        lines.append(
+            f"| {run.scenario} | `GET /orders/{{id}}` | {len(run.view)} | | {', '.join(run.view)} | |"
+        )
+    return "\n".join(lines) + "\n"
+
+
 def render(rows: list[Row]) -> str:
     lines = [
         "| approach | first run | replay | first-run calls | replay calls | race-safe |",
@@ -214,18 +364,29 @@ def render(rows: list[Row]) -> str:
 
 
 def main() -> int:
+    from simulator.synth import synthesize  # noqa: PLC0415 - the app's assembly, built once and cached
+
+    assembly = synthesize("local")
     with redirect_stdout(io.StringIO()):  # the layer's EMF metrics and logs are not the point here
         rows = measure()
-    table = render(rows)
-    header = (
-        "# Round trips per fenced step\n\n"
-        "AWS API calls per step, counted with a botocore `before-call` hook against moto "
-        "(`make bench`, bench/roundtrips.py). The step writes one ledger entry.\n\n"
+        runs = measure_order(assembly)
+    steps, table = render_orders(runs), render(rows)
+    text = (
+        "# Round trips per step and per order\n\n"
+        "AWS API calls made by each function's clients, counted with a botocore hook against moto "
+        "(`make bench`, bench/roundtrips.py). Whole steps and orders: one order through the real "
+        "handlers (the simulator), then every invocation again with the same event. Layer calls "
+        "touch a reliability record (`Fence`: step fences; `Idempotency`: HTTP idempotency and "
+        "consumer dedup); the other calls are a leased step's effect or business reads and writes.\n\n"
+        f"{steps}\n"
+        "The fence primitive alone (the step writes one ledger entry):\n\n"
+        f"{table}"
     )
     RESULTS.mkdir(parents=True, exist_ok=True)
-    (RESULTS / "roundtrips.md").write_text(header + table)
-    (RESULTS / "roundtrips.json").write_text(json.dumps([asdict(r) for r in rows], indent=2) + "\n")
-    sys.stdout.write(table)
+    (RESULTS / "roundtrips.md").write_text(text)
+    data = {"orders": [asdict(run) for run in runs], "primitive": [asdict(r) for r in rows]}
+    (RESULTS / "roundtrips.json").write_text(json.dumps(data, indent=2) + "\n")
+    sys.stdout.write(text)
     return 0
 
 

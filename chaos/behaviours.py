@@ -153,7 +153,7 @@ class StartsAnyRun(WorkflowStarter):
         token = execution_token(stage=self.stage, business_id=message.order_id, run=message.run)
         arn = self.workflow.start(
             name=execution_name(message.order_id, message.run),
-            payload=WorkflowInput(order_id=message.order_id, run=message.run, token=token).as_dict(),
+            payload=WorkflowInput(terms=order, run=message.run, token=token).as_dict(),
         )
         self.orders.mark_running(message.order_id, run=message.run, execution_arn=arn)
         return arn

@@ -33,6 +33,7 @@ from chaos.cloud import ChaosCloud, chaos_cloud, rest_post
 from chaos.mutants import Mutant
 from chaos.points import CrashController
 from chaos.scenarios import PlacedOrder, Verdict, order_body, verdict
+from orders.adapters.dynamo import DynamoOrderStore
 from orders.domain import WorkflowInput
 from orders.workflow import happy_path
 from reliability.keys import execution_token
@@ -253,8 +254,11 @@ def _run_pair(
         return attempts, placed
 
     # A saga step: run the steps before it directly (as the execution would), then the pair.
+    order = DynamoOrderStore(client=cloud.dynamodb, table_name=cloud.outputs["OrdersTableName"]).get(order_id)
+    if order is None:
+        raise RuntimeError(f"setup: no order {order_id}")
     state: dict[str, Any] = WorkflowInput(
-        order_id=order_id,
+        terms=order,
         run=1,
         token=execution_token(stage=_stage(cloud), business_id=order_id, run=1),
     ).as_dict()

@@ -26,7 +26,7 @@ STEPS_ATOMIC = frozenset(
 )
 STEPS_LEASED = frozenset({"charge-payment", "publish-events"})
 CONSUMERS = frozenset({"notify", "analytics"})
-FENCED = STEPS_ATOMIC | STEPS_LEASED | CONSUMERS | {"worker"}
+FENCED = STEPS_ATOMIC | STEPS_LEASED | CONSUMERS
 STEPS = STEPS_ATOMIC | STEPS_LEASED
 
 Params = dict[str, Any]
@@ -218,12 +218,6 @@ MUTANTS: tuple[Mutant, ...] = (
         "consumer-dedup",
         "a consumer applies an event once (its dedup record, written with the effect)",
         CONSUMERS,
-        both(drop_fence_put_condition, replace_condition(_CLAIM, None, operations=["UpdateItem"])),
-    ),
-    Mutant(
-        "worker-dedup",
-        "the worker starts an order's workflow once per message token (its dedup record)",
-        frozenset({"worker"}),
         both(drop_fence_put_condition, replace_condition(_CLAIM, None, operations=["UpdateItem"])),
     ),
     Mutant(

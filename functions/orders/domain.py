@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import hashlib
 from collections.abc import Iterable, Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from datetime import datetime
 from enum import StrEnum
 from typing import TYPE_CHECKING, Any, TypedDict
@@ -27,9 +27,10 @@ class OrderStatus(StrEnum):
     FAILED = "FAILED"
 
 
+# A step's status on the order's current run, read from its fence (`orders.saga.step_statuses`).
+# A fence skip is not a status: it writes nothing (it is the `FenceSkipped` decision, logged).
 class StepStatus(StrEnum):
     DONE = "DONE"
-    SKIPPED = "SKIPPED"
     FAILED = "FAILED"
     COMPENSATED = "COMPENSATED"
 
@@ -62,17 +63,16 @@ class Line:
 
 
 @dataclass(frozen=True)
-class Order:
+class OrderTerms:
+    """What was agreed when the order was accepted: who, in which currency, the priced lines.
+
+    Never changes afterwards (a client's retry gets the stored order back, `same_order_as`), so
+    the workflow carries it in its input (`WorkflowInput`) and no step re-reads the order."""
+
     order_id: str
     customer_id: str
     currency: str
     lines: tuple[Line, ...]
-    idempotency_key: str
-    created_at: str
-    run: int = 1
-    status: OrderStatus = OrderStatus.ACCEPTED
-    execution_arn: str | None = None
-    steps: Mapping[str, str] = field(default_factory=dict)
 
     @property
     def total_cents(self) -> int:
@@ -83,6 +83,27 @@ class Order:
         from orders.contract import OrderItem  # noqa: PLC0415 - the API's read model only; cold start
 
         return [OrderItem(sku=line.sku, quantity=line.quantity) for line in self.lines]
+
+    @property
+    def quantities(self) -> dict[str, int]:
+        return {line.sku: line.quantity for line in self.lines}
+
+    def lines_as_dicts(self) -> list[dict[str, Any]]:
+        return [
+            {"sku": line.sku, "quantity": line.quantity, "unit_price_cents": line.unit_price_cents}
+            for line in self.lines
+        ]
+
+
+@dataclass(frozen=True)
+class Order(OrderTerms):
+    """The stored order: its terms plus where it stands."""
+
+    idempotency_key: str
+    created_at: str
+    run: int = 1
+    status: OrderStatus = OrderStatus.ACCEPTED
+    execution_arn: str | None = None
 
     def same_order_as(self, other: Order) -> bool:
         """True when `other` is the same business order: the same customer, currency and items.
@@ -96,10 +117,6 @@ class Order:
             other.currency,
             other.quantities,
         )
-
-    @property
-    def quantities(self) -> dict[str, int]:
-        return {line.sku: line.quantity for line in self.lines}
 
 
 def order_id_for(stored_idempotency_key: str) -> str:
@@ -155,14 +172,48 @@ def new_order(
 
 @dataclass(frozen=True)
 class WorkflowInput:
-    """The state machine's input, `{"order_id", "run", "token"}`."""
+    """The state machine's input: `{"order_id", "run", "token", "customer_id", "currency",
+    "lines": [{"sku", "quantity", "unit_price_cents"}]}` (the run's identity and the order's terms)."""
 
-    order_id: str
+    terms: OrderTerms
     run: int
     token: str
 
+    @property
+    def order_id(self) -> str:
+        return self.terms.order_id
+
     def as_dict(self) -> dict[str, Any]:
-        return {"order_id": self.order_id, "run": self.run, "token": self.token}
+        terms = self.terms
+        return {
+            "order_id": terms.order_id,
+            "run": self.run,
+            "token": self.token,
+            "customer_id": terms.customer_id,
+            "currency": terms.currency,
+            "lines": terms.lines_as_dicts(),
+        }
+
+    @classmethod
+    def from_state(cls, state: Mapping[str, Any]) -> WorkflowInput:
+        """KeyError, TypeError or ValueError when the state lacks a field or has a wrong type."""
+        lines = tuple(
+            Line(
+                sku=str(line["sku"]),
+                quantity=int(line["quantity"]),
+                unit_price_cents=int(line["unit_price_cents"]),
+            )
+            for line in state["lines"]
+        )
+        if not lines:
+            raise ValueError("an order has at least one line")
+        terms = OrderTerms(
+            order_id=str(state["order_id"]),
+            customer_id=str(state["customer_id"]),
+            currency=str(state["currency"]),
+            lines=lines,
+        )
+        return cls(terms=terms, run=int(state["run"]), token=str(state["token"]))
 
 
 @dataclass(frozen=True)
@@ -200,7 +251,7 @@ class OrderCompleted(TypedDict):
     occurred_at: str
 
 
-def completed_event(*, order: Order, run: int, event_id: str, occurred_at: datetime) -> OrderCompleted:
+def completed_event(*, order: OrderTerms, run: int, event_id: str, occurred_at: datetime) -> OrderCompleted:
     """The fan-out message for every consumer of orders.workflow.CONSUMERS."""
     return {
         "event_id": event_id,

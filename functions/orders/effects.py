@@ -9,7 +9,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any, Protocol
 
-from orders.domain import EVENT_TYPE_COMPLETED, Order, OrderStatus, StepStatus, completed_event
+from orders.domain import EVENT_TYPE_COMPLETED, OrderStatus, OrderTerms, completed_event
 from orders.errors import PaymentDeclined
 from orders.ports import Aggregates, Inventory, Ledger, Notifications, PaymentProvider
 from orders.saga import Effect, SagaContext, StepRequest
@@ -22,7 +22,7 @@ if TYPE_CHECKING:
 # --- steps ------------------------------------------------------------------------------------
 
 
-def reserve_inventory(ctx: SagaContext, order: Order, request: StepRequest) -> Effect:
+def reserve_inventory(ctx: SagaContext, order: OrderTerms, request: StepRequest) -> Effect:
     inventory: Inventory = ctx.need(ctx.inventory, "the inventory table")
     return Effect(
         result={"reserved": {line.sku: line.quantity for line in order.lines}},
@@ -34,7 +34,9 @@ def _charge_result(charge: Charge) -> dict[str, Any]:
     return {"charge_id": charge.charge_id, "amount_cents": charge.amount_cents, "currency": charge.currency}
 
 
-def charge_payment(ctx: SagaContext, order: Order, request: StepRequest, external_key: str) -> dict[str, Any]:
+def charge_payment(
+    ctx: SagaContext, order: OrderTerms, request: StepRequest, external_key: str
+) -> dict[str, Any]:
     payments: PaymentProvider = ctx.need(ctx.payments, "the payment provider")
     charge = payments.charge(
         idempotency_key=external_key,
@@ -47,7 +49,7 @@ def charge_payment(ctx: SagaContext, order: Order, request: StepRequest, externa
     return _charge_result(charge)
 
 
-def find_charge(ctx: SagaContext, order: Order, request: StepRequest) -> dict[str, Any] | None:
+def find_charge(ctx: SagaContext, order: OrderTerms, request: StepRequest) -> dict[str, Any] | None:
     """The run's charge if an earlier attempt made it (searched by order id + token, which the
     provider never forgets, unlike the idempotency key); a found decline is the same decline."""
     payments: PaymentProvider = ctx.need(ctx.payments, "the payment provider")
@@ -59,7 +61,7 @@ def find_charge(ctx: SagaContext, order: Order, request: StepRequest) -> dict[st
     return _charge_result(charge)
 
 
-def record_ledger(ctx: SagaContext, order: Order, request: StepRequest) -> Effect:
+def record_ledger(ctx: SagaContext, order: OrderTerms, request: StepRequest) -> Effect:
     ledger: Ledger = ctx.need(ctx.ledger, "the ledger table")
     charge_id = str(request.result_of("ChargePayment").get("charge_id", "unknown"))
     return Effect(
@@ -74,7 +76,7 @@ def event_id_for(*, stage: str, order_id: str, run: int, event_type: str) -> str
 
 
 def publish_events(
-    ctx: SagaContext, order: Order, request: StepRequest, _external_key: str
+    ctx: SagaContext, order: OrderTerms, request: StepRequest, _external_key: str
 ) -> dict[str, Any]:
     """OrderCompleted to every consumer's queue (`orders.workflow.CONSUMERS`)."""
     if not ctx.event_queues:
@@ -92,7 +94,7 @@ def publish_events(
     return {"event_id": event["event_id"], "messages": len(message_ids)}
 
 
-def _finish(ctx: SagaContext, order: Order, request: StepRequest, status: OrderStatus) -> Effect:
+def _finish(ctx: SagaContext, order: OrderTerms, request: StepRequest, status: OrderStatus) -> Effect:
     result: dict[str, Any] = {"status": status.value}
     error = request.state.get("error")
     if isinstance(error, Mapping) and error.get("Error"):
@@ -100,22 +102,19 @@ def _finish(ctx: SagaContext, order: Order, request: StepRequest, status: OrderS
     return Effect(result=result, writes=[ctx.orders.status_write(order.order_id, status)])
 
 
-def mark_completed(ctx: SagaContext, order: Order, request: StepRequest) -> Effect:
+def mark_completed(ctx: SagaContext, order: OrderTerms, request: StepRequest) -> Effect:
     return _finish(ctx, order, request, OrderStatus.COMPLETED)
 
 
-def mark_failed(ctx: SagaContext, order: Order, request: StepRequest) -> Effect:
+def mark_failed(ctx: SagaContext, order: OrderTerms, request: StepRequest) -> Effect:
     return _finish(ctx, order, request, OrderStatus.FAILED)
 
 
-def release_inventory(ctx: SagaContext, order: Order, request: StepRequest) -> Effect:
+def release_inventory(ctx: SagaContext, order: OrderTerms, request: StepRequest) -> Effect:
     inventory: Inventory = ctx.need(ctx.inventory, "the inventory table")
     return Effect(
         result={"released": {line.sku: line.quantity for line in order.lines}},
-        writes=[
-            *inventory.release_writes(order, token=request.workflow.token),
-            ctx.orders.step_write(order.order_id, "ReserveInventory", StepStatus.COMPENSATED),
-        ],
+        writes=inventory.release_writes(order, token=request.workflow.token),
     )
 
 

@@ -1,6 +1,6 @@
 """The business items' keys, spelled once (DEVELOPERS.md, "Business items"; tables keyed pk + sk).
 
-- orders:        `order#<id>` / `order` (the order), `order#<id>` / `step#<Step>` (step statuses)
+- orders:        `order#<id>` / `order` (the order; a step's status is its fence record)
 - inventory:     `sku#<sku>` / `catalog` (price, stock, seeded_stock),
                  `order#<id>` / `reservation#<token>` and `release#<token>`
 - payments:      `order#<id>` / `charge#<key>[#<n>]`, `order#<id>` / `call#<time>#<uuid>`
@@ -19,7 +19,6 @@ from typing import Any
 ORDER_SK = "order"
 CATALOG_SK = "catalog"
 AGGREGATE_SK = "total"
-STEP = "step#"
 RESERVATION = "reservation#"
 RELEASE = "release#"
 CHARGE = "charge#"
@@ -45,10 +44,6 @@ def sku_pk(sku: str) -> str:
 
 def day_pk(day: str) -> str:
     return f"day#{day}"
-
-
-def step_sk(step: str) -> str:
-    return f"{STEP}{step}"
 
 
 def key(pk: str, sk: str) -> dict[str, Any]:

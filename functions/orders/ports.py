@@ -10,7 +10,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any, Protocol
 
-from orders.domain import CatalogItem, Order, OrderStatus, StepStatus
+from orders.domain import CatalogItem, Order, OrderStatus, OrderTerms
 from reliability.fence import Write
 
 if TYPE_CHECKING:
@@ -24,11 +24,11 @@ class Catalog(Protocol):
 
 
 class Inventory(Protocol):
-    def reserve_writes(self, order: Order, *, token: str) -> list[Write]:
+    def reserve_writes(self, order: OrderTerms, *, token: str) -> list[Write]:
         """Decrement stock per line (conditional on enough stock) and record the reservation."""
         ...
 
-    def release_writes(self, order: Order, *, token: str) -> list[Write]:
+    def release_writes(self, order: OrderTerms, *, token: str) -> list[Write]:
         """Give back what `token`'s reservation took (nothing if it never reserved)."""
         ...
 
@@ -52,10 +52,6 @@ class OrderStore(Protocol):
     def accepted_before(self, created_before: str) -> list[Order]:
         """Orders ACCEPTED (their current run not started) created before the ISO-8601 instant."""
         ...
-
-    def record_step(self, order_id: str, step: str, status: StepStatus) -> None: ...
-
-    def step_write(self, order_id: str, step: str, status: StepStatus) -> Write: ...
 
     def status_write(self, order_id: str, status: OrderStatus) -> Write: ...
 
@@ -82,13 +78,13 @@ class PaymentProvider(Protocol):
         real providers offer; it works however long ago the charge was made), or None."""
         ...
 
-    def charges(self, order_id: str) -> list[Charge]: ...
-
-    def calls(self, order_id: str) -> list[ProviderCall]: ...
+    def history(self, order_id: str) -> tuple[list[Charge], list[ProviderCall]]:
+        """The order's charges and every raw call the provider received (one read)."""
+        ...
 
 
 class Ledger(Protocol):
-    def entry_writes(self, order: Order, *, token: str, charge_id: str) -> list[Write]: ...
+    def entry_writes(self, order: OrderTerms, *, token: str, charge_id: str) -> list[Write]: ...
 
 
 class Queue(Protocol):

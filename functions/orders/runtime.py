@@ -33,7 +33,7 @@ from orders.adapters.dynamo import (
 from orders.adapters.payments import FakePaymentProvider
 from orders.config import Settings
 from orders.observability import logger, metrics
-from orders.saga import SagaContext
+from orders.saga import SAGA_NAMESPACE, SagaContext
 from reliability import crashpoints
 from reliability.crashpoints import CrashPlan
 from reliability.fence import FenceStore
@@ -198,6 +198,8 @@ class Runtime:
             payments=self.payments,
             queue=self.queue("orders_queue_url"),
             clock=self.now,
+            stage=self.settings.stage,
+            fences=self.fences(SAGA_NAMESPACE),
         )
 
     @cached_property
@@ -211,7 +213,7 @@ class Runtime:
             stage=self.settings.stage,
             orders=self.orders,
             workflow=workflow,
-            dedup=self.consumer_dedup("worker"),
+            telemetry=self.telemetry,
         )
 
     def consumer_dedup(self, consumer: str) -> ConsumerDedup:

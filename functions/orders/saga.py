@@ -2,15 +2,18 @@
 
 The steps are declared in `orders.workflow.STEPS` (data) and their effects live in
 `orders.effects`; `steps()` resolves the declarations at cold start. Every step claims its fence
-(execution token, step name) before anything else:
-- `AtomicStep`s are DynamoDB writes computed from the input: the effect, the step's status on the
-  order and the fence completion commit in one transaction (`FenceStore.run_atomic`).
+(execution token, step name) before anything else, and reads nothing else: the order's terms come
+in the workflow state (`WorkflowInput`), and the fence record is the step's status
+(`step_statuses`, what `GET /orders/{id}` shows).
+- `AtomicStep`s are DynamoDB writes computed from the input: the effect and the fence commit in
+  one transaction (`FenceStore.run_atomic`): 1 call, first run and replay.
 - `LeasedStep`s have an external effect (the payment provider, SQS): the fence is claimed with a
   lease and a fencing counter, the external system gets a key derived from (token, step) so it can
-  dedupe, and completion is conditional on the counter (`FenceStore.run_leased`).
-A fence skip returns the stored output; it is recorded on the order as SKIPPED (visible in
-`GET /orders/{id}`), and reliability logs and counts it. A `BusinessError` (OutOfStock,
-PaymentDeclined) marks the step FAILED and propagates, so the state machine's Catch compensates.
+  dedupe, and completion is conditional on the counter (`FenceStore.run_leased`): claim + effect +
+  complete on the first run, the refused claim alone on a replay.
+A fence skip returns the stored output; reliability logs and counts it (`FenceSkipped`). A
+`BusinessError` (OutOfStock, PaymentDeclined) is recorded FAILED on the fence and propagates, so
+the state machine's Catch compensates.
 """
 
 from __future__ import annotations
@@ -23,11 +26,13 @@ from functools import cache
 from typing import Any
 
 from orders import workflow as declared
-from orders.domain import Order, StepStatus, WorkflowInput
+from orders.domain import OrderTerms, StepStatus, WorkflowInput
 from orders.errors import UnknownOrder
 from orders.ports import Inventory, Ledger, OrderStore, PaymentProvider, Queue
-from reliability.errors import BusinessError
-from reliability.fence import AtomicEffect, ExternalEffect, FenceStore, Outcome, StepId, Write
+from reliability.fence import AtomicEffect, ExternalEffect, FenceState, FenceStore, StepId, Write
+
+# The fence namespace of every saga step (DEVELOPERS.md, "Steps, fences and statuses").
+SAGA_NAMESPACE = "saga"
 
 
 @dataclass(frozen=True)
@@ -41,13 +46,9 @@ class StepRequest:
     @property
     def workflow(self) -> WorkflowInput:
         try:
-            return WorkflowInput(
-                order_id=str(self.state["order_id"]),
-                run=int(self.state["run"]),
-                token=str(self.state["token"]),
-            )
+            return WorkflowInput.from_state(self.state)
         except (KeyError, TypeError, ValueError) as error:
-            raise UnknownOrder(f"step input lacks order_id/run/token: {error}") from error
+            raise UnknownOrder(f"step input is not a workflow input (DEVELOPERS.md): {error!r}") from error
 
     def result_of(self, step: str) -> Mapping[str, Any]:
         """An earlier step's result (`step` must be a declared step: a typo fails loudly)."""
@@ -84,11 +85,11 @@ class SagaContext:
         return port
 
 
-AtomicBuild = Callable[[SagaContext, Order, StepRequest], Effect]
-LeasedRun = Callable[[SagaContext, Order, StepRequest, str], dict[str, Any]]
+AtomicBuild = Callable[[SagaContext, OrderTerms, StepRequest], Effect]
+LeasedRun = Callable[[SagaContext, OrderTerms, StepRequest, str], dict[str, Any]]
 # Asks the external system whether an earlier attempt's effect happened (by a reference that
 # never expires): its result, or None when it did not.
-Reconcile = Callable[[SagaContext, Order, StepRequest], dict[str, Any] | None]
+Reconcile = Callable[[SagaContext, OrderTerms, StepRequest], dict[str, Any] | None]
 KeyLifetime = Callable[[SagaContext], float | None]
 
 
@@ -127,6 +128,8 @@ def _event_dedup_seconds(ctx: SagaContext) -> float | None:
 
 
 def _step(entry: declared.Step) -> Step:
+    if entry.compensates:
+        declared.step(entry.compensates)  # a typo fails the cold start, not a status read
     if entry.kind == "atomic":
         return AtomicStep(entry.name, _resolve(entry.effect))
     return LeasedStep(
@@ -144,52 +147,59 @@ def steps() -> dict[str, Step]:
     return {entry.name: _step(entry) for entry in declared.STEPS}
 
 
+def step_statuses(states: Mapping[str, FenceState]) -> dict[str, StepStatus]:
+    """Each step's status on a run, from its fence's state (by step name; absent: never ran):
+    COMPLETED is DONE, FAILED is FAILED, and a completed compensation marks the step it undoes
+    (`orders.workflow.Step.compensates`) COMPENSATED."""
+    statuses: dict[str, StepStatus] = {}
+    for entry in declared.STEPS:
+        state = states.get(entry.name)
+        if state is FenceState.COMPLETED:
+            statuses[entry.name] = StepStatus.DONE
+        elif state is FenceState.FAILED:
+            statuses[entry.name] = StepStatus.FAILED
+    for entry in declared.STEPS:
+        if entry.compensates and statuses.get(entry.name) is StepStatus.DONE:
+            statuses[entry.compensates] = StepStatus.COMPENSATED
+    return statuses
+
+
 # --- the one generic runner -------------------------------------------------------------------
 
 
 def run_step(ctx: SagaContext, fences: FenceStore, name: str, request: StepRequest) -> dict[str, Any]:
-    """Run one saga step behind its fence; return its result (stored result on a fence skip)."""
+    """Run one saga step behind its fence; return its result (stored result on a fence skip).
+
+    The whole cost in AWS calls: an atomic step one transaction (first run and replay); a leased
+    step claim + its effect + complete, and the refused claim alone on a replay."""
     step = steps()[name]
     workflow = request.workflow
-    order = ctx.orders.get(workflow.order_id)
-    if order is None:
-        raise UnknownOrder(f"no order {workflow.order_id!r}")
+    order = workflow.terms
     fence = StepId(token=workflow.token, step=name)
-    done = ctx.orders.step_write(order.order_id, name, StepStatus.DONE)
-    outcome: Outcome
-    try:
-        if isinstance(step, AtomicStep):
-            atomic = step
+    if isinstance(step, AtomicStep):
+        atomic = step
 
-            def build() -> AtomicEffect:
-                effect = atomic.build(ctx, order, request)
-                return AtomicEffect(result=effect.result, writes=[*effect.writes, done])
+        def build() -> AtomicEffect:
+            effect = atomic.build(ctx, order, request)
+            return AtomicEffect(result=effect.result, writes=effect.writes)
 
-            outcome = fences.run_atomic(fence, build)
-        else:
-            leased = step
+        return dict(fences.run_atomic(fence, build).result)
+    leased = step
 
-            def external(external_key: str) -> dict[str, Any]:
-                return leased.run(ctx, order, request, external_key)
+    def external(external_key: str) -> dict[str, Any]:
+        return leased.run(ctx, order, request, external_key)
 
-            def reconcile() -> dict[str, Any] | None:
-                return leased.reconcile(ctx, order, request) if leased.reconcile else None
+    def reconcile() -> dict[str, Any] | None:
+        return leased.reconcile(ctx, order, request) if leased.reconcile else None
 
-            outcome = fences.run_leased(
-                fence,
-                attempt_id=request.attempt_id,
-                lease_seconds=max(request.remaining_seconds, 1.0),
-                effect=ExternalEffect(
-                    external,
-                    reconcile=reconcile if leased.reconcile else None,
-                    key_lifetime_seconds=leased.key_lifetime(ctx) if leased.key_lifetime else None,
-                ),
-            )
-            if not outcome.skipped:
-                ctx.orders.record_step(order.order_id, name, StepStatus.DONE)
-    except BusinessError:
-        ctx.orders.record_step(order.order_id, name, StepStatus.FAILED)
-        raise
-    if outcome.skipped:
-        ctx.orders.record_step(order.order_id, name, StepStatus.SKIPPED)
+    outcome = fences.run_leased(
+        fence,
+        attempt_id=request.attempt_id,
+        lease_seconds=max(request.remaining_seconds, 1.0),
+        effect=ExternalEffect(
+            external,
+            reconcile=reconcile if leased.reconcile else None,
+            key_lifetime_seconds=leased.key_lifetime(ctx) if leased.key_lifetime else None,
+        ),
+    )
     return dict(outcome.result)

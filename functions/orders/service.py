@@ -12,7 +12,6 @@ from orders.domain import (
     Order,
     OrderMessage,
     OrderStatus,
-    StepStatus,
     WorkflowInput,
     execution_name,
     new_order,
@@ -27,8 +26,12 @@ from orders.ports import (
     Queue,
     Workflow,
 )
-from reliability.batch import ConsumerDedup, PoisonMessage
+from orders.saga import step_statuses
+from orders.workflow import STEPS
+from reliability.batch import PoisonMessage
+from reliability.fence import FenceStore, StepId
 from reliability.keys import execution_token
+from reliability.telemetry import Decision, Telemetry
 
 
 @dataclass
@@ -40,6 +43,8 @@ class OrderService:
     payments: PaymentProvider
     queue: Queue
     clock: Callable[[], datetime]
+    stage: str
+    fences: FenceStore  # the saga's step fences: each step's status on the order's current run
 
     def place(self, request: CreateOrderRequest, *, stored_key: str, status_base: str = "") -> OrderAccepted:
         """Price, store (idempotently, keyed by the stored idempotency key) and enqueue an order.
@@ -62,9 +67,14 @@ class OrderService:
         return OrderAccepted(order_id=order.order_id, status_url=f"{status_base}/orders/{order.order_id}")
 
     def view(self, order_id: str) -> OrderView:
+        """Three reads: the order, its current run's step fences (one batch), the provider's
+        record of the order (one query)."""
         order = self.orders.get(order_id)
         if order is None:
             raise OrderNotFound(order_id)
+        token = execution_token(stage=self.stage, business_id=order_id, run=order.run)
+        records = self.fences.read_many([StepId(token=token, step=entry.name) for entry in STEPS])
+        charges, calls = self.payments.history(order_id)
         return OrderView(
             order_id=order.order_id,
             status=order.status,
@@ -72,49 +82,43 @@ class OrderService:
             currency=order.currency,
             total_cents=order.total_cents,
             items=order.items,
-            steps={step: StepStatus(status) for step, status in order.steps.items()},
-            charges=self.payments.charges(order_id),
-            provider_calls=self.payments.calls(order_id),
+            steps=step_statuses({step.step: record.state for step, record in records.items()}),
+            charges=charges,
+            provider_calls=calls,
             execution_arn=order.execution_arn,
         )
 
 
 @dataclass
 class WorkflowStarter:
-    """The worker's use case: one workflow execution per (order, run)."""
+    """The worker's use case: one workflow execution per (order, run).
+
+    One dedup mechanism: the execution name `<order_id>-r<run>` (a second start with the same
+    input is answered with the first's ARN, `Workflow.start`). The order's own record tells a
+    duplicate message apart before any start: RUNNING with an ARN on this run means started."""
 
     stage: str
     orders: OrderStore
     workflow: Workflow
-    dedup: ConsumerDedup
+    telemetry: Telemetry
 
-    def start_once(self, raw: OrderMessageModel, *, attempt_id: str, lease_seconds: float) -> str | None:
-        """Dedupe per (order, run), then `start`; a message that can never succeed is poison.
-
-        Returns the execution ARN (None on a dedup hit without a stored ARN).
-        """
+    def start_once(self, raw: OrderMessageModel) -> str:
+        """`start`, with a message that can never succeed turned into poison. Returns the ARN."""
         message = OrderMessage(order_id=raw.order_id, run=raw.run, idempotency_key=raw.idempotency_key)
-        token = execution_token(stage=self.stage, business_id=message.order_id, run=message.run)
         try:
-            outcome = self.dedup.apply_leased(
-                token,
-                attempt_id=attempt_id,
-                lease_seconds=lease_seconds,
-                effect=lambda _key: {"execution_arn": self.start(message)},
-            )
+            return self.start(message)
         except (UnknownOrder, RunNotCurrent, ExecutionConflict) as error:
             raise PoisonMessage(str(error)) from error
-        arn = outcome.result.get("execution_arn")
-        return str(arn) if arn else None
 
     def start(self, message: OrderMessage) -> str:
-        """Start `<order_id>-r<run>` with `{"order_id", "run", "token"}`; record RUNNING + ARN.
+        """Start `<order_id>-r<run>` with the `WorkflowInput`; record RUNNING + ARN.
 
         The run is the order's decision, never the message's: a message whose run is not the
         order's current run (a run 2 for an order on run 1, COMPLETED or still running) is poison
         (`RunNotCurrent`); a run after the first begins only by `Reruns.start_next_run`. A message
-        for the current run of an order that already finished is a late duplicate (e.g. the worker
-        died between the start and its dedup record): no execution; its ARN is recorded.
+        for a run already started (the order has its ARN) is a duplicate: no call but the read
+        (`DedupHit`). A message for the current run of an order that finished without an ARN
+        recorded (its steps were run by hand) records the ARN and starts nothing.
 
         Raises `UnknownOrder` (poison) for an order that does not exist or whose key lineage does
         not match, and `ExecutionConflict` (poison) when the name exists with another input.
@@ -129,14 +133,16 @@ class WorkflowStarter:
                 f"message run {message.run} is not order {order.order_id}'s current run {order.run} "
                 f"({order.status.value}); a new run starts only with `make rerun ORDER={order.order_id}`"
             )
+        token = execution_token(stage=self.stage, business_id=message.order_id, run=message.run)
+        if order.status is not OrderStatus.ACCEPTED and order.execution_arn:
+            self.telemetry.decision(Decision.DEDUP_HIT, token=token, step="worker", status=order.status.value)
+            return order.execution_arn
         name = execution_name(message.order_id, message.run)
         if order.status in TERMINAL_STATUSES:
-            arn = order.execution_arn or self.workflow.execution_arn(name)
+            arn = self.workflow.execution_arn(name)
         else:
-            token = execution_token(stage=self.stage, business_id=message.order_id, run=message.run)
             arn = self.workflow.start(
-                name=name,
-                payload=WorkflowInput(order_id=message.order_id, run=message.run, token=token).as_dict(),
+                name=name, payload=WorkflowInput(terms=order, run=message.run, token=token).as_dict()
             )
         self.orders.mark_running(message.order_id, run=message.run, execution_arn=arn)
         return arn

@@ -25,7 +25,8 @@ from typing import Literal
 # A step's port that is not a table: the OrderCompleted event, sent to every consumer's queue.
 EVENTS = "events"
 # The tables a step or consumer may name (infra/stacks/data.py creates them). Every fenced step
-# also gets the fence table and the orders table (its status on the order commits with it).
+# also gets the fence table and the orders table (only MarkCompleted and MarkFailed write it now
+# that a step's status is its fence: the grant can narrow).
 TABLES = frozenset({"inventory", "payments", "ledger", "notifications", "aggregates", "orders"})
 # A step's timeout is also its fence lease: a second invocation may take the fence over only
 # after the first one can no longer be running.
@@ -44,6 +45,7 @@ class Step:
     `ports`: the tables it writes besides fences and orders, or `EVENTS`.
     `next`: the state after it; by default the following entry, `None` ends the workflow.
     `catch`: state name -> the error names (exception class names) that route there.
+    `compensates`: the step this one undoes; once it completes, that step shows COMPENSATED.
     """
 
     name: str
@@ -54,6 +56,7 @@ class Step:
     next: str | None = "following"
     catch: Mapping[str, tuple[str, ...]] = field(default_factory=dict)
     reconcile: str | None = None
+    compensates: str | None = None
     timeout_seconds: int = STEP_TIMEOUT_SECONDS
 
 
@@ -140,6 +143,7 @@ STEPS: tuple[Step, ...] = (
         effect="orders.effects:release_inventory",
         description="Compensation: release reserved stock (fenced)",
         ports=("inventory",),
+        compensates="ReserveInventory",
     ),
     Step(
         name="MarkFailed",

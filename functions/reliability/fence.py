@@ -73,6 +73,8 @@ from reliability.telemetry import Decision, Telemetry
 MAX_RESULT_BYTES = 256 * 1024
 # DynamoDB TransactWriteItems accepts at most 100 actions; one is the fence record.
 MAX_EFFECT_WRITES = 99
+# BatchGetItem reads at most 100 keys per call.
+MAX_BATCH_READ = 100
 
 _SERIALIZER = TypeSerializer()
 _DESERIALIZER = TypeDeserializer()
@@ -345,6 +347,29 @@ class FenceStore:
             raise store_error(error) from error
         item = response.get("Item")
         return FenceRecord.from_item(item) if item else None
+
+    def read_many(self, steps: Sequence[StepId]) -> dict[StepId, FenceRecord]:
+        """Consistent reads of up to 100 records in one BatchGetItem (plus a retry of any keys
+        DynamoDB left unprocessed); steps without a record are absent from the answer."""
+        by_key = {self.key_for(step).value: step for step in steps}
+        if len(by_key) > MAX_BATCH_READ:
+            raise ValueError(f"read_many reads at most {MAX_BATCH_READ} records, got {len(by_key)}")
+        found: dict[StepId, FenceRecord] = {}
+        pending: dict[str, Any] = {
+            self._table: {"Keys": [{"id": {"S": key}} for key in by_key], "ConsistentRead": True}
+        }
+        while pending:
+            try:
+                response = self._client.batch_get_item(RequestItems=pending)
+            except ClientError as error:
+                raise store_error(error) from error
+            except CONNECTION_ERRORS as error:
+                raise store_error(error) from error
+            for item in response.get("Responses", {}).get(self._table, []):
+                record = FenceRecord.from_item(item)
+                found[by_key[record.key]] = record
+            pending = response.get("UnprocessedKeys") or {}
+        return found
 
     def claim(self, step: StepId, *, attempt_id: str, lease_seconds: float) -> Claim:
         """One conditional UpdateItem. Won: the record is IN_PROGRESS with this attempt as owner and

@@ -20,7 +20,9 @@ from ops.invariants import Stores, check
 from ops.story.logs import Invocation, LogSource, line_time
 from ops.story.model import Entry, Lane, Outcome, Story
 from orders import items as layout
+from orders.saga import step_statuses
 from orders.workflow import CONSUMERS
+from reliability.fence import FenceState
 from reliability.keys import derive_key
 
 _DESERIALIZER = TypeDeserializer()
@@ -29,7 +31,7 @@ _DESERIALIZER = TypeDeserializer()
 API_FUNCTION = "api"
 WORKER_FUNCTION = "worker"
 CONSUMER_FUNCTIONS = tuple(consumer.name for consumer in CONSUMERS)
-FENCE_NAMESPACE = "saga"  # orders.handlers.steps.SAGA_NAMESPACE (a test pins the two are the same)
+FENCE_NAMESPACE = "saga"  # orders.saga.SAGA_NAMESPACE (a test pins the two are the same)
 CREATE_ROUTE = "POST /orders"  # orders.handlers.api.CREATE_ROUTE, the scope of the stored HTTP key
 
 _HTTP = {
@@ -274,10 +276,10 @@ class Collector:
         invocations = self.logs.invocations(physical, needles)
         entries = _entries_from_logs(invocations, step_of)
         entries += self._execution_entries(executions)
-        steps = {
-            s["sk"].removeprefix(layout.STEP): s
-            for s in self._query(self.outputs["OrdersTableName"], order_id, layout.STEP)
-        }
+        fences = {step: self.fence(tokens[-1], step) for step in workflow.steps} if tokens else {}
+        # Each step's status on the latest run, derived from its fence as GET /orders/{id} does it
+        statuses = step_statuses({step: FenceState(f["state"]) for step, f in fences.items() if f})
+        steps = {name: {"status": status.value} for name, status in statuses.items()}
         catch_targets = {to for _, to, kind in workflow.edges if kind.startswith("catch")}
         entries += _compensations(steps, entries, catch_targets)
         _assign_executions(entries, executions)
@@ -286,7 +288,6 @@ class Collector:
         calls = self._query(self.outputs["PaymentsTableName"], order_id, layout.CALL)
         report = check(self.stores, allow_in_flight=True)
         row = next((r for r in report.orders if r.order_id == order_id), None)
-        fences = {step: self.fence(tokens[-1], step) for step in workflow.steps} if tokens else {}
         return Story(
             order_id=order_id,
             status=str(order.get("status", "?")),
@@ -304,10 +305,7 @@ class Collector:
                 "tokens": tokens,
                 "charges": [{"status": c.get("status"), "sk": c["sk"]} for c in charges],
                 "provider_calls": len(calls),
-                "step_records": {
-                    name: {k: rec[k] for k in ("status", "runs", "skips", "compensations") if k in rec}
-                    for name, rec in steps.items()
-                },
+                "step_statuses": {name: status.value for name, status in statuses.items()},
                 "fences": {
                     step: {k: f[k] for k in ("state", "fencing_token") if k in f}
                     for step, f in fences.items()

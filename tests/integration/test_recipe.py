@@ -27,11 +27,11 @@ WORKFLOW = "functions/orders/workflow.py"
 STEP_MODULE = "functions/orders/screening.py"
 STEP_EFFECT = '''"""A fraud screen before the money is booked."""
 
-from orders.domain import Order
+from orders.domain import OrderTerms
 from orders.saga import Effect, SagaContext, StepRequest
 
 
-def screen_order(ctx: SagaContext, order: Order, request: StepRequest) -> Effect:
+def screen_order(ctx: SagaContext, order: OrderTerms, request: StepRequest) -> Effect:
     ctx.need(ctx.ledger, "the ledger table")
     return Effect(result={"screened_cents": order.total_cents}, writes=[])
 '''

@@ -7,6 +7,8 @@ import json
 import pytest
 
 from ops.invariants import check
+from orders.adapters.dynamo import DynamoOrderStore
+from orders.domain import WorkflowInput
 from simulator.cloud import InProcessCloud
 
 pytestmark = pytest.mark.filterwarnings("ignore:No application metrics:UserWarning")
@@ -48,6 +50,9 @@ def test_one_message_delivered_three_times_starts_one_execution(cloud: InProcess
         "order_id": order["order_id"],
         "run": 1,
         "token": f"local.{order['order_id']}.r1",
+        "customer_id": "customer-2",
+        "currency": "USD",
+        "lines": [{"sku": "sku-2", "quantity": 1, "unit_price_cents": 299}],
     }
     cloud.settle()
     report = check(cloud.stores())
@@ -67,11 +72,15 @@ def test_duplicates_in_one_batch_start_one_execution(cloud: InProcessCloud):
 
 
 def test_an_execution_that_already_exists_with_the_same_input_counts_as_success(cloud: InProcessCloud):
-    # Given the execution was started before the worker's own dedup record existed
+    # Given the execution was started before the order recorded it (a worker that died in between)
     order = _accept(cloud, "already-exists")
     message = _queued(cloud)
     name = f"{order['order_id']}-r1"
-    payload = {"order_id": order["order_id"], "run": 1, "token": f"local.{order['order_id']}.r1"}
+    stored = DynamoOrderStore(client=cloud.dynamodb, table_name=cloud.outputs["OrdersTableName"]).get(
+        order["order_id"]
+    )
+    assert stored is not None
+    payload = WorkflowInput(terms=stored, run=1, token=f"local.{order['order_id']}.r1").as_dict()
     started = cloud.sfn.start_execution(
         stateMachineArn=cloud.outputs["StateMachineArn"], name=name, input=json.dumps(payload)
     )

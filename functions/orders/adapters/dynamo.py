@@ -1,4 +1,5 @@
-"""DynamoDB adapters for the business tables (all keyed `pk` + `sk`; the layout is `orders.items`)."""
+"""DynamoDB adapters for the business tables (all keyed `pk` + `sk`; the layout is `orders.items`;
+a step's status is its fence, not an item here)."""
 
 from __future__ import annotations
 
@@ -9,8 +10,8 @@ from typing import Any
 
 from botocore.exceptions import ClientError
 
-from orders.adapters._dynamo import CONDITION_FAILED, from_item, query_all, to_item
-from orders.domain import CatalogItem, Line, Order, OrderStatus, StepStatus
+from orders.adapters._dynamo import CONDITION_FAILED, from_item, to_item
+from orders.domain import CatalogItem, Line, Order, OrderStatus, OrderTerms
 from orders.errors import OrderConflict, OutOfStock, RerunRefused
 from orders.items import (
     AGGREGATE_SK,
@@ -20,12 +21,10 @@ from orders.items import (
     NOTIFICATION,
     ORDER_SK,
     RESERVATION,
-    STEP,
     day_pk,
     key,
     order_pk,
     sku_pk,
-    step_sk,
 )
 from reliability.errors import error_code, transient_errors
 from reliability.fence import Write
@@ -67,7 +66,7 @@ class DynamoCatalog:
                 pending = page.get("UnprocessedKeys") or {}
         return found
 
-    def reserve_writes(self, order: Order, *, token: str) -> list[Write]:
+    def reserve_writes(self, order: OrderTerms, *, token: str) -> list[Write]:
         writes = [
             Write(
                 entry={
@@ -87,7 +86,7 @@ class DynamoCatalog:
         writes.append(self._movement("reservation", order, token))
         return writes
 
-    def release_writes(self, order: Order, *, token: str) -> list[Write]:
+    def release_writes(self, order: OrderTerms, *, token: str) -> list[Write]:
         writes = [
             Write(
                 entry={
@@ -117,7 +116,7 @@ class DynamoCatalog:
         writes.append(self._movement("release", order, token))
         return writes
 
-    def _movement(self, kind: str, order: Order, token: str) -> Write:
+    def _movement(self, kind: str, order: OrderTerms, token: str) -> Write:
         return Write(
             entry={
                 "Put": {
@@ -146,10 +145,7 @@ def _order_item(order: Order) -> dict[str, Any]:
         "order_id": order.order_id,
         "customer_id": order.customer_id,
         "currency": order.currency,
-        "lines": [
-            {"sku": line.sku, "quantity": line.quantity, "unit_price_cents": line.unit_price_cents}
-            for line in order.lines
-        ],
+        "lines": order.lines_as_dicts(),
         "total_cents": order.total_cents,
         "idempotency_key": order.idempotency_key,
         "created_at": order.created_at,
@@ -159,7 +155,7 @@ def _order_item(order: Order) -> dict[str, Any]:
     }
 
 
-def _order_from(item: Mapping[str, Any], steps: Mapping[str, str]) -> Order:
+def _order_from(item: Mapping[str, Any]) -> Order:
     return Order(
         order_id=item["order_id"],
         customer_id=item["customer_id"],
@@ -173,12 +169,11 @@ def _order_from(item: Mapping[str, Any], steps: Mapping[str, str]) -> Order:
         run=item.get("run", 1),
         status=OrderStatus(item["status"]),
         execution_arn=item.get("execution_arn"),
-        steps=dict(steps),
     )
 
 
 class DynamoOrderStore:
-    """Orders and their step statuses on the orders table. Implements `OrderStore`."""
+    """Orders on the orders table. Implements `OrderStore`."""
 
     def __init__(self, *, client: Any, table_name: str) -> None:
         self._client = client
@@ -196,7 +191,7 @@ class DynamoOrderStore:
         except ClientError as error:
             if error_code(error) != CONDITION_FAILED:
                 raise
-            existing = _order_from(from_item(error.response.get("Item", {})), {})
+            existing = _order_from(from_item(error.response.get("Item", {})))
             if not existing.same_order_as(order):
                 raise OrderConflict(f"order {order.order_id} already holds a different order") from error
             return existing
@@ -204,12 +199,10 @@ class DynamoOrderStore:
 
     def get(self, order_id: str) -> Order | None:
         with transient_errors("get order"):
-            items = query_all(self._client, table=self._table, pk=order_pk(order_id))
-        head = next((item for item in items if item["sk"] == ORDER_SK), None)
-        if head is None:
-            return None
-        steps = {item["step"]: item["status"] for item in items if item["sk"].startswith(STEP)}
-        return _order_from(head, steps)
+            item = self._client.get_item(
+                TableName=self._table, Key=key(order_pk(order_id), ORDER_SK), ConsistentRead=True
+            ).get("Item")
+        return _order_from(from_item(item)) if item else None
 
     def accepted_before(self, created_before: str) -> list[Order]:
         # A paginated Scan with a filter: it reads the whole table on every sweep, which is fine
@@ -230,7 +223,7 @@ class DynamoOrderStore:
         while True:
             with transient_errors("scan accepted orders"):
                 page = self._client.scan(**kwargs)
-            found.extend(_order_from(from_item(item), {}) for item in page.get("Items", []))
+            found.extend(_order_from(from_item(item)) for item in page.get("Items", []))
             if "LastEvaluatedKey" not in page:
                 return found
             kwargs["ExclusiveStartKey"] = page["LastEvaluatedKey"]
@@ -306,29 +299,7 @@ class DynamoOrderStore:
                 f"order {order_id} is {current['status']} on run {current.get('run', 1)}; run "
                 f"{run + 1} may start only after run {run} ended FAILED"
             ) from error
-        return _order_from(from_item(response["Attributes"]), {})
-
-    def record_step(self, order_id: str, step: str, status: StepStatus) -> None:
-        entry = self.step_write(order_id, step, status).entry["Update"]
-        with transient_errors("record step"):
-            self._client.update_item(**entry)
-
-    def step_write(self, order_id: str, step: str, status: StepStatus) -> Write:
-        # A compensation is not a run of the step it undoes (ReleaseInventory marks ReserveInventory).
-        counter = {StepStatus.SKIPPED: "skips", StepStatus.COMPENSATED: "compensations"}.get(status, "runs")
-        return Write(
-            entry={
-                "Update": {
-                    "TableName": self._table,
-                    "Key": key(order_pk(order_id), step_sk(step)),
-                    "UpdateExpression": "SET #n = :step, #s = :status, updated_at = :at ADD #c :one",
-                    "ExpressionAttributeNames": {"#n": "step", "#s": "status", "#c": counter},
-                    "ExpressionAttributeValues": to_item(
-                        {":step": step, ":status": status.value, ":at": _now(), ":one": 1}
-                    ),
-                }
-            }
-        )
+        return _order_from(from_item(response["Attributes"]))
 
     def status_write(self, order_id: str, status: OrderStatus) -> Write:
         return Write(
@@ -349,7 +320,7 @@ class DynamoLedger:
     def __init__(self, *, table_name: str) -> None:
         self._table = table_name
 
-    def entry_writes(self, order: Order, *, token: str, charge_id: str) -> list[Write]:
+    def entry_writes(self, order: OrderTerms, *, token: str, charge_id: str) -> list[Write]:
         return [
             Write(
                 entry={

@@ -153,25 +153,27 @@ class FakePaymentProvider:
         found.sort(key=lambda item: str(item["created_at"]))
         return _charge(found[0]) if found else None
 
-    def charges(self, order_id: str) -> list[Charge]:
-        return [_charge(item) for item in self._partition(order_id, CHARGE)]
-
-    def calls(self, order_id: str) -> list[ProviderCall]:
+    def history(self, order_id: str) -> tuple[list[Charge], list[ProviderCall]]:
+        """The order's charges and raw calls: one Query of its partition."""
         from orders.contract import ProviderCall  # noqa: PLC0415 - the API's read model; cold start
 
-        return [
+        items = self._partition(order_id, "")
+        charges = [_charge(item) for item in items if item["sk"].startswith(CHARGE)]
+        calls = [
             ProviderCall(
                 call_id=item["call_id"],
                 idempotency_key=item["idempotency_key"],
                 amount_cents=item["amount_cents"],
                 received_at=item["received_at"],
             )
-            for item in self._partition(order_id, CALL)
+            for item in items
+            if item["sk"].startswith(CALL)
         ]
+        return charges, calls
 
     def _partition(self, order_id: str, prefix: str) -> list[dict[str, Any]]:
         with transient_errors("provider read"):
-            return query_all(self._client, table=self._table, pk=order_pk(order_id), sk_prefix=prefix)
+            return query_all(self._client, table=self._table, pk=order_pk(order_id), sk_prefix=prefix or None)
 
 
 def _remembered(item: dict[str, Any], now: float) -> bool:

@@ -18,11 +18,6 @@ RecordHandler = Callable[[Runtime, SQSRecord, LambdaContext], Any]
 BatchHandler = Callable[[dict[str, Any], LambdaContext], dict[str, Any]]
 
 
-def remaining_seconds(context: LambdaContext) -> float:
-    """The fence lease of an external effect: what is left of this invocation (at least 1 s)."""
-    return max(context.get_remaining_time_in_millis() / 1000, 1.0)
-
-
 def sqs_handler(
     *, record_handler: RecordHandler, source: str | None = None, dlq_setting: str | None = None
 ) -> BatchHandler:

@@ -13,10 +13,8 @@ from aws_lambda_powertools.utilities.typing import LambdaContext
 
 from orders.observability import logger, tracer
 from orders.runtime import current
-from orders.saga import StepRequest, run_step
+from orders.saga import SAGA_NAMESPACE, StepRequest, run_step
 from reliability.telemetry import metrics_per_invocation
-
-SAGA_NAMESPACE = "saga"
 
 
 @logger.inject_lambda_context(correlation_id_path="token")

@@ -13,7 +13,7 @@ from aws_lambda_powertools.utilities.data_classes.sqs_event import SQSRecord
 from aws_lambda_powertools.utilities.typing import LambdaContext
 from botocore.exceptions import ClientError
 
-from orders.handlers._sqs import remaining_seconds, sqs_handler
+from orders.handlers._sqs import sqs_handler
 from orders.messages import OrderMessageModel
 from orders.runtime import Runtime
 from reliability.batch import parse_body
@@ -57,12 +57,10 @@ def _back_off(runtime: Runtime, record: SQSRecord) -> None:
         return
 
 
-def _start(runtime: Runtime, record: SQSRecord, context: LambdaContext) -> None:
+def _start(runtime: Runtime, record: SQSRecord, _context: LambdaContext) -> None:
     message = parse_body(record, OrderMessageModel)
     try:
-        runtime.workflow_starter.start_once(
-            message, attempt_id=record.message_id, lease_seconds=remaining_seconds(context)
-        )
+        runtime.workflow_starter.start_once(message)
     except Exception as error:
         code = throttle_code(error)
         if code is None:

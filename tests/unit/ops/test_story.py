@@ -16,7 +16,7 @@ from ops.story.model import Outcome, StepState, Story
 from ops.story.text import render
 from orders.domain import order_id_for
 from orders.handlers.api import CREATE_ROUTE as HANDLER_ROUTE
-from orders.handlers.steps import SAGA_NAMESPACE
+from orders.saga import SAGA_NAMESPACE
 from reliability.keys import derive_key
 
 FIXTURES = Path(__file__).parent / "fixtures"

@@ -13,7 +13,7 @@ from moto import mock_aws
 
 from orders.adapters.aws import StepFunctionsWorkflow, execution_arn
 from orders.adapters.dynamo import DynamoCatalog, DynamoOrderStore
-from orders.domain import Line, Order, OrderStatus, StepStatus
+from orders.domain import Line, Order, OrderStatus
 from orders.errors import OrderConflict
 from orders.ports import ExecutionConflict
 from reliability.errors import transient_errors
@@ -60,15 +60,6 @@ def test_mark_running_never_moves_a_finished_order_back(ddb: Any):
     order = store.get("o-1")
     assert order is not None
     assert (order.status, order.execution_arn) == (OrderStatus.COMPLETED, "arn:2")
-
-
-def test_step_statuses_are_recorded_and_read_back(ddb: Any):
-    store = DynamoOrderStore(client=ddb, table_name="orders")
-    store.create(_order())
-    store.record_step("o-1", "ReserveInventory", StepStatus.DONE)
-    store.record_step("o-1", "ReserveInventory", StepStatus.SKIPPED)
-    store.record_step("o-1", "ChargePayment", StepStatus.FAILED)
-    assert store.get("o-1").steps == {"ReserveInventory": "SKIPPED", "ChargePayment": "FAILED"}  # type: ignore[union-attr]
 
 
 def test_other_client_errors_propagate_intact():

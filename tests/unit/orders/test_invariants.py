@@ -23,6 +23,7 @@ def _stores(ddb: Any, dlq_url: str | None = None) -> Stores:
         ledger_table="ledger",
         notifications_table="notifications",
         aggregates_table="aggregates",
+        fence_table="fences",
         orders_dlq_url=dlq_url,
     )
 
@@ -58,8 +59,11 @@ def _take(ddb: Any, sku: str, quantity: int) -> None:
 
 def _completed(ddb: Any, order_id: str, *, charges: int = 1, notifications: int = 1) -> None:
     _order(ddb, order_id, "COMPLETED")
+    token = f"dev.{order_id}.r1"  # the run's fences are its steps' records
     for step in ("ReserveInventory", "ChargePayment", "RecordLedger", "PublishEvents", "MarkCompleted"):
-        _put(ddb, "orders", {"pk": f"order#{order_id}", "sk": f"step#{step}", "step": step, "status": "DONE"})
+        _put(
+            ddb, "fences", {"id": f"saga#{token}#{step}", "token": token, "step": step, "state": "COMPLETED"}
+        )
     _put(
         ddb,
         "inventory",

@@ -31,4 +31,3 @@ def test_an_order_partition_round_trips_and_other_partitions_are_not_orders():
 def test_typed_keys_for_the_low_level_client():
     assert items.catalog_key("sku-1") == {"pk": {"S": "sku#sku-1"}, "sk": {"S": "catalog"}}
     assert items.order_key("o-1") == {"pk": {"S": "order#o-1"}, "sk": {"S": "order"}}
-    assert items.step_sk("ChargePayment") == "step#ChargePayment"

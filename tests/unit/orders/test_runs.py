@@ -5,7 +5,6 @@ one conditional transition after run N ended FAILED (ops.rerun)."""
 from __future__ import annotations
 
 import json
-from datetime import UTC, datetime
 from typing import Any
 
 import boto3
@@ -13,16 +12,14 @@ import pytest
 
 from ops import rerun as rerun_cli
 from ops.target import Target
-from orders.adapters.dynamo import DynamoCatalog, DynamoOrderStore
-from orders.adapters.payments import FakePaymentProvider
+from orders.adapters.dynamo import DynamoOrderStore
 from orders.contract import CreateOrderRequest, OrderItem
 from orders.domain import OrderMessage, OrderStatus
 from orders.errors import OrderConflict, RerunRefused, RunNotCurrent
 from orders.messages import OrderMessageModel
-from orders.service import OrderService, Reruns, WorkflowStarter
-from reliability.batch import ConsumerDedup, PoisonMessage
-from reliability.fence import FenceStore
-from tests.unit.orders.test_service import TELEMETRY, ListQueue
+from orders.service import Reruns, WorkflowStarter
+from reliability.batch import PoisonMessage
+from tests.unit.orders.test_service import TELEMETRY, ListQueue, _service
 
 
 class RecordingWorkflow:
@@ -35,16 +32,6 @@ class RecordingWorkflow:
 
     def execution_arn(self, name: str) -> str:
         return f"arn:{name}"
-
-
-def _service(ddb: Any, queue: ListQueue) -> OrderService:
-    return OrderService(
-        catalog=DynamoCatalog(client=ddb, table_name="inventory"),
-        orders=DynamoOrderStore(client=ddb, table_name="orders"),
-        payments=FakePaymentProvider(client=ddb, table_name="payments", key_lifetime_seconds=86400),
-        queue=queue,
-        clock=lambda: datetime.now(UTC),
-    )
 
 
 def _request(quantity: int = 2, sku: str = "sku-1") -> CreateOrderRequest:
@@ -108,19 +95,11 @@ def test_a_retry_for_an_order_past_accepted_sends_nothing(ddb: Any, status: Orde
 
 
 def _starter(ddb: Any, workflow: RecordingWorkflow) -> WorkflowStarter:
-    dedup = FenceStore(
-        client=ddb,
-        table_name="fences",
-        ttl_seconds=3600,
-        telemetry=TELEMETRY,
-        namespace="worker",
-        stage="dev",
-    )
     return WorkflowStarter(
         stage="dev",
         orders=DynamoOrderStore(client=ddb, table_name="orders"),
         workflow=workflow,
-        dedup=ConsumerDedup(fences=dedup, consumer="worker", telemetry=TELEMETRY),
+        telemetry=TELEMETRY,
     )
 
 
@@ -134,7 +113,7 @@ def test_a_message_for_another_run_is_poison_and_starts_nothing(ddb: Any, status
     _set_status(ddb, order.order_id, status)
     workflow = RecordingWorkflow()
     with pytest.raises(PoisonMessage, match=r"message run 2 is not order .* current run 1"):
-        _starter(ddb, workflow).start_once(_message(order.order_id, 2), attempt_id="m-1", lease_seconds=30)
+        _starter(ddb, workflow).start_once(_message(order.order_id, 2))
     assert workflow.started == []
 
 
@@ -149,6 +128,19 @@ def test_the_current_run_of_a_finished_order_starts_nothing(ddb: Any, status: Or
     assert workflow.started == []
     with pytest.raises(RunNotCurrent):
         starter.start(OrderMessage(order.order_id, 3, "key-1"))
+
+
+def test_a_duplicate_message_of_a_started_run_starts_nothing_more(ddb: Any) -> None:
+    # Given an order whose run 1 the worker started
+    order = _service(ddb, ListQueue()).place(_request(), stored_key="key-1")
+    workflow = RecordingWorkflow()
+    starter = _starter(ddb, workflow)
+    arn = starter.start_once(_message(order.order_id, 1))
+    # When the same message comes again (a redelivery, or the API's re-send)
+    again = starter.start_once(_message(order.order_id, 1))
+    # Then the order's record answers: the same execution, no second start
+    assert again == arn == f"arn:{order.order_id}-r1"
+    assert workflow.started == [f"{order.order_id}-r1"]
 
 
 def test_mark_running_ignores_a_run_that_is_not_current(ddb: Any) -> None:
@@ -191,10 +183,10 @@ def test_a_failed_run_is_followed_by_one_next_run_whose_message_the_worker_start
     # And the worker starts run 2, and refuses run 1's late message
     workflow = RecordingWorkflow()
     starter = _starter(ddb, workflow)
-    starter.start_once(_message(order.order_id, 2), attempt_id="m-2", lease_seconds=30)
+    starter.start_once(_message(order.order_id, 2))
     assert workflow.started == [f"{order.order_id}-r2"]
     with pytest.raises(PoisonMessage, match="message run 1 is not"):
-        starter.start_once(_message(order.order_id, 1), attempt_id="m-1", lease_seconds=30)
+        starter.start_once(_message(order.order_id, 1))
 
 
 def test_ops_rerun_prints_the_new_run_or_refuses(

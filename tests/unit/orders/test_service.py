@@ -20,11 +20,13 @@ from orders.adapters.dynamo import (
 from orders.adapters.payments import FakePaymentProvider
 from orders.consumers import EventConsumer, effect_of
 from orders.contract import CreateOrderRequest, OrderItem
+from orders.domain import WorkflowInput
 from orders.errors import OrderNotFound, OutOfStock, UnknownOrder, UnknownSku
 from orders.messages import OrderCompletedEvent
 from orders.saga import SagaContext, StepRequest, run_step
 from orders.service import OrderService
 from reliability.batch import ConsumerDedup
+from reliability.errors import EffectConditionFailed
 from reliability.fence import FenceStore
 from reliability.keys import execution_token
 from reliability.telemetry import Telemetry
@@ -48,7 +50,16 @@ def _service(ddb: Any, queue: ListQueue) -> OrderService:
         payments=FakePaymentProvider(client=ddb, table_name="payments", key_lifetime_seconds=86400),
         queue=queue,
         clock=lambda: datetime.now(UTC),
+        stage="dev",
+        fences=_fences(ddb),
     )
+
+
+def _state(ddb: Any, order_id: str, token: str) -> dict[str, Any]:
+    """The workflow input the worker would start the order's run with."""
+    order = DynamoOrderStore(client=ddb, table_name="orders").get(order_id)
+    assert order is not None
+    return WorkflowInput(terms=order, run=1, token=token).as_dict()
 
 
 def _fences(ddb: Any, namespace: str = "saga") -> FenceStore:
@@ -116,13 +127,10 @@ def _stock(ddb: Any, sku: str) -> int:
     )
 
 
-def test_a_step_runs_once_and_a_replay_is_a_visible_skip(ddb: Any):
-    order = _service(ddb, ListQueue()).place(_request(quantity=3), stored_key="k")
-    state = {
-        "order_id": order.order_id,
-        "run": 1,
-        "token": execution_token(stage="dev", business_id=order.order_id, run=1),
-    }
+def test_a_step_runs_once_and_its_fence_is_its_status(ddb: Any):
+    service = _service(ddb, ListQueue())
+    order = service.place(_request(quantity=3), stored_key="k")
+    state = _state(ddb, order.order_id, execution_token(stage="dev", business_id=order.order_id, run=1))
     ctx, fences = _saga(ddb), _fences(ddb)
     before = _stock(ddb, "sku-1")
 
@@ -131,7 +139,22 @@ def test_a_step_runs_once_and_a_replay_is_a_visible_skip(ddb: Any):
 
     assert first == replay == {"reserved": {"sku-1": 3}}
     assert _stock(ddb, "sku-1") == before - 3
-    assert ctx.orders.get(order.order_id).steps == {"ReserveInventory": "SKIPPED"}  # type: ignore[union-attr]
+    assert service.view(order.order_id).steps == {"ReserveInventory": "DONE"}
+
+
+def test_a_completed_compensation_marks_the_step_it_undid_compensated(ddb: Any):
+    service = _service(ddb, ListQueue())
+    order = service.place(_request(quantity=1), stored_key="k")
+    state = _state(ddb, order.order_id, execution_token(stage="dev", business_id=order.order_id, run=1))
+    ctx, fences = _saga(ddb), _fences(ddb)
+    before = _stock(ddb, "sku-1")
+
+    run_step(ctx, fences, "ReserveInventory", StepRequest(state, "a-1", 10))
+    run_step(ctx, fences, "ReleaseInventory", StepRequest(state, "a-2", 10))
+
+    assert _stock(ddb, "sku-1") == before
+    steps = service.view(order.order_id).steps
+    assert steps == {"ReserveInventory": "COMPENSATED", "ReleaseInventory": "DONE"}
 
 
 def test_out_of_stock_marks_the_step_failed_and_replays_the_same_error(ddb: Any):
@@ -141,8 +164,9 @@ def test_out_of_stock_marks_the_step_failed_and_replays_the_same_error(ddb: Any)
         UpdateExpression="SET stock = :s",
         ExpressionAttributeValues={":s": {"N": "1"}},
     )
-    order = _service(ddb, ListQueue()).place(_request(sku="sku-2", quantity=2), stored_key="k")
-    state = {"order_id": order.order_id, "run": 1, "token": "dev.t.r1"}
+    service = _service(ddb, ListQueue())
+    order = service.place(_request(sku="sku-2", quantity=2), stored_key="k")
+    state = _state(ddb, order.order_id, execution_token(stage="dev", business_id=order.order_id, run=1))
     ctx, fences = _saga(ddb), _fences(ddb)
 
     for attempt in ("a-1", "a-2"):
@@ -150,12 +174,12 @@ def test_out_of_stock_marks_the_step_failed_and_replays_the_same_error(ddb: Any)
             run_step(ctx, fences, "ReserveInventory", StepRequest(state, attempt, 10))
 
     assert _stock(ddb, "sku-2") == 1
-    assert ctx.orders.get(order.order_id).steps == {"ReserveInventory": "FAILED"}  # type: ignore[union-attr]
+    assert service.view(order.order_id).steps == {"ReserveInventory": "FAILED"}
 
 
 def test_publish_sends_one_event_per_queue_with_a_stable_id(ddb: Any):
     order = _service(ddb, ListQueue()).place(_request(), stored_key="k")
-    state = {"order_id": order.order_id, "run": 1, "token": "dev.t.r1"}
+    state = _state(ddb, order.order_id, "dev.t.r1")
     ctx = _saga(ddb)
 
     result = run_step(ctx, _fences(ddb), "PublishEvents", StepRequest(state, "a-1", 10))
@@ -167,20 +191,29 @@ def test_publish_sends_one_event_per_queue_with_a_stable_id(ddb: Any):
     OrderCompletedEvent.model_validate(notify[0])
 
 
-@pytest.mark.parametrize("state", [{}, {"order_id": "o"}, {"order_id": "o", "run": "x", "token": "t"}])
-def test_a_step_input_without_order_run_and_token_is_rejected(ddb: Any, state: dict):
+_LINE = {"sku": "sku-1", "quantity": 1, "unit_price_cents": 199}
+_INPUT = {"order_id": "o", "run": 1, "token": "t", "customer_id": "c", "currency": "EUR", "lines": [_LINE]}
+
+
+@pytest.mark.parametrize(
+    "state",
+    [
+        {},
+        {"order_id": "o", "run": 1, "token": "t"},  # the input before the order's terms were carried
+        {**_INPUT, "run": "x"},
+        {**_INPUT, "lines": []},
+        {**_INPUT, "lines": [{"sku": "sku-1"}]},
+    ],
+)
+def test_a_step_input_that_is_not_a_workflow_input_is_rejected(ddb: Any, state: dict):
     with pytest.raises(UnknownOrder):
         run_step(_saga(ddb), _fences(ddb), "MarkCompleted", StepRequest(state, "a", 10))
 
 
-def test_a_step_for_an_order_that_does_not_exist_is_rejected(ddb: Any):
-    with pytest.raises(UnknownOrder):
-        run_step(
-            _saga(ddb),
-            _fences(ddb),
-            "MarkCompleted",
-            StepRequest({"order_id": "o", "run": 1, "token": "t"}, "a", 10),
-        )
+def test_finishing_an_order_that_does_not_exist_writes_nothing(ddb: Any):
+    with pytest.raises(EffectConditionFailed):
+        run_step(_saga(ddb), _fences(ddb), "MarkCompleted", StepRequest(_INPUT, "a", 10))
+    assert ddb.scan(TableName="orders")["Count"] == 0
 
 
 def test_consumers_apply_each_event_once(ddb: Any):

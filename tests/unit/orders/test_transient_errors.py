@@ -60,7 +60,7 @@ def _dynamo_calls(ddb: Any) -> dict[str, tuple[str, Call]]:
     catalog = DynamoCatalog(client=ddb, table_name="inventory")
     payments = FakePaymentProvider(client=ddb, table_name="payments", key_lifetime_seconds=86400)
     return {
-        "orders.get": ("DynamoDB.Query", lambda _: orders.get("o-1")),
+        "orders.get": ("DynamoDB.GetItem", lambda _: orders.get("o-1")),
         "catalog.lookup": ("DynamoDB.BatchGetItem", lambda _: catalog.lookup(["sku-1"])),
         "payments.charge": (
             "DynamoDB.PutItem",
@@ -73,7 +73,7 @@ def _dynamo_calls(ddb: Any) -> dict[str, tuple[str, Call]]:
                 reference="t",
             ),
         ),
-        "payments.charges": ("DynamoDB.Query", lambda _: payments.charges("o-1")),
+        "payments.history": ("DynamoDB.Query", lambda _: payments.history("o-1")),
     }
 
 
@@ -82,7 +82,7 @@ def _arm(client: Any, operation: str, code: str) -> None:
 
 
 @pytest.mark.parametrize("family", sorted(TRANSIENT))
-@pytest.mark.parametrize("adapter", ["orders.get", "catalog.lookup", "payments.charge", "payments.charges"])
+@pytest.mark.parametrize("adapter", ["orders.get", "catalog.lookup", "payments.charge", "payments.history"])
 def test_dynamodb_adapters_raise_transient_error(ddb: Any, adapter: str, family: str) -> None:
     client = boto3.client("dynamodb", region_name=REGION)
     operation, call = _dynamo_calls(client)[adapter]
