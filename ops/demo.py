@@ -15,7 +15,7 @@ What it does, with progress on the way (each scenario checks what a client can s
 6. once the dead attempt's lease has run out, `ops.redrive` restarts the execution with the same
    token: ReserveInventory is skipped by its fence; ChargePayment's takeover finds the dead
    attempt's charge at the provider (reconcile) and records it: one provider call, one charge;
-then a report per order (steps run / skipped by fence, dedup hits, replays, charges, provider
+then a report per order (step statuses from their fences, dedup hits, replays, charges, provider
 calls), the story of each order written as a picture (`<state dir>/stories/<order>.html`, and
 `.json` so `make story` shows it after the demo's own local cloud is gone), and a last line
 `invariants: OK` or `invariants: VIOLATED: <what>` (exit 1).
