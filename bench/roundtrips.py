@@ -44,7 +44,7 @@ from aws_lambda_powertools.utilities.idempotency import (
 from aws_lambda_powertools.utilities.typing import LambdaContext
 from moto import mock_aws
 
-from reliability.fence import AtomicEffect, FenceStore, StepId
+from reliability import AtomicEffect, FenceStore, StepId
 from reliability.telemetry import Telemetry
 
 REGION = "us-east-1"

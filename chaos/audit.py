@@ -1,7 +1,7 @@
 """Fences judged from outside: every write to a fence record, seen as it happened.
 
 A fence record (an item with `state` and `fencing_token`, on the fence table or, for consumer
-dedup, the idempotency table) may only move as `reliability.fence` promises:
+dedup, the idempotency table) may only move as `reliability.record` promises (`TRANSITIONS`):
 - an attempt *claims* it (IN_PROGRESS with a new owner or a new fencing token): from then on that
   invocation, and only it, holds the fence; a claim never takes a fence whose holder's lease is
   still live (by the claimant's clock);

@@ -24,9 +24,10 @@ from botocore.exceptions import ClientError
 
 from orders.config import Settings
 from orders.runtime import Runtime
+from reliability import AtomicEffect, FenceStore, Outcome, StepId
 from reliability.errors import BusinessError, EffectConditionFailed
-from reliability.fence import AtomicEffect, FenceStore, Outcome, StepId
-from reliability.http import Headers, HttpIdempotency, HttpResponse
+from reliability.http import HttpIdempotency, HttpResponse
+from reliability.keys import Key
 
 
 class PassThroughFences(FenceStore):
@@ -76,7 +77,7 @@ class NoHttpIdempotency(HttpIdempotency):
         self,
         *,
         route: str,  # noqa: ARG002
-        headers: Headers | None,  # noqa: ARG002
+        key: Key,  # noqa: ARG002
         payload: Any,  # noqa: ARG002
         lambda_context: Any,  # noqa: ARG002
         execute: Callable[[], HttpResponse],

@@ -29,12 +29,13 @@ from botocore.exceptions import ClientError
 
 from ops.story.collect import CREATE_ROUTE, FENCE_NAMESPACE, plain
 from ops.target import DEFAULT_STAGE, Target
-from reliability.fence import FenceRecord, FenceState
+from reliability import FenceRecord, FenceState
+from reliability.http import RECORD_PREFIX
 from reliability.keys import derive_key, execution_token
 
 POWERTOOLS_IN_PROGRESS = "INPROGRESS"
-# reliability.http hands Powertools key_prefix `http#<stage>#<route>`, `event_key_jmespath="key"`
-# (the scoped key value) and sha256: the record id below follows (a test pins it against it).
+# reliability.http hands Powertools key_prefix RECORD_PREFIX, `event_key_jmespath="key"` (the
+# scoped key value) and sha256: the record id below follows (a test pins it against it).
 
 
 class Refused(RuntimeError):
@@ -45,7 +46,7 @@ def http_record_id(raw_key: str, *, stage: str, route: str = CREATE_ROUTE) -> tu
     """(Powertools record id, scoped key) of a client's Idempotency-Key on `route`."""
     scoped = derive_key("http", stage=stage, identity={"route": route, "key": raw_key}).value
     digest = hashlib.sha256(json.dumps(scoped, sort_keys=True).encode()).hexdigest()
-    return f"http#{stage}#{route}#{digest}", scoped
+    return f"{RECORD_PREFIX}#{digest}", scoped
 
 
 def fence_record_id(order_id: str, step: str, *, stage: str, run: int = 1) -> tuple[str, str]:

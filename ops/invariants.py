@@ -41,7 +41,7 @@ from ops.target import Target
 from orders import items as layout
 from orders.domain import OrderStatus, StepStatus
 from orders.saga import step_statuses
-from reliability.fence import FenceState
+from reliability import FenceState
 from reliability.keys import execution_token
 
 _deserializer = TypeDeserializer()

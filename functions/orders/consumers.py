@@ -10,8 +10,8 @@ from typing import Any
 from orders import workflow as declared
 from orders.effects import ConsumerPorts
 from orders.messages import OrderCompletedEvent
+from reliability import AtomicEffect, Write
 from reliability.batch import ConsumerDedup
-from reliability.fence import AtomicEffect, Write
 
 ConsumerEffect = Callable[[ConsumerPorts, Mapping[str, Any]], list[Write]]
 

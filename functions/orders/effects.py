@@ -13,7 +13,7 @@ from orders.domain import EVENT_TYPE_COMPLETED, OrderStatus, OrderTerms, complet
 from orders.errors import PaymentDeclined
 from orders.ports import Aggregates, Inventory, Ledger, Notifications, PaymentProvider
 from orders.saga import Effect, SagaContext, StepRequest
-from reliability.fence import Write
+from reliability import Write
 from reliability.keys import derive_key
 
 if TYPE_CHECKING:

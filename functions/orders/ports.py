@@ -11,7 +11,7 @@ from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any, Protocol
 
 from orders.domain import CatalogItem, Order, OrderStatus, OrderTerms
-from reliability.fence import Write
+from reliability import Write
 
 if TYPE_CHECKING:
     from orders.contract import Charge, ProviderCall

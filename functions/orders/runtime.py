@@ -34,9 +34,8 @@ from orders.adapters.payments import FakePaymentProvider
 from orders.config import Settings
 from orders.observability import logger, metrics
 from orders.saga import SAGA_NAMESPACE, SagaContext
-from reliability import crashpoints
+from reliability import FenceStore, crashpoints
 from reliability.crashpoints import CrashPlan
-from reliability.fence import FenceStore
 from reliability.telemetry import Telemetry
 
 if TYPE_CHECKING:

@@ -29,7 +29,7 @@ from orders import workflow as declared
 from orders.domain import OrderTerms, StepStatus, WorkflowInput
 from orders.errors import UnknownOrder
 from orders.ports import Inventory, Ledger, OrderStore, PaymentProvider, Queue
-from reliability.fence import AtomicEffect, ExternalEffect, FenceState, FenceStore, StepId, Write
+from reliability import AtomicEffect, ExternalEffect, FenceState, FenceStore, StepId, Write
 
 # The fence namespace of every saga step (DEVELOPERS.md, "Steps, fences and statuses").
 SAGA_NAMESPACE = "saga"

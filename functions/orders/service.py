@@ -28,8 +28,8 @@ from orders.ports import (
 )
 from orders.saga import step_statuses
 from orders.workflow import STEPS
+from reliability import FenceStore, StepId
 from reliability.batch import PoisonMessage
-from reliability.fence import FenceStore, StepId
 from reliability.keys import execution_token
 from reliability.telemetry import Decision, Telemetry
 

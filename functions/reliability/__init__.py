@@ -5,8 +5,8 @@ Keys, HTTP idempotency, consumer dedup, step fences, crash points, telemetry.
 No aws_cdk imports; every AWS client is injected. See the module docstrings for the contracts.
 
 Every name below is importable from `reliability` but loaded on first use (PEP 562), so a function
-that imports `reliability.fence` does not pay for the batch or HTTP-idempotency utilities it never
-uses (cold start, bench/coldstart.py).
+that uses the step fences does not pay for the batch or HTTP-idempotency utilities it never uses
+(cold start, bench/coldstart.py). The whole public API is in README.md, on one screen.
 """
 
 from __future__ import annotations
@@ -16,11 +16,12 @@ from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
     from reliability.batch import ConsumerDedup, DeadLetters, PoisonMessage, parse_body, process_batch
-    from reliability.config import ConfigError, ReliabilityConfig, load_config
     from reliability.crashpoints import CrashPlan, SimulatedCrash, active_plan, crash_point, instrument
+    from reliability.effects import AtomicEffect, ExternalEffect, Write
     from reliability.errors import (
         BusinessError,
         EffectConditionFailed,
+        ExternalKeyExpired,
         FenceBusy,
         ReliabilityError,
         ResultTooLarge,
@@ -29,56 +30,47 @@ if TYPE_CHECKING:
         StoreError,
         TransientError,
         store_error,
-    )
-    from reliability.fence import (
-        TRANSITIONS,
-        AtomicEffect,
-        Claim,
-        FenceEvent,
-        FenceRecord,
-        FenceState,
-        FenceStore,
-        Outcome,
-        StepId,
-        Write,
+        transient_errors,
     )
     from reliability.http import HttpIdempotency, HttpResponse, error_response, header_value
     from reliability.keys import Key, canonical_json, derive_key, execution_token
-    from reliability.telemetry import Decision, Telemetry
+    from reliability.record import TRANSITIONS, Claim, FenceEvent, FenceRecord, FenceState, Outcome, StepId
+    from reliability.runs import FenceStore
+    from reliability.telemetry import Decision, Telemetry, metrics_per_invocation
 
 # Each public name and the submodule that defines it.
 _SOURCES = {
-    "AtomicEffect": "fence",
+    "TRANSITIONS": "record",
+    "AtomicEffect": "effects",
     "BusinessError": "errors",
-    "Claim": "fence",
-    "ConfigError": "config",
+    "Claim": "record",
     "ConsumerDedup": "batch",
     "CrashPlan": "crashpoints",
     "DeadLetters": "batch",
     "Decision": "telemetry",
     "EffectConditionFailed": "errors",
+    "ExternalEffect": "effects",
+    "ExternalKeyExpired": "errors",
     "FenceBusy": "errors",
-    "FenceEvent": "fence",
-    "FenceRecord": "fence",
-    "FenceState": "fence",
-    "FenceStore": "fence",
+    "FenceEvent": "record",
+    "FenceRecord": "record",
+    "FenceState": "record",
+    "FenceStore": "runs",
     "HttpIdempotency": "http",
     "HttpResponse": "http",
     "Key": "keys",
-    "Outcome": "fence",
+    "Outcome": "record",
     "PoisonMessage": "batch",
-    "ReliabilityConfig": "config",
     "ReliabilityError": "errors",
     "ResultTooLarge": "errors",
     "RetryableError": "errors",
     "SimulatedCrash": "crashpoints",
     "StaleFence": "errors",
-    "StepId": "fence",
+    "StepId": "record",
     "StoreError": "errors",
-    "TRANSITIONS": "fence",
     "Telemetry": "telemetry",
     "TransientError": "errors",
-    "Write": "fence",
+    "Write": "effects",
     "active_plan": "crashpoints",
     "canonical_json": "keys",
     "crash_point": "crashpoints",
@@ -87,10 +79,11 @@ _SOURCES = {
     "execution_token": "keys",
     "header_value": "http",
     "instrument": "crashpoints",
-    "load_config": "config",
     "parse_body": "batch",
     "process_batch": "batch",
     "store_error": "errors",
+    "transient_errors": "errors",
+    "metrics_per_invocation": "telemetry",
 }
 
 __all__ = [
@@ -98,12 +91,13 @@ __all__ = [
     "AtomicEffect",
     "BusinessError",
     "Claim",
-    "ConfigError",
     "ConsumerDedup",
     "CrashPlan",
     "DeadLetters",
     "Decision",
     "EffectConditionFailed",
+    "ExternalEffect",
+    "ExternalKeyExpired",
     "FenceBusy",
     "FenceEvent",
     "FenceRecord",
@@ -114,7 +108,6 @@ __all__ = [
     "Key",
     "Outcome",
     "PoisonMessage",
-    "ReliabilityConfig",
     "ReliabilityError",
     "ResultTooLarge",
     "RetryableError",
@@ -133,10 +126,11 @@ __all__ = [
     "execution_token",
     "header_value",
     "instrument",
-    "load_config",
+    "metrics_per_invocation",
     "parse_body",
     "process_batch",
     "store_error",
+    "transient_errors",
 ]
 
 

@@ -22,7 +22,9 @@ from aws_lambda_powertools.utilities.batch import BatchProcessor, EventType, pro
 from aws_lambda_powertools.utilities.data_classes.sqs_event import SQSRecord
 from pydantic import BaseModel, ValidationError
 
-from reliability.fence import AtomicEffect, FenceStore, Outcome, StepId
+from reliability.effects import AtomicEffect
+from reliability.record import Outcome, StepId
+from reliability.runs import FenceStore
 from reliability.telemetry import Decision, Telemetry
 
 M = TypeVar("M", bound=BaseModel)
@@ -127,7 +129,7 @@ class ConsumerDedup:
     def _report(self, step: StepId, outcome: Outcome) -> Outcome:
         self._telemetry.decision(
             Decision.DEDUP_HIT if outcome.skipped else Decision.DEDUP_MISS,
-            key=self._fences.key_for(step).value,
+            key=self._fences.external_key(step),
             token=step.token,
             step=self.consumer,
         )

@@ -15,7 +15,9 @@ deletion on exception). This module adds the HTTP contract around it:
 - same key while the first is in progress -> 409 with ``Retry-After``;
 - an exception from ``execute`` stores nothing (Powertools deletes the record) and propagates
   intact; a response with status >= 400 stores nothing either;
-- the key is scoped to stage and route (``derive_key("http", stage, {route, key})``);
+- the key is parsed, validated and scoped to stage and route once (``checked_key``:
+  ``derive_key("http", stage, {route, key})``), and ``handle`` takes that ``Key``; the Powertools
+  record id is ``http#<sha256 of the key's value>`` (the value already names stage and route);
 - the in-progress record expires with the invocation (``register_lambda_context``).
 
 We hand Powertools an already-parsed payload (``{"key": ..., "payload": ...}``) with plain
@@ -53,6 +55,7 @@ from reliability.keys import Key, derive_key
 from reliability.telemetry import Decision, Telemetry
 
 HEADER = "Idempotency-Key"
+RECORD_PREFIX = "http"  # Powertools' record id: `http#<sha256>` of the scoped key's value
 REPLAYED_HEADER = "Idempotent-Replayed"
 MAX_KEY_CHARS = 255
 
@@ -201,22 +204,10 @@ class HttpIdempotency:
         """The stored key for a client's Idempotency-Key on ``route`` in this stage."""
         return derive_key("http", stage=self._stage, identity={"route": route, "key": raw_key})
 
-    def request_key(self, *, route: str, headers: Headers | None) -> Key | None:
-        """The scoped key of a request, or None when its header is missing or invalid."""
-        try:
-            raw = idempotency_key(headers)
-        except KeyRejected:
-            return None
-        return None if raw is None else self.scoped_key(route=route, raw_key=raw)
-
-    def key_rejection(self, *, route: str, headers: Headers | None) -> HttpResponse | None:
-        """The 400 for a request whose Idempotency-Key the contract refuses, else None. `handle`
-        checks it first; a caller may check it before parsing the body, so a request with no key
-        and a bad body is told about the key first, as API Gateway's parameter validation does."""
-        checked = self._checked_key(route=route, headers=headers)
-        return checked if isinstance(checked, HttpResponse) else None
-
-    def _checked_key(self, *, route: str, headers: Headers | None) -> str | HttpResponse:
+    def checked_key(self, *, route: str, headers: Headers | None) -> Key | HttpResponse:
+        """The request's key scoped to this stage and ``route``, or the 400 the contract answers
+        for a missing or refused Idempotency-Key (check it before parsing the body, so a request
+        with no key and a bad body is told about the key first, as API Gateway's validation does)."""
         try:
             raw = idempotency_key(headers)
         except KeyRejected as rejected:
@@ -225,21 +216,18 @@ class HttpIdempotency:
         if raw is None:
             self._telemetry.decision(Decision.KEY_REJECTED, step=route, reason="missing")
             return error_response(400, "IdempotencyKeyMissing", f"the {HEADER} header is required")
-        return raw
+        return self.scoped_key(route=route, raw_key=raw)
 
     def handle(
         self,
         *,
         route: str,
-        headers: Headers | None,
+        key: Key,
         payload: Any,
         lambda_context: Any,
         execute: Callable[[], HttpResponse],
     ) -> HttpResponse:
-        checked = self._checked_key(route=route, headers=headers)
-        if isinstance(checked, HttpResponse):
-            return checked
-        key = self.scoped_key(route=route, raw_key=checked)
+        """Run ``execute`` once per ``key`` (from ``checked_key``) and payload; see the module doc."""
         replayed: list[bool] = []
 
         def on_replay(response: Any, idempotent_data: DataRecord) -> Any:  # noqa: ARG001 - Powertools hook signature
@@ -272,7 +260,7 @@ class HttpIdempotency:
             data_keyword_argument="request",
             persistence_store=self._persistence,
             config=config,
-            key_prefix=f"http#{self._stage}#{route}",
+            key_prefix=RECORD_PREFIX,
         )
 
         fields = {"key": key.value, "step": route, "label": key.label}
@@ -310,6 +298,7 @@ class HttpIdempotency:
 __all__ = [
     "HEADER",
     "MAX_KEY_CHARS",
+    "RECORD_PREFIX",
     "REPLAYED_HEADER",
     "Headers",
     "HttpIdempotency",

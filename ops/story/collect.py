@@ -22,7 +22,7 @@ from ops.story.model import Entry, Lane, Outcome, Story
 from orders import items as layout
 from orders.saga import step_statuses
 from orders.workflow import CONSUMERS
-from reliability.fence import FenceState
+from reliability import FenceState
 from reliability.keys import derive_key
 
 _DESERIALIZER = TypeDeserializer()

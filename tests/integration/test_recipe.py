@@ -50,7 +50,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from orders.effects import ConsumerPorts
-from reliability.fence import Write
+from reliability import Write
 
 
 def send_receipt(ports: ConsumerPorts, event: Mapping[str, Any]) -> list[Write]:

@@ -26,8 +26,8 @@ from orders.items import (
     order_pk,
     sku_pk,
 )
+from reliability import Write
 from reliability.errors import error_code, transient_errors
-from reliability.fence import Write
 
 _BATCH_GET_LIMIT = 100
 

@@ -87,25 +87,23 @@ def create_order() -> Response[str]:
     runtime = current()
     idempotency = runtime.http_idempotency()
     headers = _headers()
-    rejected = idempotency.key_rejection(route=CREATE_ROUTE, headers=headers)
-    if rejected is not None:
-        return _from_http(rejected)
+    key = idempotency.checked_key(route=CREATE_ROUTE, headers=headers)
+    if isinstance(key, HttpResponse):
+        return _from_http(key)
+    stored_key = key.value
     media_type = (header_value(headers, "Content-Type") or "").split(";")[0].strip().lower()
     if media_type != JSON:
         return _error(415, "UnsupportedMediaType", f"send the order as {JSON}")
     request = parse_create_order(_body())
-    key = idempotency.request_key(route=CREATE_ROUTE, headers=headers)
 
     def execute() -> HttpResponse:
-        if key is None:  # key_rejection() answered 400 above; keep mypy and readers sure
-            raise OrderError("Idempotency-Key is required")
-        accepted = runtime.order_service.place(request, stored_key=key.value, status_base=_status_base())
+        accepted = runtime.order_service.place(request, stored_key=stored_key, status_base=_status_base())
         return HttpResponse(status=202, body=accepted.model_dump(mode="json"))
 
     return _from_http(
         idempotency.handle(
             route=CREATE_ROUTE,
-            headers=headers,
+            key=key,
             payload=request.model_dump(mode="json"),
             lambda_context=app.lambda_context,
             execute=execute,

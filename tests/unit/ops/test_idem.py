@@ -14,7 +14,7 @@ from aws_lambda_powertools.utilities.idempotency import DynamoDBPersistenceLayer
 from moto import mock_aws
 
 from ops.idem import Idem, Refused, describe_fence, describe_http, fence_record_id, http_record_id
-from reliability.fence import FenceStore, StepId
+from reliability import FenceStore, StepId
 from reliability.http import HttpIdempotency, HttpResponse
 from tests.unit.reliability.helpers import (
     FENCES,
@@ -71,9 +71,11 @@ def _http(ddb: Any) -> HttpIdempotency:
 
 
 def _post(http: HttpIdempotency, key: str, execute: Any) -> HttpResponse:
+    scoped = http.checked_key(route="POST /orders", headers={"Idempotency-Key": key})
+    assert not isinstance(scoped, HttpResponse)
     return http.handle(
         route="POST /orders",
-        headers={"Idempotency-Key": key},
+        key=scoped,
         payload='{"sku": "a"}',
         lambda_context=Context(),
         execute=execute,
@@ -161,7 +163,7 @@ def test_fence_reset_refuses_a_live_lease_and_resets_once_it_has_expired(ddb, tm
     )
     record_id, token = fence_record_id("o-9", "ChargePayment", stage=STAGE, run=1)
     step = StepId(token=token, step="ChargePayment")
-    assert fences.key_for(step).value == record_id
+    assert fences.external_key(step) == record_id
     fences.claim(step, attempt_id="attempt-1", lease_seconds=30)
     idem = _idem(ddb, FENCES, answer=True, tmp_path=tmp_path, clock=clock)
 

@@ -31,11 +31,10 @@ NOT_IMPORTED = {
         "orders.messages",
         "orders.contract",
         "pydantic",
-        "reliability.config",
     ),
-    "orders.handlers.worker": (*HTTP, "orders.contract", "reliability.config"),
-    "orders.handlers.consumers": (*HTTP, "orders.contract", "reliability.config"),
-    "orders.handlers.api": (*BATCH, "orders.messages", "reliability.config"),
+    "orders.handlers.worker": (*HTTP, "orders.contract"),
+    "orders.handlers.consumers": (*HTTP, "orders.contract"),
+    "orders.handlers.api": (*BATCH, "orders.messages"),
 }
 PROBE = (
     "import importlib, json, sys; importlib.import_module(sys.argv[1]); "

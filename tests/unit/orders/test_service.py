@@ -25,9 +25,9 @@ from orders.errors import OrderNotFound, OutOfStock, UnknownOrder, UnknownSku
 from orders.messages import OrderCompletedEvent
 from orders.saga import SagaContext, StepRequest, run_step
 from orders.service import OrderService
+from reliability import FenceStore
 from reliability.batch import ConsumerDedup
 from reliability.errors import EffectConditionFailed
-from reliability.fence import FenceStore
 from reliability.keys import execution_token
 from reliability.telemetry import Telemetry
 

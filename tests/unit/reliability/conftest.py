@@ -10,7 +10,7 @@ import pytest
 from aws_lambda_powertools import Logger, Metrics
 from moto import mock_aws
 
-from reliability.fence import FenceStore
+from reliability import FenceStore
 from reliability.telemetry import Telemetry
 from tests.unit.reliability.helpers import FENCES, REGION, FakeClock, create_tables
 

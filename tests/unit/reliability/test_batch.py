@@ -11,8 +11,8 @@ from aws_lambda_powertools.utilities.data_classes.sqs_event import SQSRecord
 from botocore.stub import Stubber
 from pydantic import BaseModel
 
+from reliability import AtomicEffect, FenceStore
 from reliability.batch import ConsumerDedup, DeadLetters, PoisonMessage, parse_body, process_batch
-from reliability.fence import AtomicEffect, FenceStore
 from reliability.telemetry import Telemetry
 from tests.unit.reliability.helpers import (
     IDEMPOTENCY,

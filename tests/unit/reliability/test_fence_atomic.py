@@ -8,6 +8,7 @@ import boto3
 import pytest
 from botocore.stub import Stubber
 
+from reliability import AtomicEffect, FenceState, FenceStore, StepId, Write
 from reliability.errors import (
     EffectConditionFailed,
     FenceBusy,
@@ -15,7 +16,6 @@ from reliability.errors import (
     StoreError,
     TransientError,
 )
-from reliability.fence import AtomicEffect, FenceState, FenceStore, StepId, Write
 from reliability.telemetry import Telemetry
 from tests.unit.reliability.domain import DemoOutOfStock
 from tests.unit.reliability.helpers import (
@@ -239,7 +239,7 @@ def test_a_concurrent_winner_answers_a_business_failure(telemetry: Telemetry) ->
     # Given our transaction fails on stock, but another attempt completes the step before we record FAILED
     store, stub = stubbed(telemetry)
     completed = {
-        "id": {"S": store.key_for(STEP).value},
+        "id": {"S": store.external_key(STEP)},
         "state": {"S": "COMPLETED"},
         "fencing_token": {"N": "0"},
         "result": {"S": '{"winner":true}'},

@@ -8,9 +8,9 @@ import boto3
 import pytest
 from botocore.stub import Stubber
 
+from reliability import AtomicEffect, FenceState, FenceStore, StepId, Write
 from reliability.crashpoints import CrashPlan, SimulatedCrash
 from reliability.errors import EffectConditionFailed, FenceBusy, ResultTooLarge, StaleFence, TransientError
-from reliability.fence import AtomicEffect, FenceState, FenceStore, StepId, Write
 from reliability.telemetry import Telemetry
 from tests.unit.reliability.domain import DemoOutOfStock, DemoPaymentDeclined
 from tests.unit.reliability.helpers import (
@@ -282,7 +282,7 @@ def test_leased_atomic_effect_condition_failure_is_recorded_as_business_error(
 def test_items_of_one_step_are_fenced_independently(fences: FenceStore) -> None:
     one = StepId("dev.o.r1", "reserve", item="sku-1")
     two = StepId("dev.o.r1", "reserve", item="sku-2")
-    assert fences.key_for(one) != fences.key_for(two)
+    assert fences.external_key(one) != fences.external_key(two)
     assert (
         fences.run_leased(one, attempt_id="A", lease_seconds=LEASE, effect=lambda k: {"k": k}).skipped
         is False
@@ -334,7 +334,7 @@ def test_claim_refused_without_old_item_is_busy(telemetry: Telemetry) -> None:
 def test_complete_failing_on_the_store_releases_the_claim(telemetry: Telemetry) -> None:
     # Given claim succeeds, complete is throttled, and the release succeeds
     store, stub = stubbed(telemetry)
-    key = store.key_for(STEP).value
+    key = store.external_key(STEP)
     stub.add_response(
         "update_item",
         {
@@ -370,7 +370,7 @@ def test_a_lease_must_be_positive(fences: FenceStore) -> None:
 def claimed_response(store: FenceStore, token: int = 1) -> dict[str, Any]:
     return {
         "Attributes": {
-            "id": {"S": store.key_for(STEP).value},
+            "id": {"S": store.external_key(STEP)},
             "state": {"S": "IN_PROGRESS"},
             "fencing_token": {"N": str(token)},
             "owner": {"S": "A"},

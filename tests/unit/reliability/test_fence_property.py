@@ -15,9 +15,9 @@ from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 from moto import mock_aws
 
+from reliability import AtomicEffect, FenceState, FenceStore, StepId
 from reliability.crashpoints import CrashPlan, SimulatedCrash
 from reliability.errors import FenceBusy, StaleFence
-from reliability.fence import AtomicEffect, FenceState, FenceStore, StepId
 from tests.unit.reliability.domain import DemoPaymentDeclined
 from tests.unit.reliability.helpers import (
     FENCES,

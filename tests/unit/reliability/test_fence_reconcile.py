@@ -7,9 +7,9 @@ from typing import Any
 
 import pytest
 
+from reliability import ExternalEffect, FenceState, FenceStore, StepId
 from reliability.crashpoints import CrashPlan, SimulatedCrash
 from reliability.errors import ExternalKeyExpired
-from reliability.fence import ExternalEffect, FenceState, FenceStore, StepId
 from reliability.telemetry import Telemetry
 from tests.unit.reliability.helpers import FENCES, FakeClock
 

@@ -54,9 +54,12 @@ class Api:
         context: Any = None,
     ) -> HttpResponse:
         headers = {} if key is None else {header: key}
+        scoped = self.http.checked_key(route=route, headers=headers)
+        if isinstance(scoped, HttpResponse):
+            return scoped
         return self.http.handle(
             route=route,
-            headers=headers,
+            key=scoped,
             payload=payload,
             lambda_context=context or Context(),
             execute=execute or self.create,
@@ -198,10 +201,9 @@ def test_keys_are_scoped_to_route_and_stage(ddb: Any) -> None:
     # Then each executed: nothing collided
     assert (dev.runs, prod.runs) == (2, 1)
     assert len(records(ddb)) == 3
-    assert dev.http.request_key(route=ROUTE, headers={"idempotency-key": "key-1"}) != prod.http.request_key(
+    assert dev.http.checked_key(route=ROUTE, headers={"idempotency-key": "key-1"}) != prod.http.checked_key(
         route=ROUTE, headers={"idempotency-key": "key-1"}
     )
-    assert dev.http.request_key(route=ROUTE, headers={}) is None
 
 
 def test_a_dead_invocation_blocks_its_key_no_longer_than_its_remaining_time(api: Api) -> None:
@@ -277,9 +279,12 @@ def test_a_key_outside_the_sf_string_contract_is_a_400_and_nothing_runs(
 def test_two_header_lines_with_different_keys_are_a_400(api: Api, ddb: Any) -> None:
     # Given API Gateway's multiValueHeaders of a request that carries the header twice
     def call(values: list[str]) -> HttpResponse:
+        key = api.http.checked_key(route=ROUTE, headers={"Idempotency-Key": values})
+        if isinstance(key, HttpResponse):
+            return key
         return api.http.handle(
             route=ROUTE,
-            headers={"Idempotency-Key": values},
+            key=key,
             payload="{}",
             lambda_context=Context(),
             execute=api.create,
@@ -293,10 +298,12 @@ def test_two_header_lines_with_different_keys_are_a_400(api: Api, ddb: Any) -> N
     assert api.runs == 1
 
 
-def test_key_rejection_is_the_handle_answer_without_running_anything(api: Api) -> None:
-    assert api.http.key_rejection(route=ROUTE, headers={"Idempotency-Key": "ok"}) is None
-    missing = api.http.key_rejection(route=ROUTE, headers={})
-    assert missing is not None
+def test_a_checked_key_is_the_scoped_key_or_the_400(api: Api) -> None:
+    assert api.http.checked_key(route=ROUTE, headers={"Idempotency-Key": "ok"}) == api.http.scoped_key(
+        route=ROUTE, raw_key="ok"
+    )
+    missing = api.http.checked_key(route=ROUTE, headers={})
+    assert isinstance(missing, HttpResponse)
     assert missing.body == {
         "error": "IdempotencyKeyMissing",
         "message": "the Idempotency-Key header is required",

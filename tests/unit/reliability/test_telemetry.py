@@ -9,8 +9,8 @@ from typing import Any
 import pytest
 from aws_lambda_powertools import Logger, Metrics
 
+from reliability import AtomicEffect, FenceStore, StepId
 from reliability.errors import FenceBusy, StaleFence
-from reliability.fence import AtomicEffect, FenceStore, StepId
 from reliability.telemetry import Decision, Telemetry, metrics_per_invocation
 from tests.unit.reliability.domain import DemoPaymentDeclined
 from tests.unit.reliability.helpers import FENCES, FakeClock, read_emitted

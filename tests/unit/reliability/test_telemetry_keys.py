@@ -9,7 +9,7 @@ from typing import Any
 import pytest
 from aws_lambda_powertools import Logger, Metrics
 
-from reliability.fence import FenceStore, StepId
+from reliability import FenceStore, StepId
 from reliability.keys import derive_key, execution_token
 from reliability.telemetry import KEY_FIELDS, Decision, Kind, Telemetry, key_hash
 from tests.unit.reliability.helpers import FENCES, FakeClock, read_emitted

@@ -8,15 +8,14 @@ from typing import Any
 
 import pytest
 
+from reliability import AtomicEffect, FenceStore
 from reliability.errors import FenceBusy, StaleFence
-from reliability.fence import (
+from reliability.record import (
     CLAIM_REFUSED,
     TERMINAL,
     TRANSITIONS,
-    AtomicEffect,
     FenceEvent,
     FenceState,
-    FenceStore,
     Refusal,
     StepId,
     next_state,

@@ -1,0 +1,109 @@
+"""What a fenced step does: DynamoDB writes that commit with its record, or an external effect.
+
+``AtomicEffect(result, writes)``: the writes commit in ONE ``TransactWriteItems`` with the fence
+record (``run_atomic``, or a leased step's completion). When a write's own condition fails, the
+``BusinessError`` attached to it (``Write.on_condition_failed`` or
+``AtomicEffect.on_condition_failure``) is the answer (``cancellation_error``).
+
+``ExternalEffect(act, reconcile=, key_lifetime_seconds=)``: ``act(key)`` with the idempotency key
+every attempt of the step shares; a takeover reconciles first (``FenceStore.run_leased``).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from reliability.errors import (
+    RETRYABLE_CANCELLATION_CODES,
+    BusinessError,
+    EffectConditionFailed,
+    ReliabilityError,
+    StoreError,
+    TransientError,
+)
+
+# DynamoDB TransactWriteItems accepts at most 100 actions; one is the fence record.
+MAX_EFFECT_WRITES = 99
+
+
+@dataclass(frozen=True)
+class Write:
+    """One ``TransactWriteItems`` entry (client shape, e.g. ``{"Update": {...}}``) and the
+    BusinessError to raise when that entry's own condition fails (None: EffectConditionFailed)."""
+
+    entry: dict[str, Any]
+    on_condition_failed: BusinessError | None = None
+
+
+@dataclass(frozen=True)
+class AtomicEffect:
+    """A step's result and the DynamoDB writes that are its effect.
+
+    ``writes`` items are plain entries or ``Write``; ``on_condition_failure`` maps an index in
+    ``writes`` to the BusinessError to raise when that write's condition fails (a ``Write``'s own
+    ``on_condition_failed`` wins).
+    """
+
+    result: dict[str, Any]
+    writes: Sequence[dict[str, Any] | Write] = ()
+    on_condition_failure: Mapping[int, BusinessError] = field(default_factory=dict)
+
+    def normalized(self) -> list[Write]:
+        """Each write with its BusinessError; ValueError past the transaction's size."""
+        out: list[Write] = []
+        for index, write in enumerate(self.writes):
+            if isinstance(write, Write):
+                failure = write.on_condition_failed or self.on_condition_failure.get(index)
+                out.append(Write(write.entry, failure))
+            else:
+                out.append(Write(write, self.on_condition_failure.get(index)))
+        if len(out) > MAX_EFFECT_WRITES:
+            raise ValueError(f"an AtomicEffect holds at most {MAX_EFFECT_WRITES} writes, got {len(out)}")
+        return out
+
+
+@dataclass(frozen=True)
+class ExternalEffect:
+    """An external effect for ``run_leased``, with what a takeover needs to not repeat it blind.
+
+    A takeover inherits an earlier attempt that may have acted and died before completing,
+    possibly long ago (a redrive comes up to 14 days after the execution failed), when the
+    external system may have forgotten the idempotency key. So it looks before it acts:
+    ``reconcile()`` asks the external system by a reference that never expires and returns the
+    earlier effect's result (recorded as this step's result; no second effect) or None (it never
+    happened: act). Without ``reconcile``, a takeover whose first claim is older than
+    ``key_lifetime_seconds`` (how long the external system dedupes a key) raises
+    ``ExternalKeyExpired`` instead of acting: the execution stops for an operator.
+    """
+
+    act: Callable[[str], Mapping[str, Any] | AtomicEffect]
+    reconcile: Callable[[], Mapping[str, Any] | AtomicEffect | None] | None = None
+    key_lifetime_seconds: float | None = None
+
+    def __call__(self, external_key: str) -> Mapping[str, Any] | AtomicEffect:
+        return self.act(external_key)
+
+
+def cancellation_error(writes: Sequence[Write], reasons: Sequence[Mapping[str, Any]]) -> Exception:
+    """Why a transaction of [fence record, *writes] was cancelled, when the record's own condition
+    held: the BusinessError of the first effect write whose condition failed (EffectConditionFailed
+    when it has none), else TransientError for a retryable cancellation, else StoreError."""
+    for index, reason in enumerate(reasons[1:]):
+        if reason.get("Code") == "ConditionalCheckFailed":
+            failure = writes[index].on_condition_failed
+            if failure is not None:
+                return failure
+            return EffectConditionFailed(
+                f"effect write {index} failed its condition and has no BusinessError attached",
+                index=index,
+                code="ConditionalCheckFailed",
+            )
+    codes = [str(r.get("Code")) for r in reasons if r.get("Code") not in (None, "None")]
+    error: ReliabilityError = (
+        TransientError(f"transaction cancelled: {codes}")
+        if any(code in RETRYABLE_CANCELLATION_CODES for code in codes)
+        else StoreError(f"transaction cancelled: {codes}")
+    )
+    return error
