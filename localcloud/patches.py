@@ -385,10 +385,8 @@ def _put_back(snapshots: list[_ItemSnapshot], stream_lengths: dict[Table, int]) 
             del table.stream_shard.items[length:]
 
 
-def _patch_transactions() -> None:
-    backend_cls = dynamodb_models.DynamoDBBackend
-    original = backend_cls.transact_write_items
-    _originals["transact_write_items"] = original
+def transactions_by_item(original: Callable[..., None]) -> Callable[..., None]:
+    """moto's `DynamoDBBackend.transact_write_items` (`original`) with patch 14 (the simulator's too)."""
 
     def transact_write_items(self: Any, transact_items: list[dict[str, Any]]) -> None:
         with _transaction_lock:
@@ -403,7 +401,13 @@ def _patch_transactions() -> None:
             finally:
                 del Table.__deepcopy__  # type: ignore[attr-defined]
 
-    backend_cls.transact_write_items = transact_write_items  # type: ignore[method-assign]
+    return transact_write_items
+
+
+def _patch_transactions() -> None:
+    backend_cls = dynamodb_models.DynamoDBBackend
+    _originals["transact_write_items"] = backend_cls.transact_write_items
+    backend_cls.transact_write_items = transactions_by_item(backend_cls.transact_write_items)  # type: ignore[method-assign]
 
 
 # 15. moto's Query of a table (not an index) lists every item of the table, sorts them all by
@@ -415,12 +419,11 @@ def _patch_transactions() -> None:
 _query_partition = threading.local()  # the (table, hash key) a base-table query on this thread lists
 
 
-def _patch_query_by_partition() -> None:
-    original_query = Table.query
-    original_all_items = Table.all_items
+def query_by_partition(
+    original_query: Callable[..., Any], original_all_items: Callable[..., list[Item]]
+) -> tuple[Callable[..., Any], Callable[..., list[Item]]]:
+    """moto's `Table.query` and `Table.all_items` with patch 15 (the simulator's too)."""
     query_signature = inspect.signature(original_query)
-    _originals["table_query"] = original_query
-    _originals["table_all_items"] = original_all_items
 
     def all_items(self: Table) -> list[Item]:
         scope = getattr(_query_partition, "scope", None)
@@ -441,8 +444,13 @@ def _patch_query_by_partition() -> None:
         finally:
             _query_partition.scope = None
 
-    Table.query = query  # type: ignore[method-assign]
-    Table.all_items = all_items  # type: ignore[method-assign]
+    return query, all_items
+
+
+def _patch_query_by_partition() -> None:
+    _originals["table_query"] = Table.query
+    _originals["table_all_items"] = Table.all_items
+    Table.query, Table.all_items = query_by_partition(Table.query, Table.all_items)  # type: ignore[method-assign]
 
 
 def install(runtime: LambdaRuntime) -> None:

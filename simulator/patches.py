@@ -32,6 +32,8 @@ Applied together by `InProcessCloud.installed()` (`on_the_clock(clock)`), for th
    rebuilt its node-type map at every node, and the clause-count check ran again under every
    nested UpdateExpression node (quadratic in the actions). The map is built once per pass and the
    count checked at the root, whose clauses include every nested node's.
+8. The local cloud's patches 14 and 15 (localcloud/patches.py, the same functions): a transaction
+   snapshots only the items it names, a base-table Query lists only the queried partition.
 """
 
 from __future__ import annotations
@@ -47,6 +49,8 @@ from unittest import mock
 
 from moto.core.exceptions import JsonRESTError
 from moto.core.responses import ActionResult
+from moto.dynamodb.models import DynamoDBBackend
+from moto.dynamodb.models.table import Table
 from moto.dynamodb.parsing.ast_nodes import DepthFirstTraverser  # type: ignore[attr-defined]
 from moto.dynamodb.parsing.validators import ActionCountValidator
 from moto.dynamodb.responses import DynamoHandler
@@ -59,6 +63,7 @@ from moto.stepfunctions.parser.backend.execution import BaseExecutionWorkerCommu
 from moto.stepfunctions.responses import StepFunctionResponse
 
 from infra.config import REDRIVE_WINDOW_DAYS
+from localcloud.patches import query_by_partition, transactions_by_item
 from simulator.clock import Clock, clocked_datetime_module
 
 DAY = 86_400
@@ -220,7 +225,7 @@ def _change_visibility(clock: Clock) -> Any:
 
 @contextmanager
 def on_the_clock(clock: Clock) -> Iterator[None]:
-    """Patches 1-7 (1-3 on `clock`)."""
+    """Patches 1-8 (1-3 on `clock`)."""
 
     def unix_time_millis() -> float:
         return clock() * 1000
@@ -254,4 +259,14 @@ def on_the_clock(clock: Clock) -> Iterator[None]:
         stack.enter_context(
             mock.patch.object(ActionCountValidator, "verify_action_counts", _verify_action_counts_at_root)
         )
+        stack.enter_context(
+            mock.patch.object(
+                DynamoDBBackend,
+                "transact_write_items",
+                transactions_by_item(DynamoDBBackend.transact_write_items),
+            )
+        )
+        query, all_items = query_by_partition(Table.query, Table.all_items)
+        stack.enter_context(mock.patch.object(Table, "query", query))
+        stack.enter_context(mock.patch.object(Table, "all_items", all_items))
         yield

@@ -1,4 +1,4 @@
-"""The simulator's speed patches of moto (simulator/patches.py 6-7) change no answer: the same
+"""The simulator's speed patches of moto (simulator/patches.py 6-8) change no answer: the same
 DynamoDB calls give the same responses and errors with and without them."""
 
 from __future__ import annotations
@@ -63,6 +63,9 @@ def _calls(d: Any) -> list[Callable[[], Any]]:
                 },
             ]
         ),
+        # the cancelled transaction left no trace: its Put is undone, the checked item unchanged
+        lambda: d.get_item(TableName=t, Key={"pk": {"S": "c"}, "sk": {"S": "d"}}, ConsistentRead=True),
+        lambda: d.get_item(TableName=t, Key=KEY, ConsistentRead=True),
         lambda: d.put_item(
             TableName=t,
             Item=ITEM,
@@ -72,6 +75,18 @@ def _calls(d: Any) -> list[Callable[[], Any]]:
         lambda: d.delete_item(TableName=t, Key={"pk": {"S": "a"}, "sk": {"S": "c"}}, ReturnValues="ALL_OLD"),
         lambda: d.batch_write_item(
             RequestItems={t: [{"PutRequest": {"Item": {"pk": {"S": "e"}, "sk": {"S": "f"}}}}]}
+        ),
+        lambda: d.query(
+            TableName=t,
+            KeyConditionExpression="pk = :p AND sk > :s",
+            ExpressionAttributeValues={":p": {"S": "a"}, ":s": {"S": "a"}},
+            ScanIndexForward=False,
+        ),
+        lambda: d.query(
+            TableName=t, KeyConditionExpression="pk = :p", ExpressionAttributeValues={":p": {"S": "e"}}
+        ),
+        lambda: d.query(
+            TableName=t, KeyConditionExpression="pk = :p", ExpressionAttributeValues={":p": {"S": "none"}}
         ),
         lambda: d.describe_table(TableName=t)["Table"]["KeySchema"],
     ]
@@ -113,3 +128,7 @@ def test_dynamodb_answers_are_the_same_with_the_speed_patches() -> None:
     plain, patched = _answers(patched=False), _answers(patched=True)
     assert patched == plain
     assert "SET" in str(plain[4])  # the twice-used SET section is still refused
+    assert "TransactionCanceledException" in str(plain[8])
+    assert "Item" not in plain[9]
+    assert [i["pk"]["S"] for i in plain[15]["Items"]] == ["e"]
+    assert plain[16]["Items"] == []
