@@ -56,6 +56,7 @@ from ops.story import html as story_html
 from ops.story.collect import Collector
 from ops.story.logs import LocalLogFiles
 from ops.story.model import Outcome
+from ops.target import add_state_dir_option
 from orders.items import catalog_key
 
 T = TypeVar("T")
@@ -511,12 +512,7 @@ def run(state_dir: Path, console: IO[str] = sys.stdout) -> int:
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m ops.demo", description=__doc__.splitlines()[0])
-    parser.add_argument(
-        "--dir",
-        type=Path,
-        default=Path(os.environ.get("LOCALCLOUD_DIR") or ".localcloud"),
-        help="the local cloud's state directory (env LOCALCLOUD_DIR, default .localcloud)",
-    )
+    add_state_dir_option(parser)
     args = parser.parse_args(argv)
 
     def on_term(_signum: int, _frame: object) -> None:

@@ -40,7 +40,7 @@ from botocore.exceptions import BotoCoreError, ClientError
 from localcloud import control
 from localcloud import outputs as localcloud_outputs
 from localcloud.synth import stacks_of_stage, synth_env
-from ops.target import outputs_file
+from ops.target import local_state_dir, outputs_file
 
 PROJECT_DIR = Path(__file__).resolve().parents[1]
 CLI = PROJECT_DIR / "node_modules" / ".bin" / "cdk"
@@ -121,7 +121,7 @@ def resolve(
     environ = os.environ if environ is None else environ
     region = environ.get("AWS_REGION") or environ.get("AWS_DEFAULT_REGION") or ""
     if name == "local":
-        state = localcloud_dir or Path(environ.get("LOCALCLOUD_DIR") or ".localcloud")
+        state = localcloud_dir or local_state_dir(environ)
         try:
             endpoint = localcloud_outputs.load_endpoint(state)
         except FileNotFoundError:

@@ -28,7 +28,7 @@ from typing import IO, Any
 from botocore.exceptions import ClientError
 
 from ops.story.collect import CREATE_ROUTE, FENCE_NAMESPACE, plain
-from ops.target import DEFAULT_STAGE, Target
+from ops.target import DEFAULT_STAGE, Target, local_state_dir
 from reliability import FenceRecord, FenceState
 from reliability.http import RECORD_PREFIX
 from reliability.keys import derive_key, execution_token
@@ -239,7 +239,7 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     target = Target.resolve()
     stage = "local" if target.local else os.environ.get("RETRYSAFE_STAGE", DEFAULT_STAGE)
-    state_dir = Path(os.environ.get("LOCALCLOUD_DIR") or ".localcloud")
+    state_dir = local_state_dir()
     fence = args.command.startswith("fence")
     if fence and not (args.order and args.step):
         parser.error("fence-show/fence-reset need --order and --step")

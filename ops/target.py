@@ -13,6 +13,7 @@ URL pointed at the local cloud's HTTP server.
 
 from __future__ import annotations
 
+import argparse
 import json
 import os
 from collections.abc import Mapping
@@ -23,15 +24,31 @@ from typing import Any
 import boto3
 from botocore.config import Config
 
-DEFAULT_OUTPUTS_FILE = Path(".localcloud/outputs.json")
+DEFAULT_STATE_DIR = Path(".localcloud")
+DEFAULT_OUTPUTS_FILE = DEFAULT_STATE_DIR / "outputs.json"
 CLI_OUTPUTS_DIR = Path(".cdk-outputs")
 TARGET_ENV = "RETRYSAFE_TARGET"
 
 
+def local_state_dir(environ: Mapping[str, str] | None = None) -> Path:
+    """The local cloud's state directory: `$LOCALCLOUD_DIR`, else `.localcloud`."""
+    environ = os.environ if environ is None else environ
+    return Path(environ.get("LOCALCLOUD_DIR") or DEFAULT_STATE_DIR)
+
+
+def add_state_dir_option(parser: argparse.ArgumentParser) -> None:
+    """`--dir`: the local cloud's state directory, for the tools that drive a local cloud."""
+    parser.add_argument(
+        "--dir",
+        type=Path,
+        default=local_state_dir(),
+        help="the local cloud's state directory (env LOCALCLOUD_DIR, default .localcloud)",
+    )
+
+
 def default_outputs_file() -> Path:
     """Where the local cloud writes its outputs: `$LOCALCLOUD_DIR/outputs.json`, else the default."""
-    state_dir = os.environ.get("LOCALCLOUD_DIR")
-    return Path(state_dir) / "outputs.json" if state_dir else DEFAULT_OUTPUTS_FILE
+    return local_state_dir() / "outputs.json"
 
 
 def outputs_file(target: str, stage: str, environ: Mapping[str, str] | None = None) -> Path:

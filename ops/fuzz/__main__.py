@@ -23,7 +23,7 @@ from ops.fuzz.oracle import Tally
 from ops.fuzz.run import Runner, Stores
 from ops.fuzz.transport import HttpTransport
 from ops.seed import seed_inventory
-from ops.target import Target
+from ops.target import Target, add_state_dir_option
 
 RESULTS = Path(__file__).resolve().parents[1] / "results"
 STAGE = "local"
@@ -52,12 +52,7 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m ops.fuzz", description=__doc__.splitlines()[0])
     parser.add_argument("--requests", type=int, default=5000, help="requests drawn (default 5000)")
     parser.add_argument("--seed", type=int, default=11, help="hypothesis seed (default 11)")
-    parser.add_argument(
-        "--dir",
-        type=Path,
-        default=Path(os.environ.get("LOCALCLOUD_DIR") or ".localcloud"),
-        help="the local cloud's state directory (env LOCALCLOUD_DIR, default .localcloud)",
-    )
+    add_state_dir_option(parser)
     args = parser.parse_args(argv)
     started = time.monotonic()
 

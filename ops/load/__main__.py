@@ -23,7 +23,7 @@ from typing import Any
 from ops.demo import local_cloud
 from ops.load.run import Plan, Round
 from ops.seed import seed_inventory
-from ops.target import Target
+from ops.target import Target, add_state_dir_option
 
 RESULTS = Path(__file__).resolve().parents[1] / "results"
 # Later rounds may be at most this much slower than the first (orders/s) on the same cloud.
@@ -91,12 +91,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--poll", type=float, default=1.0, help="seconds between GETs of an order")
     parser.add_argument("--deadline", type=float, default=900.0, help="seconds a round may take at most")
     parser.add_argument("--stall", type=float, default=120.0, help="seconds without progress end a round")
-    parser.add_argument(
-        "--dir",
-        type=Path,
-        default=Path(os.environ.get("LOCALCLOUD_DIR") or ".localcloud"),
-        help="the local cloud's state directory (env LOCALCLOUD_DIR, default .localcloud)",
-    )
+    add_state_dir_option(parser)
     parser.add_argument("--results", type=Path, default=RESULTS, help="where load.{json,md} go")
     args = parser.parse_args(argv)
     plan = Plan(args.orders, args.clients, args.window, args.poll, deadline=args.deadline, stall=args.stall)
