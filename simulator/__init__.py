@@ -5,8 +5,9 @@ cloud assembly, with the real handler code, simulated time and what AWS does as 
     with running_cloud(assembly) as cloud:
         cloud.api("POST", "/orders", ...); cloud.settle(); cloud.advance(2 * 86400)
 
-- `simulator.cloud`: `InProcessCloud`, `running_cloud`, SQS driven by hand (`pump`/`drain`/`settle`),
-  `stores()` for `ops.invariants`;
+- `simulator.cloud`: `InProcessCloud`, `running_cloud`, `stores()` for `ops.invariants`; built from
+  `simulator.deploy` (the templates onto moto), `simulator.lambdas` (the real handlers run in this
+  process) and `simulator.consumers` (SQS driven by hand: `pump`/`drain`);
 - `simulator.clock`: the `Clock`; `simulator.expiry`: DynamoDB TTL deletion as time passes;
 - `simulator.events`: REST and SQS events (the SQS record is the local cloud's pollers' shape);
 - `simulator.templates`: reading synthesized templates without CDK; `simulator.synth`: the

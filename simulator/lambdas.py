@@ -1,0 +1,220 @@
+"""Running function code: moto's Lambda invocations go to the real handlers, in this process.
+
+`installed()` patches moto's single code-running point, `LambdaFunction._invoke_lambda`, to import
+the function's handler (`module.function` under `functions/`) and call it with a Lambda-like
+context and a per-function `orders.runtime.Runtime` built from that function's own environment. A
+handler exception comes back with `errorType` = its class name, as on AWS, so Retry/Catch match; a
+`SimulatedCrash` (a raise-mode crash point) comes back as `Runtime.ExitError`, what Lambda reports
+for a sandbox that died, so the state machine retries it as it would on AWS.
+"""
+
+from __future__ import annotations
+
+import importlib
+import json
+import threading
+import time
+import traceback
+import types
+import uuid
+from collections.abc import Iterator
+from contextlib import ExitStack, contextmanager
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any, Self
+from unittest import mock
+
+from moto.awslambda.models import LambdaFunction
+from moto.dynamodb.responses import DynamoHandler
+from moto.sqs.responses import SQSResponse
+
+from localcloud.shapes import EXIT_ERROR, error_payload
+from orders import runtime as orders_runtime
+from orders.config import Settings
+from reliability.crashpoints import CrashPlan, SimulatedCrash
+from simulator.clock import Clock, clocked_datetime_module
+from simulator.events import ACCOUNT, REGION
+from simulator.observe import Caller, Observer, Snapshot, current_caller, observed, set_caller
+from simulator.operators import StopDuring
+from simulator.patches import on_the_clock
+
+if TYPE_CHECKING:
+    from simulator.deploy import FunctionSpec
+
+# Where Powertools (3.x) reads the time for idempotency: `dt.datetime.now()` in each of these
+# modules (in-progress expiry, record expiry, the conditional put, the inconsistency check).
+_POWERTOOLS_TIME_MODULES = (
+    "aws_lambda_powertools.utilities.idempotency.base",
+    "aws_lambda_powertools.utilities.idempotency.persistence.base",
+    "aws_lambda_powertools.utilities.idempotency.persistence.dynamodb",
+    "aws_lambda_powertools.utilities.idempotency.persistence.datarecord",
+)
+# moto's Step Functions interpreter sleeps a Retry's wait with this module's `time.sleep`.
+_SFN_RETRIER = "moto.stepfunctions.parser.asl.component.common.retry.retrier_decl"
+
+
+@dataclass
+class FakeLambdaContext:
+    """What Powertools and our handlers read from the Lambda context."""
+
+    function_name: str
+    timeout_seconds: int
+    memory_limit_in_mb: int = 256
+    aws_request_id: str = field(default_factory=lambda: str(uuid.uuid4()))
+    function_version: str = "$LATEST"
+    log_group_name: str = "/aws/lambda/local"
+    log_stream_name: str = "local"
+    _deadline: float = 0.0
+
+    def __post_init__(self) -> None:
+        self._deadline = time.monotonic() + self.timeout_seconds
+
+    @property
+    def invoked_function_arn(self) -> str:
+        return f"arn:aws:lambda:{REGION}:{ACCOUNT}:function:{self.function_name}"
+
+    def get_remaining_time_in_millis(self) -> int:
+        return max(int((self._deadline - time.monotonic()) * 1000), 0)
+
+
+@dataclass
+class Invocation:
+    function: str
+    event: Any
+    result: Any
+    error_type: str | None
+    traceback: str | None = None  # a crash's shows the SimulatedCrash and its point
+
+
+class LambdaError(Exception):
+    def __init__(self, error_type: str, message: str) -> None:
+        super().__init__(f"{error_type}: {message}")
+        self.error_type = error_type
+
+
+REQUEST_LOCK = threading.RLock()
+
+
+@contextmanager
+def _atomic_requests(handler_class: type, observers: list[Observer] | None = None) -> Iterator[None]:
+    original = handler_class.call_action  # type: ignore[attr-defined]
+    snapshot = Snapshot(ACCOUNT, REGION) if observers is not None else None
+
+    def call_action(self: Any) -> Any:
+        with REQUEST_LOCK:
+            if snapshot is None or not observers:
+                return original(self)
+            return observed(snapshot, self._get_action(), self.body, lambda: original(self), observers)
+
+    with mock.patch.object(handler_class, "call_action", call_action):
+        yield
+
+
+class HandlerRunner:
+    """What `InProcessCloud` does to run its functions' handlers (a mixin: the cloud holds the state)."""
+
+    clock: Clock
+    crash_plan: CrashPlan | None
+    functions: dict[str, FunctionSpec]
+    outputs: dict[str, str]
+    invocations: list[Invocation]
+    stops: list[StopDuring]
+    write_observers: list[Observer]
+    _runtimes: dict[str, orders_runtime.Runtime]
+    _lock: threading.Lock
+
+    if TYPE_CHECKING:
+
+        def client(self, service: str) -> Any: ...
+
+        @property
+        def sfn(self) -> Any: ...
+
+    @contextmanager
+    def installed(self) -> Iterator[Self]:
+        """Route moto's Lambda invocations to the real handlers in this process, make each
+        DynamoDB and SQS request atomic with respect to the others, and put Powertools'
+        idempotency time and the Step Functions Retry waits on `self.clock`.
+
+        Handlers run concurrently on moto's Step Functions threads; moto's backends are not
+        thread-safe (TransactWriteItems deep-copies a table that another thread's PutItem may
+        be changing: "dictionary changed size during iteration"). AWS applies each request
+        atomically, so one lock per request keeps the interleavings between requests, which is
+        what races are made of, and removes only the emulator's own data races.
+        """
+        cloud = self
+
+        def invoke(function: LambdaFunction, event: Any = None) -> tuple[str, bool, str]:
+            return cloud._invoke(function.function_name, event)
+
+        clocked = clocked_datetime_module(self.clock)
+        with ExitStack() as stack:
+            stack.enter_context(mock.patch.object(LambdaFunction, "_invoke_lambda", invoke))
+            stack.enter_context(_atomic_requests(DynamoHandler, self.write_observers))
+            stack.enter_context(_atomic_requests(SQSResponse))
+            stack.enter_context(on_the_clock(self.clock))
+            for module in _POWERTOOLS_TIME_MODULES:
+                stack.enter_context(mock.patch(f"{module}.dt", clocked))
+            stack.enter_context(
+                mock.patch(f"{_SFN_RETRIER}.time", types.SimpleNamespace(sleep=self.clock.advance))
+            )
+            yield self
+
+    def runtime_for(self, function_name: str) -> orders_runtime.Runtime:
+        with self._lock:
+            runtime = self._runtimes.get(function_name)
+            if runtime is None:
+                spec = self.functions[function_name]
+                runtime = orders_runtime.Runtime(
+                    Settings.from_env({**spec.environment, "AWS_LAMBDA_FUNCTION_NAME": function_name}),
+                    client_factory=self.client,
+                    crash_plan=self.crash_plan,
+                    clock=self.clock,
+                )
+                self._runtimes[function_name] = runtime
+            return runtime
+
+    def call(self, function_name: str, event: Any) -> Any:
+        """Run a function's handler directly (no Lambda API); exceptions propagate."""
+        spec = self.functions[function_name]
+        module_name, _, attribute = spec.handler.rpartition(".")
+        handler = getattr(importlib.import_module(module_name), attribute)
+        context = FakeLambdaContext(function_name=function_name, timeout_seconds=spec.timeout)
+        outer = current_caller()
+        set_caller(Caller(function_name, context.aws_request_id))
+        try:
+            self._stop(function_name, "before", event)
+            with orders_runtime.scoped(self.runtime_for(function_name)):
+                result = handler(event, context)
+            self._stop(function_name, "after", event)
+            return result
+        finally:
+            set_caller(outer)
+
+    def _stop(self, function_name: str, when: str, event: Any) -> None:
+        with self._lock:
+            armed = next((s for s in self.stops if (s.function, s.when) == (function_name, when)), None)
+            if armed is not None:
+                self.stops.remove(armed)
+        if armed is not None:
+            armed.fire(self.sfn, self.outputs["StateMachineArn"], event)
+
+    def _invoke(self, function_name: str, event: Any) -> tuple[str, bool, str]:
+        if isinstance(event, str):
+            event = json.loads(event or "{}")
+        try:
+            result = self.call(function_name, event)
+        except BaseException as error:
+            if isinstance(error, KeyboardInterrupt | SystemExit):
+                raise
+            if isinstance(error, SimulatedCrash):
+                # The sandbox died: Lambda reports the runtime's exit, never the process's last
+                # exception (the message names the crash point, for whoever reads the history).
+                error_type, message = EXIT_ERROR, f"Runtime exited with error: SimulatedCrash: {error}"
+            else:
+                error_type, message = type(error).__name__, str(error)
+            self.invocations.append(
+                Invocation(function_name, event, None, error_type, traceback.format_exc())
+            )
+            return error_payload(error_type, message), True, ""
+        self.invocations.append(Invocation(function_name, event, result, None))
+        return json.dumps(result), False, ""
