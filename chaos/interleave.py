@@ -30,6 +30,7 @@ from pathlib import Path
 from typing import Any
 
 from chaos.cloud import ChaosCloud, chaos_cloud, rest_post
+from chaos.exchanges import Exchange
 from chaos.mutants import Mutant
 from chaos.points import CrashController
 from chaos.scenarios import PlacedOrder, Verdict, order_body, verdict
@@ -281,7 +282,6 @@ def _stage(cloud: ChaosCloud) -> str:
 
 
 def _record_exchange(cloud: ChaosCloud, key: str, attempt: Attempt) -> None:
-    from chaos.cloud import Exchange  # noqa: PLC0415
 
     result = attempt.result
     if attempt.error is not None or not isinstance(result, dict):

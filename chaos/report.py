@@ -10,9 +10,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from chaos.cloud import Recovery
 from chaos.interleave import PairResult
 from chaos.points import PointHit
+from chaos.recovery import Recovery
 from chaos.single import ScheduleResult
 
 MAX_LISTED = 40

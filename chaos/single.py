@@ -13,8 +13,9 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from chaos.cloud import Recovery, chaos_cloud
+from chaos.cloud import chaos_cloud
 from chaos.points import CrashController, PointHit
+from chaos.recovery import Recovery
 from chaos.scenarios import KINDS, run_orders
 
 

@@ -25,6 +25,7 @@ class Attempt:
     status: int
     body: Any
     replayed: bool
+    headers: tuple[tuple[str, str], ...] = ()  # the function's answer's (none when it died)
 
 
 @dataclass
@@ -53,7 +54,8 @@ class OrderClient:
                 self.attempts.append(Attempt(DIED, None, replayed=False))
                 continue
             replayed = (response.header("Idempotent-Replayed") or "").lower() == "true"
-            self.attempts.append(Attempt(response.status, response.body, replayed))
+            headers = tuple(response.headers.items())
+            self.attempts.append(Attempt(response.status, response.body, replayed, headers))
             if response.status != 409 and response.status < 500:
                 self.gave_up = False
                 return response

@@ -163,15 +163,17 @@ class HandlerRunner:
         with self._lock:
             runtime = self._runtimes.get(function_name)
             if runtime is None:
-                spec = self.functions[function_name]
-                runtime = orders_runtime.Runtime(
-                    Settings.from_env({**spec.environment, "AWS_LAMBDA_FUNCTION_NAME": function_name}),
-                    client_factory=self.client,
-                    crash_plan=self.crash_plan,
-                    clock=self.clock,
-                )
-                self._runtimes[function_name] = runtime
+                environment = self.functions[function_name].environment
+                settings = Settings.from_env({**environment, "AWS_LAMBDA_FUNCTION_NAME": function_name})
+                runtime = self._runtimes[function_name] = self.new_runtime(function_name, settings)
             return runtime
+
+    def new_runtime(self, function_name: str, settings: Settings) -> orders_runtime.Runtime:  # noqa: ARG002 - for overrides
+        """A function's runtime, built once (a hook: the chaos cloud gives each function its own
+        crash plan, clients and runtime class)."""
+        return orders_runtime.Runtime(
+            settings, client_factory=self.client, crash_plan=self.crash_plan, clock=self.clock
+        )
 
     def call(self, function_name: str, event: Any) -> Any:
         """Run a function's handler directly (no Lambda API); exceptions propagate."""
@@ -206,15 +208,19 @@ class HandlerRunner:
         except BaseException as error:
             if isinstance(error, KeyboardInterrupt | SystemExit):
                 raise
-            if isinstance(error, SimulatedCrash):
-                # The sandbox died: Lambda reports the runtime's exit, never the process's last
-                # exception (the message names the crash point, for whoever reads the history).
-                error_type, message = EXIT_ERROR, f"Runtime exited with error: SimulatedCrash: {error}"
-            else:
-                error_type, message = type(error).__name__, str(error)
+            error_type = self.error_type(function_name, event, error)
+            # A dead sandbox: Lambda reports the runtime's exit, never the process's last
+            # exception (the message names the crash point, for whoever reads the history).
+            crashed = isinstance(error, SimulatedCrash)
+            message = f"Runtime exited with error: SimulatedCrash: {error}" if crashed else str(error)
             self.invocations.append(
                 Invocation(function_name, event, None, error_type, traceback.format_exc())
             )
             return error_payload(error_type, message), True, ""
         self.invocations.append(Invocation(function_name, event, result, None))
         return json.dumps(result), False, ""
+
+    def error_type(self, function_name: str, event: Any, error: BaseException) -> str:  # noqa: ARG002 - for overrides
+        """The errorType Lambda reports for an invocation that raised `error` (a hook: the chaos
+        cloud counts crashes and turns some into timeouts)."""
+        return EXIT_ERROR if isinstance(error, SimulatedCrash) else type(error).__name__

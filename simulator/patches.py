@@ -64,11 +64,12 @@ from moto.stepfunctions.responses import StepFunctionResponse
 
 from infra.config import REDRIVE_WINDOW_DAYS
 from localcloud.patches import query_by_partition, transactions_by_item
+from ops.redrive import REDRIVABLE_STATUSES
 from simulator.clock import Clock, clocked_datetime_module
 
 DAY = 86_400
 REDRIVE_WINDOW_SECONDS = REDRIVE_WINDOW_DAYS * DAY
-_REDRIVABLE = frozenset({"FAILED", "TIMED_OUT", "ABORTED"})
+
 _SFN_DATES = ("moto.stepfunctions.parser.models", "moto.stepfunctions.parser.backend.execution")
 EXECUTION_ENDED = threading.Condition()
 
@@ -98,7 +99,7 @@ def _redrive_execution(clock: Clock) -> Any:
         arn = self._get_param("executionArn")
         execution: Any = self.stepfunction_backend.describe_execution(arn)  # the parser's Execution
         status = str(getattr(execution.exec_status, "value", execution.exec_status))
-        if status not in _REDRIVABLE:
+        if status not in REDRIVABLE_STATUSES:
             raise ExecutionNotRedrivable(f"{arn} is {status}: only a failed execution can be redriven")
         ended = execution.stop_date.timestamp() if execution.stop_date else clock()
         if clock() - ended > REDRIVE_WINDOW_SECONDS:

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import json
 
-from chaos.cloud import Recovery
 from chaos.interleave import PairResult
 from chaos.points import PointHit
+from chaos.recovery import Recovery
 from chaos.report import Report, classify
 from chaos.single import ScheduleResult
 

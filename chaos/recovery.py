@@ -1,0 +1,214 @@
+"""How the chaos clouds bring a schedule to rest: SQS delivery like the event source mapping, with
+faults (a crashed batch returns after its visibility timeout, the clock jumping by it; duplicate
+deliveries; the redrive policy moving a message to the DLQ after maxReceiveCount receives), the
+scheduled functions' ticks, and an operator's redrives; `Recovery` counts what it took."""
+
+from __future__ import annotations
+
+import json
+from collections import Counter
+from dataclasses import dataclass
+
+from ops.redrive import REDRIVABLE_STATUSES, redrive_dlq, redrive_failed_executions
+from orders.items import order_key
+from simulator.cloud import InProcessCloud, LambdaError
+
+_UNIT_SECONDS = {"minute": 60, "hour": 3600, "day": 86_400}  # an EventBridge rate() expression's units
+
+
+@dataclass
+class Recovery:
+    """What it took to bring a schedule to rest (the report sums these)."""
+
+    client_retries: int = 0
+    crashed_invocations: int = 0
+    redeliveries: int = 0
+    duplicate_deliveries: int = 0
+    step_retries: int = 0
+    operator_redrives: int = 0
+    dlq_redrives: int = 0
+    lease_expiries: int = 0
+    restarts: int = 0
+    stops: int = 0
+    stray_runs: int = 0
+
+    def add(self, other: Recovery) -> None:
+        for name, value in vars(other).items():
+            setattr(self, name, getattr(self, name) + value)
+
+
+class RecoveringCloud(InProcessCloud):
+    """What `ChaosCloud` does as the platform and its operator (a mixin: `ChaosCloud` sets the state)."""
+
+    recovery: Recovery
+    step_functions: frozenset[str]  # the saga's, as the synthesized state machine invokes them
+    queue_consumers: dict[str, str]  # queue URL output -> consumer function prefix
+    dlqs: dict[str, str]  # DLQ URL output -> its source queue's
+    _visibility: dict[str, int]
+
+    # --- SQS, with faults -----------------------------------------------------------------------
+    def visibility_timeout(self, queue_output: str) -> int:
+        if queue_output not in self._visibility:
+            attributes = self.sqs.get_queue_attributes(
+                QueueUrl=self.outputs[queue_output], AttributeNames=["VisibilityTimeout"]
+            )["Attributes"]
+            self._visibility[queue_output] = int(attributes.get("VisibilityTimeout", 30))
+        return self._visibility[queue_output]
+
+    def deliver(self, queue_output: str, *, duplicates: int = 0, batch_size: int = 10) -> int:
+        """One poll of the event source mapping: receive a batch, invoke the consumer (1 +
+        `duplicates` times with the same records), delete what succeeded at least once. What did
+        not comes back after the visibility timeout (the clock jumps by it)."""
+        url = self.outputs[queue_output]
+        messages, event = self.receive_batch(queue_output, batch_size=batch_size)
+        if not messages:
+            return 0
+        succeeded: set[str] = set()
+        for copy in range(1 + duplicates):
+            if copy:
+                self.recovery.duplicate_deliveries += 1
+            try:
+                response = self.invoke(self.queue_consumers[queue_output], event)
+            except LambdaError:
+                continue
+            failed = {item["itemIdentifier"] for item in (response or {}).get("batchItemFailures", [])}
+            succeeded |= {m["MessageId"] for m in messages} - failed
+        returned = 0
+        for message in messages:
+            if message["MessageId"] in succeeded:
+                self.sqs.delete_message(QueueUrl=url, ReceiptHandle=message["ReceiptHandle"])
+            else:
+                returned += 1
+                self.sqs.change_message_visibility(
+                    QueueUrl=url, ReceiptHandle=message["ReceiptHandle"], VisibilityTimeout=0
+                )
+        if returned:
+            self.recovery.redeliveries += returned
+            self.clock.advance(self.visibility_timeout(queue_output))
+        return len(messages)
+
+    def drain_queue(self, queue_output: str, *, max_rounds: int = 30) -> int:
+        handled = 0
+        for _ in range(max_rounds):
+            received = self.deliver(queue_output)
+            if not received:
+                break
+            handled += received
+        return handled
+
+    def redrive_dlqs(self) -> int:
+        moved = 0
+        for dlq, source in self.dlqs.items():
+            result = redrive_dlq(self.sqs, dlq_url=self.outputs[dlq], destination_url=self.outputs[source])
+            moved += result.moved or 0
+        self.recovery.dlq_redrives += moved
+        return moved
+
+    def send_next_run(self, order_id: str) -> None:
+        """A message for the order's next run (`{"order_id", "run", "idempotency_key"}`) that no
+        operator decided on: an old tool, a replayed export. Only `make rerun` may start a run."""
+        item = self.dynamodb.get_item(
+            TableName=self.outputs["OrdersTableName"],
+            Key=order_key(order_id),
+            ConsistentRead=True,
+        ).get("Item")
+        if item is None:
+            return
+        run, key = int(item["run"]["N"]) + 1, item["idempotency_key"]["S"]
+        message = {"order_id": order_id, "run": run, "idempotency_key": key}
+        self.sqs.send_message(QueueUrl=self.outputs["OrdersQueueUrl"], MessageBody=json.dumps(message))
+        self.recovery.stray_runs += 1
+
+    # --- Step Functions -------------------------------------------------------------------------
+    def step_lease_seconds(self) -> int:
+        return max(self.functions[name].timeout for name in self.step_functions)
+
+    def redrive_failed(self) -> int:
+        """An operator's redrive of every failed execution (restart with the same token on moto),
+        once the dead attempts' leases have passed."""
+        failed = [e for e in self.executions() if e["status"] in REDRIVABLE_STATUSES]
+        if not failed:
+            return 0
+        self.clock.advance(self.step_lease_seconds() + 1)
+        redriven = redrive_failed_executions(self.sfn, state_machine_arn=self.outputs["StateMachineArn"])
+        self.recovery.operator_redrives += len(redriven)
+        return len(redriven)
+
+    def restart_same_token(self) -> int:
+        """Start every order's workflow again under a new name with the same input (same token)."""
+        started = 0
+        seen: set[str] = set()
+        for execution in self.executions():
+            described = self.sfn.describe_execution(executionArn=execution["executionArn"])
+            if described["input"] in seen:
+                continue
+            seen.add(described["input"])
+            self.sfn.start_execution(
+                stateMachineArn=self.outputs["StateMachineArn"],
+                name=f"{execution['name'].split('-restart-')[0]}-again-{len(self.executions())}",
+                input=described["input"],
+            )
+            started += 1
+        self.recovery.restarts += started
+        return started
+
+    def recover(self, *, rounds: int = 12) -> None:
+        """Drive everything to rest: the platform's own recovery, then an operator's redrives.
+        Ends with no execution running, so nothing of this world runs on into the next one
+        (moto's backends are process-global)."""
+        self.rest(rounds=rounds, operator=True)
+
+    def rest(self, *, rounds: int = 12, operator: bool = False) -> None:
+        """What the platform does by itself until nothing moves: the event source mappings poll
+        the queues, executions run, and once everything is quiet the scheduled functions run
+        (the sweeper, when its bound has passed); with `operator`, failed executions are also
+        redriven."""
+        swept = False
+        for _ in range(rounds):
+            moved = self.drain_queue("OrdersQueueUrl")
+            self.wait_all()
+            moved += sum(self.drain_queue(q) for q in self.queue_consumers if q != "OrdersQueueUrl")
+            if operator:
+                moved += self.redrive_failed()
+            if moved == 0 and not swept:
+                swept = True
+                moved = self.run_scheduled()
+            if moved == 0:
+                break
+        self.wait_all()
+
+    def pass_time(self, seconds: float) -> int:
+        """Days pass: the platform comes to rest by itself (nobody redrives), then the clock
+        jumps and DynamoDB deletes what expired meanwhile. Returns the items expired."""
+        self.rest()
+        return self.advance(seconds)
+
+    # --- scheduled functions (EventBridge rules) ------------------------------------------------
+    def scheduled(self) -> list[tuple[str, int]]:
+        """(function, seconds until it finds work) of every scheduled rule's target: its period
+        plus the age it waits for (the sweeper's STRANDED_AFTER_SECONDS)."""
+        resources = self.app_template["Resources"]
+        out = []
+        for rule in resources.values():
+            expression = str(rule["Properties"].get("ScheduleExpression", ""))
+            if rule["Type"] != "AWS::Events::Rule" or not expression.startswith("rate("):
+                continue
+            amount, unit = expression[len("rate(") : -1].split()
+            period = int(amount) * _UNIT_SECONDS[unit.rstrip("s")]
+            for target in rule["Properties"].get("Targets", []):
+                name = resources[target["Arn"]["Fn::GetAtt"][0]]["Properties"]["FunctionName"]
+                age = int(self.functions[name].environment.get("STRANDED_AFTER_SECONDS", 0))
+                out.append((name, period + age))
+        return out
+
+    def run_scheduled(self) -> int:
+        """Let the scheduled functions' time come (the simulator fires each schedule whose tick
+        the jump crosses, `simulator.rules`); returns how many invocations that made."""
+        due = self.scheduled()
+        before = len(self.invocations)
+        if due:
+            self.advance(max(wait for _, wait in due))
+        return len(self.invocations) - before
+
+    def invocation_errors(self) -> Counter[str]:
+        return Counter(i.error_type for i in self.invocations if i.error_type)
