@@ -20,37 +20,32 @@ calls), the story of each order written as a picture (`<state dir>/stories/<orde
 `.json` so `make story` shows it after the demo's own local cloud is gone), and a last line
 `invariants: OK` or `invariants: VIOLATED: <what>` (exit 1).
 
-A local cloud the demo started is stopped at the end, also on errors and Ctrl-C; a running one is
-left running (crash injection put back as it was).
+The local cloud is `ops.lifecycle`'s, as for `make fuzz` and `make load`: one the demo started is
+stopped at the end, also on errors, Ctrl-C and SIGTERM; a running one is left running (crash
+injection put back as it was).
 """
 
 from __future__ import annotations
 
 import argparse
-import contextlib
 import json
 import os
-import shutil
-import signal
 import sys
-import tempfile
 import time
 import uuid
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import IO, Any, TypeVar
 
-import boto3
-from botocore.config import Config as BotoConfig
 from botocore.exceptions import ClientError
 
 from localcloud import control, process
-from localcloud import outputs as outputs_file
 from localcloud.outputs import Outputs
 from ops import polling, redrive
 from ops.api_client import ApiClient, ApiResponse
 from ops.invariants import Report, Stores, check
+from ops.lifecycle import fresh_crash_dir, local_cloud, target_of
 from ops.seed import seed_inventory
 from ops.story import html as story_html
 from ops.story.collect import Collector
@@ -93,21 +88,14 @@ class Demo:
         self.started = time.monotonic()
         self.run_id = uuid.uuid4().hex[:8]
         self.api = ApiClient(out.api_url)
-        config = BotoConfig(retries={"mode": "standard", "max_attempts": 3})
-        session = boto3.session.Session(
-            aws_access_key_id="local",
-            aws_secret_access_key="local",  # noqa: S106 - the local cloud accepts any credentials
-            region_name=out.region,
+        target = target_of(out)
+        self.client = target.client
+        self.ddb = target.client("dynamodb")
+        self.sqs = target.client("sqs")
+        self.sfn = target.client("stepfunctions")
+        self.story = Collector(
+            outputs=out.outputs, client=target.client, logs=LocalLogFiles(state_dir / "logs")
         )
-
-        def client(name: str) -> Any:
-            return session.client(name, endpoint_url=out.endpoint, config=config)
-
-        self.client = client
-        self.ddb = client("dynamodb")
-        self.sqs = client("sqs")
-        self.sfn = client("stepfunctions")
-        self.story = Collector(outputs=out.outputs, client=client, logs=LocalLogFiles(state_dir / "logs"))
         self.orders: list[DemoOrder] = []
         self.problems: list[str] = []
 
@@ -405,56 +393,6 @@ def _alive(pid: int) -> bool:
     return True
 
 
-# -- lifecycle ----------------------------------------------------------------------------------
-
-
-@contextlib.contextmanager
-def local_cloud(state_dir: Path, say: Callable[[str], None]) -> Iterator[tuple[Outputs, bool]]:
-    """The running local cloud (left running), else one started here and stopped on the way out."""
-    path = state_dir / "outputs.json"
-    existing: Outputs | None = None
-    if path.exists():
-        try:
-            existing = outputs_file.load(path)
-            control.status(existing.endpoint)
-        except (OSError, ValueError, KeyError):
-            existing = None  # a stale file from a cloud that is gone
-    if existing is not None:
-        say(f"using the running local cloud at {existing.endpoint} (left running)")
-        yield existing, False
-        return
-    say("starting a local cloud (the first run synthesizes the local stage, ~40 s) ...")
-    started = time.monotonic()
-    port = int(os.environ.get("LOCALCLOUD_PORT") or 0)  # 0: free ports, no clash with anything
-    with process.background(state_dir=state_dir, port=port, extra_args=["--prewarm"]) as out:
-        say(
-            f"local cloud up in {time.monotonic() - started:.1f}s: API {out.api_url}, endpoint {out.endpoint}"
-        )
-        try:
-            yield out, True
-        finally:
-            say("stopping the local cloud it started ...")
-
-
-@contextlib.contextmanager
-def crash_dir_for(out: Outputs, restore: bool) -> Iterator[Path]:
-    """A fresh hit-marker directory (so the armed crash fires once); put crash points back after."""
-    previous = control.status(out.endpoint).get("crash", {}) if restore else {}
-    directory = Path(tempfile.mkdtemp(prefix="retrysafe-demo-crash-"))
-    try:
-        yield directory
-    finally:
-        if restore:
-            with contextlib.suppress(OSError):
-                control.set_crash_points(
-                    out.endpoint,
-                    previous.get("RETRYSAFE_CRASH_POINTS"),
-                    state_dir=previous.get("RETRYSAFE_CRASH_STATE_DIR"),
-                    mode=previous.get("RETRYSAFE_CRASH_MODE"),
-                )
-        shutil.rmtree(directory, ignore_errors=True)
-
-
 def play(
     out: Outputs,
     *,
@@ -471,7 +409,7 @@ def play(
         demo.started = started
     failure: str | None = None
     try:
-        with crash_dir_for(out, restore=restore) as crash_dir:
+        with fresh_crash_dir(out, restore=restore) as crash_dir:
             demo.seed()
             first = demo.happy_path()
             demo.declined()
@@ -514,11 +452,6 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m ops.demo", description=__doc__.splitlines()[0])
     add_state_dir_option(parser)
     args = parser.parse_args(argv)
-
-    def on_term(_signum: int, _frame: object) -> None:
-        raise KeyboardInterrupt  # unwinds through the finally blocks that stop the local cloud
-
-    signal.signal(signal.SIGTERM, on_term)
     try:
         return run(args.dir)
     except KeyboardInterrupt:

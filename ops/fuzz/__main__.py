@@ -18,12 +18,12 @@ import time
 from pathlib import Path
 from typing import Any
 
-from ops.demo import local_cloud
 from ops.fuzz.oracle import Tally
 from ops.fuzz.run import Runner, Stores
 from ops.fuzz.transport import HttpTransport
+from ops.lifecycle import local_cloud, target_of
 from ops.seed import seed_inventory
-from ops.target import Target, add_state_dir_option
+from ops.target import add_state_dir_option
 
 RESULTS = Path(__file__).resolve().parents[1] / "results"
 STAGE = "local"
@@ -62,7 +62,7 @@ def main(argv: list[str] | None = None) -> int:
     with local_cloud(args.dir, say) as (out, _started_here):
         if not out.api_url:
             raise SystemExit("the local cloud serves no REST API")
-        target = Target(endpoint_url=out.endpoint, region=out.region, outputs=out.outputs, local=True)
+        target = target_of(out)
         dynamodb = target.client("dynamodb")
         seed_inventory(dynamodb, out["InventoryTableName"])
         stores = Stores(dynamodb, out["OrdersTableName"], out["IdempotencyTableName"])

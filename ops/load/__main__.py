@@ -20,10 +20,10 @@ import time
 from pathlib import Path
 from typing import Any
 
-from ops.demo import local_cloud
+from ops.lifecycle import local_cloud, target_of
 from ops.load.run import Plan, Round
 from ops.seed import seed_inventory
-from ops.target import Target, add_state_dir_option
+from ops.target import add_state_dir_option
 
 RESULTS = Path(__file__).resolve().parents[1] / "results"
 # Later rounds may be at most this much slower than the first (orders/s) on the same cloud.
@@ -116,7 +116,7 @@ def main(argv: list[str] | None = None) -> int:
         if not out.api_url:
             raise SystemExit("the local cloud serves no REST API")
         report["cloud"] = "started fresh for this run" if started_here else "one already running"
-        target = Target(endpoint_url=out.endpoint, region=out.region, outputs=out.outputs, local=True)
+        target = target_of(out)
         seed_inventory(target.client("dynamodb"), out["InventoryTableName"])
         for number in range(1, args.rounds + 1):
             say(f"round {number}: {plan.orders} orders from {plan.clients} clients to {out.api_url} ...")
