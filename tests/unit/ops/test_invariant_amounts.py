@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from ops.invariants import _check_amounts
+from ops.invariants.rules import check_amounts
 
 ORDER = {"pk": "order#o-1", "sk": "order", "order_id": "o-1", "status": "COMPLETED", "total_cents": 398}
 CHARGE = {
@@ -17,11 +17,11 @@ COUNTED = {"pk": "day#2026-11-23", "sk": "event#e#u", "order_id": "o-1", "total_
 
 
 def test_agreeing_amounts_pass():
-    assert _check_amounts([ORDER], [CHARGE], [ENTRY], [COUNTED]) == []
+    assert check_amounts([ORDER], [CHARGE], [ENTRY], [COUNTED]) == []
 
 
 def test_each_disagreement_is_named():
-    violations = _check_amounts(
+    violations = check_amounts(
         [ORDER],
         [{**CHARGE, "amount_cents": 399}],
         [{**ENTRY, "charge_id": "unknown", "amount_cents": 1}],
@@ -37,4 +37,4 @@ def test_each_disagreement_is_named():
 
 def test_declined_charges_and_failed_orders_are_not_compared():
     declined = {**CHARGE, "status": "DECLINED", "amount_cents": 1}
-    assert _check_amounts([{**ORDER, "status": "FAILED"}], [declined], [], []) == []
+    assert check_amounts([{**ORDER, "status": "FAILED"}], [declined], [], []) == []

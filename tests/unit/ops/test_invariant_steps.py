@@ -3,7 +3,9 @@ letter excuses an unfinished order only when nothing it did is left standing."""
 
 from __future__ import annotations
 
-from ops.invariants import OrderRow, _check_steps, _fences_of, _standing
+from ops.invariants import OrderRow
+from ops.invariants.rules import check_steps, left_standing
+from ops.invariants.stores import fences_of
 
 DONE = {
     "ReserveInventory": "COMPLETED",
@@ -28,18 +30,18 @@ def _completed(
 
 
 def test_a_completed_order_whose_steps_and_effects_agree_passes():
-    assert _check_steps(_completed(), DONE) == []
+    assert check_steps(_completed(), DONE) == []
 
 
 def test_an_effect_without_its_step_and_a_step_without_its_effect_are_named():
     fences = {**DONE, "RecordLedger": "FAILED"}
-    violations = _check_steps(_completed(charges=0), fences)
+    violations = check_steps(_completed(charges=0), fences)
     assert violations == [
         "step ChargePayment recorded DONE without a succeeded charge",
         "a ledger entry without step RecordLedger recorded done (it is FAILED)",
     ]
     # A step whose fence is gone or never written is not done either
-    assert "a reservation without step ReserveInventory recorded done (it is absent)" in _check_steps(
+    assert "a reservation without step ReserveInventory recorded done (it is absent)" in check_steps(
         _completed(), {k: v for k, v in DONE.items() if k != "ReserveInventory"}
     )
 
@@ -52,17 +54,17 @@ def test_a_declined_charge_belongs_to_a_failed_order_whose_charge_step_failed_on
         "ReleaseInventory": "COMPLETED",
         "MarkFailed": "COMPLETED",
     }
-    assert _check_steps(failed, fences) == []
+    assert check_steps(failed, fences) == []
     twice = OrderRow("o-2", "FAILED", reservations=1, releases=1, declined=2)
-    assert _check_steps(twice, fences) == ["2 declined charges (at most 1)"]
-    assert "a declined charge on a COMPLETED order whose ChargePayment is DONE" in _check_steps(
+    assert check_steps(twice, fences) == ["2 declined charges (at most 1)"]
+    assert "a declined charge on a COMPLETED order whose ChargePayment is DONE" in check_steps(
         _completed(declined=1), DONE
     )
 
 
 def test_a_dead_letter_excuses_an_order_only_when_its_effects_were_undone():
-    assert _standing(OrderRow("o-3", "RUNNING", reservations=1, releases=1)) == []
-    assert _standing(OrderRow("o-3", "RUNNING", reservations=1, charges=1)) == [
+    assert left_standing(OrderRow("o-3", "RUNNING", reservations=1, releases=1)) == []
+    assert left_standing(OrderRow("o-3", "RUNNING", reservations=1, charges=1)) == [
         "stock taken",
         "a succeeded charge",
     ]
@@ -70,5 +72,5 @@ def test_a_dead_letter_excuses_an_order_only_when_its_effects_were_undone():
 
 def test_fences_are_matched_to_the_orders_current_run_by_its_token():
     fences = {"local.o-1.r1": {"ChargePayment": "COMPLETED"}, "local.o-1.r2": {"ChargePayment": "FAILED"}}
-    assert _fences_of({"order_id": "o-1", "run": 2}, fences) == {"ChargePayment": "FAILED"}
-    assert _fences_of({"order_id": "o-9", "run": 1}, fences) == {}
+    assert fences_of({"order_id": "o-1", "run": 2}, fences) == {"ChargePayment": "FAILED"}
+    assert fences_of({"order_id": "o-9", "run": 1}, fences) == {}

@@ -1,0 +1,235 @@
+"""The invariants themselves, over what `ops.invariants.stores` read: effects counted per order,
+then each rule (per sku, per day, per order, per step) as a list of violations."""
+
+from __future__ import annotations
+
+from collections import Counter, defaultdict
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from typing import Any
+
+from ops.invariants.report import OrderRow
+from ops.invariants.stores import DeadLetter
+from orders import items as layout
+from orders.domain import OrderStatus, StepStatus
+from orders.saga import step_statuses
+from reliability import FenceState
+
+
+def tally_inventory(items: Iterable[Mapping[str, Any]], counts: dict[str, Counter[str]]) -> Counter[str]:
+    """Count reservations/releases per order; return the net quantity taken per sku."""
+    net_by_sku: Counter[str] = Counter()
+    for item in items:
+        order_id = layout.order_id_of(item["pk"])
+        kind = item.get("kind")
+        if order_id is None or kind not in ("reservation", "release"):
+            continue
+        counts[order_id][str(kind)] += 1
+        sign = 1 if kind == "reservation" else -1
+        for sku, quantity in (item.get("lines") or {}).items():
+            net_by_sku[sku] += sign * int(quantity)
+    return net_by_sku
+
+
+def tally_payments(items: Iterable[Mapping[str, Any]], counts: dict[str, Counter[str]]) -> None:
+    for item in items:
+        order_id = layout.order_id_of(item["pk"])
+        if order_id is None:
+            continue
+        if item["sk"].startswith(layout.CHARGE):
+            counts[order_id]["charge" if item.get("status") == "SUCCEEDED" else "declined"] += 1
+        elif item["sk"].startswith(layout.CALL):
+            counts[order_id]["call"] += 1
+
+
+def tally_rows(
+    items: Iterable[Mapping[str, Any]], prefix: str, name: str, counts: dict[str, Counter[str]]
+) -> None:
+    for item in items:
+        order_id = layout.order_id_of(item["pk"])
+        if order_id is not None and item["sk"].startswith(prefix):
+            counts[order_id][name] += 1
+
+
+def check_aggregates(items: Iterable[Mapping[str, Any]], counts: dict[str, Counter[str]]) -> list[str]:
+    """Per day, the ADD counter must equal the events it counted (one marker per counted event)."""
+    markers: Counter[str] = Counter()
+    totals: dict[str, int] = {}
+    for item in items:
+        if item["sk"].startswith(layout.EVENT):
+            counts[str(item.get("order_id"))]["aggregate"] += 1
+            markers[item["pk"]] += 1
+        elif item["sk"] == layout.AGGREGATE_SK:
+            totals[item["pk"]] = int(item.get("orders", 0))
+    return [
+        f"{day}: the counter says {total} order(s) but {markers[day]} event(s) were counted"
+        for day, total in sorted(totals.items())
+        if total != markers[day]
+    ]
+
+
+def _by_order(
+    items: Iterable[Mapping[str, Any]], prefix: str, keep: Callable[[Mapping[str, Any]], bool]
+) -> dict[str, list[tuple[str, int]]]:
+    """(charge id, amount in cents) of each `prefix` row per order."""
+    out: dict[str, list[tuple[str, int]]] = defaultdict(list)
+    for item in items:
+        order_id = layout.order_id_of(item["pk"]) or (str(item["order_id"]) if "order_id" in item else None)
+        if order_id and item["sk"].startswith(prefix) and keep(item):
+            amount = item.get("amount_cents", item.get("total_cents", -1))
+            out[order_id].append((str(item.get("charge_id")), int(amount)))
+    return out
+
+
+def check_amounts(
+    orders: Iterable[Mapping[str, Any]],
+    payments: Iterable[Mapping[str, Any]],
+    ledger: Iterable[Mapping[str, Any]],
+    aggregates: Iterable[Mapping[str, Any]],
+) -> list[str]:
+    """One amount everywhere: a COMPLETED order's total is what was charged, what the ledger
+    recorded (against that charge's id) and what the daily aggregate counted for it."""
+    charged = _by_order(payments, layout.CHARGE, lambda item: item.get("status") == "SUCCEEDED")
+    entries = _by_order(ledger, layout.ENTRY, lambda _: True)
+    counted = _by_order(aggregates, layout.EVENT, lambda item: "total_cents" in item)
+    violations: list[str] = []
+    for order in orders:
+        if order.get("status") != OrderStatus.COMPLETED:
+            continue
+        order_id, total = order["order_id"], int(order.get("total_cents", -1))
+        charge_ids = {charge_id for charge_id, _ in charged[order_id]}
+        for where, rows in (("charge", charged), ("ledger entry", entries), ("aggregate count", counted)):
+            violations.extend(
+                f"{order_id}: {where} of {amount} cents for an order total of {total}"
+                for _, amount in rows[order_id]
+                if amount != total
+            )
+        violations.extend(
+            f"{order_id}: ledger entry against {charge_id}, not a succeeded charge of the order"
+            for charge_id, _ in entries[order_id]
+            if charge_id not in charge_ids
+        )
+    return violations
+
+
+def check_stock(items: Iterable[Mapping[str, Any]], net_by_sku: Counter[str]) -> list[str]:
+    """Per sku, what stock fell by equals reservations minus releases."""
+    violations = []
+    for item in items:
+        if item.get("sk") != layout.CATALOG_SK or "seeded_stock" not in item:
+            continue
+        taken = int(item["seeded_stock"]) - int(item["stock"])
+        if taken != net_by_sku[item["sku"]]:
+            violations.append(
+                f"sku {item['sku']}: stock fell by {taken} but reservations minus releases are "
+                f"{net_by_sku[item['sku']]}"
+            )
+    return violations
+
+
+def check_order(
+    order: Mapping[str, Any], c: Counter[str], dead: Sequence[DeadLetter], allow_in_flight: bool
+) -> OrderRow:
+    row = OrderRow(
+        order_id=order["order_id"],
+        status=str(order.get("status")),
+        reservations=c["reservation"],
+        releases=c["release"],
+        charges=c["charge"],
+        declined=c["declined"],
+        provider_calls=c["call"],
+        ledger_entries=c["ledger"],
+        notifications=c["notification"],
+        aggregate_counts=c["aggregate"],
+        dead_letters=[f"{d.queue}: {d.reason or '(no reason)'}" for d in dead],
+    )
+    v = row.violations
+    for name, value in (
+        ("reservations", row.reservations),
+        ("releases", row.releases),
+        ("charges", row.charges),
+        ("ledger entries", row.ledger_entries),
+        ("notifications", row.notifications),
+        ("aggregate counts", row.aggregate_counts),
+    ):
+        if value > 1:
+            v.append(f"{value} {name} (at most 1)")
+    if row.releases > row.reservations:
+        v.append("released more than it reserved")
+    queues = {d.queue for d in dead if d.reason}
+    if row.status == OrderStatus.COMPLETED:
+        _expect_one(v, "reservation", row.reservations)
+        _expect_one(v, "succeeded charge", row.charges)
+        _expect_one(v, "ledger entry", row.ledger_entries)
+        if row.releases:
+            v.append("a COMPLETED order released its inventory")
+        if row.notifications != 1 and "notify" not in queues:
+            v.append(f"{row.notifications} notification(s), expected 1 (or the event dead-lettered)")
+        if row.aggregate_counts != 1 and "analytics" not in queues:
+            v.append(f"counted {row.aggregate_counts} time(s) in the daily aggregate, expected 1")
+    elif row.status == OrderStatus.FAILED:
+        if row.reservations != row.releases:
+            v.append("FAILED but its reservation was not released (stock still taken)")
+        for name, value in (
+            ("succeeded charge(s)", row.charges),
+            ("ledger entr(ies)", row.ledger_entries),
+            ("notification(s)", row.notifications),
+            ("aggregate count(s)", row.aggregate_counts),
+        ):
+            if value:
+                v.append(f"FAILED but has {value} {name}")
+    elif not queues and not allow_in_flight:
+        v.append(f"{row.status}: neither completed, compensated, nor in a DLQ with a reason")
+    return row
+
+
+def left_standing(row: OrderRow) -> list[str]:
+    """What an unfinished order did that nothing undid."""
+    left = {
+        "stock taken": row.reservations - row.releases,
+        "a succeeded charge": row.charges,
+        "a ledger entry": row.ledger_entries,
+        "a notification": row.notifications,
+        "an aggregate count": row.aggregate_counts,
+    }
+    return [name for name, value in left.items() if value > 0]
+
+
+# Each step's effect (`orders.workflow.STEPS` names them), as `OrderRow` counts it (None: the
+# order's own status).
+_EFFECT_OF_STEP: dict[str, tuple[str, str | None]] = {
+    "ReserveInventory": ("a reservation", "reservations"),
+    "ChargePayment": ("a succeeded charge", "charges"),
+    "RecordLedger": ("a ledger entry", "ledger_entries"),
+    "ReleaseInventory": ("a release", "releases"),
+    "MarkCompleted": ("status COMPLETED", None),
+    "MarkFailed": ("status FAILED", None),
+}
+_DONE = frozenset({StepStatus.DONE, StepStatus.COMPENSATED})
+_STATUS_OF_STEP: dict[str, str] = {"MarkCompleted": OrderStatus.COMPLETED, "MarkFailed": OrderStatus.FAILED}
+
+
+def check_steps(row: OrderRow, fences: Mapping[str, str]) -> list[str]:
+    """A finished order's steps (their fences) and effects tell one story."""
+    steps = {
+        name: status.value
+        for name, status in step_statuses({step: FenceState(state) for step, state in fences.items()}).items()
+    }
+    v = []
+    for step, (effect, counter) in _EFFECT_OF_STEP.items():
+        happened = row.status == _STATUS_OF_STEP[step] if counter is None else getattr(row, counter) > 0
+        done = steps.get(step) in _DONE
+        if done and not happened:
+            v.append(f"step {step} recorded {steps[step]} without {effect}")
+        if happened and not done:
+            v.append(f"{effect} without step {step} recorded done (it is {steps.get(step, 'absent')})")
+    if row.declined > 1:
+        v.append(f"{row.declined} declined charges (at most 1)")
+    charge = steps.get("ChargePayment")
+    if row.declined and (row.status != OrderStatus.FAILED or charge != StepStatus.FAILED):
+        v.append(f"a declined charge on a {row.status} order whose ChargePayment is {charge}")
+    return v
+
+
+def _expect_one(violations: list[str], name: str, value: int) -> None:
+    if value != 1:
+        violations.append(f"{value} {name}(s), expected 1")
