@@ -12,7 +12,8 @@ import pytest
 
 from infra.capacity import THROTTLE_STORM_SECONDS, UNPLANNED_MAX_RECEIVE_COUNT
 from scale import scenarios
-from scale.model import Faults, Message, Model, Order, Queue, Sim, TokenBucket
+from scale.model import Faults, Model, Order
+from scale.services import Message, Queue, Sim, TokenBucket
 from scale.topology import QueueSpec, Topology, read, without_capacity
 from simulator.synth import synthesize
 
