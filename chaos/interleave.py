@@ -4,9 +4,10 @@ Two attempts (the same HTTP request, the same SQS record, the same saga step) ea
 own thread. The `CrashController` listener parks an attempt at every `before:` point (before each
 AWS call), so exactly one attempt runs at a time and only between two calls. At every point where
 both are parked, a chooser decides which one proceeds; a depth-first search over those choices
-enumerates every interleaving, each from a fresh moto world (replaying the choice prefix, then
-taking the first untried branch). A schedule of two attempts with a and b calls has at most
-C(a+b, a) interleavings; attempts that stop early (a lost claim) make the tree smaller.
+enumerates every interleaving, each from the just-deployed world (one moto world reset between
+them; replaying the choice prefix, then taking the first untried branch). A schedule of two
+attempts with a and b calls has at most C(a+b, a) interleavings; attempts that stop early (a
+lost claim) make the tree smaller.
 
 Zombies: with `late=True`, the second attempt runs with its clock one lease later (a per-thread
 skew of the harness clock), so it sees the first attempt's lease as expired: it takes over while
@@ -39,6 +40,7 @@ from orders.domain import WorkflowInput
 from orders.workflow import happy_path
 from reliability.keys import execution_token
 from simulator.cloud import Clock, sqs_record
+from simulator.world import reusing
 
 PARK_TIMEOUT_SECONDS = 60
 # What a losing attempt may answer: retryable refusals the platform retries or ignores.
@@ -340,7 +342,7 @@ def run_interleaving(
     control: bool = False,
     mutant: Mutant | None = None,
 ) -> InterleavingRun:
-    """Build a fresh world, run the pair in the order `choose` dictates, recover, judge."""
+    """A world as just deployed, run the pair in the order `choose` dictates, recover, judge."""
     with _world(assembly, control=control, mutant=mutant) as (cloud, controller, clock):
         scheduler = Scheduler(controller, clock)
         attempts, placed = _run_pair(pair, cloud, scheduler, choose)
@@ -378,7 +380,8 @@ def explore(
     limit: int | None = None,
     mutant: Mutant | None = None,
 ) -> PairResult:
-    """Every interleaving of the pair (or the first `limit`), each judged from a fresh world."""
+    """Every interleaving of the pair (or the first `limit`), each judged from a world as it was
+    just after the deploy (one moto world, reset between interleavings)."""
     result = PairResult(pair.name)
 
     def one(chooser: Chooser) -> None:
@@ -389,7 +392,8 @@ def explore(
         result.max_calls = (max(result.max_calls[0], calls[0]), max(result.max_calls[1], calls[1]))
         result.violations.extend(f"interleaving {run.trace}: {p}" for p in run.problems)
 
-    result.interleavings = dfs(one, limit=limit)
+    with reusing():
+        result.interleavings = dfs(one, limit=limit)
     return result
 
 

@@ -2,9 +2,10 @@
 
 The catalogue comes from a *recording run* per order kind: the same schedule with nothing armed,
 every point reached recorded as (function, point, occurrence). Each catalogue entry is then a
-schedule of its own on a fresh moto world: arm that one hit, place the order, let the platform
-recover (client retry, SQS redelivery after the visibility timeout, the state machine's Retry)
-and an operator redrive what is left failed; then judge with `chaos.scenarios.verdict`.
+schedule of its own on the world as it was just after the deploy (one moto world, reset between
+schedules, `simulator.world`): arm that one hit, place the order, let the platform recover (client
+retry, SQS redelivery after the visibility timeout, the state machine's Retry) and an operator
+redrive what is left failed; then judge with `chaos.scenarios.verdict`.
 """
 
 from __future__ import annotations
@@ -17,6 +18,7 @@ from chaos.cloud import chaos_cloud
 from chaos.points import CrashController, PointHit
 from chaos.recovery import Recovery
 from chaos.scenarios import KINDS, run_orders
+from simulator.world import reusing
 
 
 @dataclass
@@ -51,7 +53,8 @@ def record(assembly: Path, kind: str, *, control: bool = False) -> list[PointHit
 def catalogue(
     assembly: Path, kinds: Iterable[str] = KINDS, *, control: bool = False
 ) -> dict[str, list[PointHit]]:
-    return {kind: record(assembly, kind, control=control) for kind in kinds}
+    with reusing():
+        return {kind: record(assembly, kind, control=control) for kind in kinds}
 
 
 def run_single(assembly: Path, kind: str, hit: PointHit, *, control: bool = False) -> ScheduleResult:
@@ -83,12 +86,13 @@ def run_all(
     progress: Callable[[ScheduleResult], None] | None = None,
 ) -> list[ScheduleResult]:
     results = []
-    for kind, hits in points.items():
-        for hit in hits:
-            if not select(kind, hit):
-                continue
-            result = run_single(assembly, kind, hit, control=control)
-            results.append(result)
-            if progress is not None:
-                progress(result)
+    with reusing():  # one moto world for all the schedules, reset between them
+        for kind, hits in points.items():
+            for hit in hits:
+                if not select(kind, hit):
+                    continue
+                result = run_single(assembly, kind, hit, control=control)
+                results.append(result)
+                if progress is not None:
+                    progress(result)
     return results

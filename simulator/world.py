@@ -3,7 +3,8 @@
 Every schedule of a fault search needs a cloud as it is right after the deploy and the seed.
 Building one means a fresh `mock_aws`, the deploy (tables, queues, functions, the state machine)
 and the seed, which was most of a short schedule's time. Inside `reusing()`,
-`deployed(cloud, seed=...)` builds that world once per assembly and afterwards restores it:
+`deployed(cloud, seed=...)` builds that world once per assembly (and app template: a template
+mutant gets its own) and afterwards restores it:
 every table's items as they were after the seed, every queue empty, no executions; the cloud
 takes the deployed names (outputs, queue URLs, function specs) from the first cloud. Outside
 `reusing()` it is a fresh world each time (what the tests do, one `mock_aws` each).
@@ -73,7 +74,12 @@ def deployed(cloud: InProcessCloud, *, seed: Callable[[InProcessCloud], None]) -
             seed(cloud)
             yield cloud
         return
-    if _world is not None and (_world.assembly != cloud.assembly or _running_executions()):
+    # A mutant of the template (chaos.mutants) deploys a world of its own.
+    other = _world is not None and (_world.assembly, _world.first.app_template) != (
+        cloud.assembly,
+        cloud.app_template,
+    )
+    if _world is not None and (other or _running_executions()):
         _mock.reset()
         _world = None
     if _world is None:
