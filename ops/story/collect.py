@@ -7,9 +7,8 @@ the local cloud and a deployed stage; only the log source differs (`ops.story.lo
 from __future__ import annotations
 
 import json
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Mapping
 from dataclasses import dataclass
-from datetime import datetime
 from itertools import count
 from typing import Any
 
@@ -17,8 +16,18 @@ from boto3.dynamodb.types import TypeDeserializer
 from botocore.exceptions import ClientError
 
 from ops.invariants import Stores, check
-from ops.story.logs import Invocation, LogSource, line_time
-from ops.story.model import Entry, Lane, Outcome, Story
+from ops.story.entries import (
+    API_FUNCTION,
+    WORKER_FUNCTION,
+    assign_executions,
+    compensations,
+    epoch,
+    execution_entries,
+    failures,
+    log_entries,
+)
+from ops.story.logs import LogSource
+from ops.story.model import Story
 from orders import items as layout
 from orders.saga import step_statuses
 from orders.workflow import CONSUMERS
@@ -26,28 +35,11 @@ from reliability import FenceState
 from reliability.keys import derive_key
 
 _DESERIALIZER = TypeDeserializer()
-# The function that serves `POST /orders` and the consumers of the orders' events, by the short
-# name their `<Name>FunctionName` stack output is built from (DEVELOPERS.md, functions table).
-API_FUNCTION = "api"
-WORKER_FUNCTION = "worker"
+# The consumers of the orders' events, by the short name their `<Name>FunctionName` stack output is
+# built from (DEVELOPERS.md, functions table).
 CONSUMER_FUNCTIONS = tuple(consumer.name for consumer in CONSUMERS)
 FENCE_NAMESPACE = "saga"  # orders.saga.SAGA_NAMESPACE (a test pins the two are the same)
 CREATE_ROUTE = "POST /orders"  # orders.handlers.api.CREATE_ROUTE, the scope of the stored HTTP key
-
-_HTTP = {
-    "Executed": Outcome.EXECUTED,
-    "Replayed": Outcome.REPLAYED,
-    "PayloadMismatch": Outcome.MISMATCH,
-    "InProgressConflict": Outcome.CONFLICT,
-}
-_QUEUE = {"DedupMiss": Outcome.STARTED, "DedupHit": Outcome.DEDUP_HIT, "PoisonMessage": Outcome.POISON}
-_CONSUMER = {"DedupMiss": Outcome.APPLIED, "DedupHit": Outcome.DEDUPLICATED, "PoisonMessage": Outcome.POISON}
-_EXECUTION_END = {
-    "SUCCEEDED": Outcome.SUCCEEDED,
-    "FAILED": Outcome.EXECUTION_FAILED,
-    "ABORTED": Outcome.ABORTED,
-    "TIMED_OUT": Outcome.TIMED_OUT,
-}
 
 
 class OrderNotFound(LookupError):
@@ -92,106 +84,6 @@ class Workflow:
                         (name, str(catch["Next"]), "catch " + ", ".join(catch.get("ErrorEquals", [])))
                     )
         return cls(start_at=definition.get("StartAt"), steps=tasks, functions=functions, edges=edges)
-
-
-def attempt_outcome(invocation: Invocation) -> tuple[Outcome, str]:  # noqa: PLR0911 - one rule per outcome
-    """What one step invocation came to, from its fence decisions and how it ended."""
-    decisions = set(invocation.decisions())
-    if "FenceStale" in decisions:
-        return Outcome.STALE, "its completion was refused: a newer attempt holds the fence"
-    if "FenceFailed" in decisions:
-        return Outcome.FAILED, invocation.error or "business error recorded on the fence"
-    if invocation.error and invocation.error != "FenceBusy":
-        how = "took the fence over, then " if "FenceTakeover" in decisions else ""
-        return Outcome.DIED, f"{how}ended with {invocation.error}"
-    if "FenceTakeover" in decisions:
-        if any(line.get("reconciled") for line in invocation.lines):
-            return (
-                Outcome.TAKEOVER,
-                "took over the fence; the external system already had the effect (reconciled)",
-            )
-        return Outcome.TAKEOVER, "took over the fence: the attempt before it held it until its lease ran out"
-    if "FenceSkipped" in decisions:
-        return Outcome.SKIPPED, "the fence answered with the stored result"
-    if "FenceBusy" in decisions or invocation.error == "FenceBusy":
-        return Outcome.BUSY, "another attempt holds a live lease"
-    return Outcome.RAN, ""
-
-
-def _http_detail(line: Mapping[str, Any]) -> str:
-    status = line.get("status")
-    return f"{status}" if status is not None else ""
-
-
-def _entries_from_logs(invocations: Iterable[Invocation], step_of: Mapping[str, str]) -> list[Entry]:
-    entries: list[Entry] = []
-    for inv in invocations:
-        if inv.function in step_of:
-            outcome, detail = attempt_outcome(inv)
-            entries.append(
-                Entry(
-                    inv.started,
-                    Lane.STEP,
-                    step_of[inv.function],
-                    outcome,
-                    detail,
-                    inv.duration_ms,
-                    inv.request_id,
-                )
-            )
-            continue
-        table, lane = (
-            (_HTTP, Lane.HTTP)
-            if inv.function == API_FUNCTION
-            else (_QUEUE, Lane.QUEUE)
-            if inv.function == WORKER_FUNCTION
-            else (_CONSUMER, Lane.CONSUMER)
-        )
-        for line in inv.lines:
-            decision = str(line.get("decision", ""))
-            found = table.get(decision) or (Outcome.RETRY if decision == "Retry" else None)
-            if found is None:
-                continue
-            if lane is Lane.HTTP:
-                subject, detail = str(line.get("step") or "request"), _http_detail(line)
-            else:
-                subject, detail = inv.function, str(line.get("reason") or "")
-            entries.append(
-                Entry(_line_time(line, inv), lane, subject, found, detail, inv.duration_ms, inv.request_id)
-            )
-    return entries
-
-
-def _line_time(line: Mapping[str, Any], inv: Invocation) -> float | None:
-    return line_time(line) or inv.started
-
-
-def _epoch(value: Any) -> float | None:
-    if isinstance(value, datetime):
-        return value.timestamp()
-    return float(value) if isinstance(value, int | float) else None
-
-
-def _failures(history: Sequence[Mapping[str, Any]]) -> list[str]:
-    """`<state>: <error>` for every failed task in an execution history."""
-    current = "?"
-    found = []
-    for event in history:
-        entered = event.get("stateEnteredEventDetails")
-        if entered:
-            current = str(entered.get("name"))
-        for key in (
-            "lambdaFunctionFailedEventDetails",
-            "taskFailedEventDetails",
-            "lambdaFunctionTimedOutEventDetails",
-        ):
-            details = event.get(key)
-            if details:
-                found.append(f"{current}: {details.get('error', 'failed')}")
-        stopped = event.get("executionAbortedEventDetails") or event.get("executionFailedEventDetails")
-        if stopped and stopped.get("error"):
-            found.append(f"stopped: {stopped['error']}")
-    return found
 
 
 class Collector:
@@ -246,8 +138,8 @@ class Collector:
                     executionArn=described["executionArn"]
                 )
                 events = [event for page in history for event in page["events"]]
-                found.append({**described, "failures": _failures(events)})
-        return sorted(found, key=lambda e: _epoch(e.get("startDate")) or 0)
+                found.append({**described, "failures": failures(events)})
+        return sorted(found, key=lambda e: epoch(e.get("startDate")) or 0)
 
     def fence(self, token: str, step: str) -> dict[str, Any]:
         stage = token.split(".", 1)[0]
@@ -274,15 +166,15 @@ class Collector:
         step_of = {short: step for step, short in short_of_step.items()}
         needles = [order_id, order_id.removeprefix("o-"), stored_key, *tokens]
         invocations = self.logs.invocations(physical, needles)
-        entries = _entries_from_logs(invocations, step_of)
-        entries += self._execution_entries(executions)
+        entries = log_entries(invocations, step_of)
+        entries += execution_entries(executions)
         fences = {step: self.fence(tokens[-1], step) for step in workflow.steps} if tokens else {}
         # Each step's status on the latest run, derived from its fence as GET /orders/{id} does it
         statuses = step_statuses({step: FenceState(f["state"]) for step, f in fences.items() if f})
         steps = {name: {"status": status.value} for name, status in statuses.items()}
         catch_targets = {to for _, to, kind in workflow.edges if kind.startswith("catch")}
-        entries += _compensations(steps, entries, catch_targets)
-        _assign_executions(entries, executions)
+        entries += compensations(steps, entries, catch_targets)
+        assign_executions(entries, executions)
         entries.sort(key=lambda e: (e.at is None, e.at or 0))
         charges = self._query(self.outputs["PaymentsTableName"], order_id, layout.CHARGE)
         calls = self._query(self.outputs["PaymentsTableName"], order_id, layout.CALL)
@@ -313,91 +205,6 @@ class Collector:
                 },
             },
         )
-
-    def _execution_entries(self, executions: Iterable[Mapping[str, Any]]) -> list[Entry]:
-        entries = []
-        for e in executions:
-            name = str(e["name"])
-            redrive = "-restart-" in name
-            entries.append(
-                Entry(
-                    _epoch(e.get("startDate")),
-                    Lane.EXECUTION,
-                    name,
-                    Outcome.REDRIVEN if redrive else Outcome.EXECUTION_STARTED,
-                    "same execution token" if redrive else "",
-                    execution=name,
-                )
-            )
-            if e.get("redriveDate"):
-                entries.append(
-                    Entry(
-                        _epoch(e["redriveDate"]),
-                        Lane.EXECUTION,
-                        name,
-                        Outcome.REDRIVEN,
-                        f"redrive #{e.get('redriveCount', 1)}",
-                        execution=name,
-                    )
-                )
-            end = _EXECUTION_END.get(str(e.get("status")))
-            if end is not None:
-                entries.append(
-                    Entry(
-                        _epoch(e.get("stopDate")),
-                        Lane.EXECUTION,
-                        name,
-                        end,
-                        "; ".join(e.get("failures", [])),
-                        execution=name,
-                    )
-                )
-        return entries
-
-
-def _compensations(
-    steps: Mapping[str, Mapping[str, Any]], entries: Sequence[Entry], catch_targets: set[str]
-) -> list[Entry]:
-    """A step whose record says COMPENSATED gets a marker at the first attempt, after its own last
-    one, of a step the workflow reaches through a Catch (the compensation that undid it)."""
-    found = []
-    for name, record in steps.items():
-        if record.get("status") != "COMPENSATED":
-            continue
-        own = [e.at for e in entries if e.lane is Lane.STEP and e.subject == name and e.at]
-        after = max(own) if own else 0.0
-        undoing = [
-            e
-            for e in entries
-            if e.lane is Lane.STEP
-            and e.subject in catch_targets
-            and e.at
-            and e.at > after
-            and e.outcome is Outcome.RAN
-        ]
-        first = min(undoing, key=lambda e: e.at or 0) if undoing else None
-        found.append(
-            Entry(
-                first.at if first else (after or None),
-                Lane.STEP,
-                name,
-                Outcome.COMPENSATED,
-                f"undone by {first.subject}" if first else "undone by its compensation",
-            )
-        )
-    return found
-
-
-def _assign_executions(entries: Sequence[Entry], executions: Sequence[Mapping[str, Any]]) -> None:
-    """Attach each step attempt to the execution running at its time."""
-    spans = [
-        (_epoch(e.get("startDate")) or 0, _epoch(e.get("stopDate")) or float("inf"), str(e["name"]))
-        for e in executions
-    ]
-    for entry in entries:
-        if entry.lane is Lane.STEP and entry.at is not None and entry.execution is None:
-            running = [name for start, stop, name in spans if start - 1 <= entry.at <= stop + 1]
-            entry.execution = running[-1] if running else None
 
 
 def _client_key(stored_key: str) -> str | None:

@@ -10,7 +10,8 @@ import pytest
 
 from ops.story.__main__ import main as story_main
 from ops.story.__main__ import order_for_key
-from ops.story.collect import CREATE_ROUTE, FENCE_NAMESPACE, Workflow, attempt_outcome
+from ops.story.collect import CREATE_ROUTE, FENCE_NAMESPACE, Workflow
+from ops.story.entries import attempt_outcome
 from ops.story.logs import InsightsLogs, Invocation, LocalLogFiles
 from ops.story.model import Outcome, StepState, Story
 from ops.story.text import render
