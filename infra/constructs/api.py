@@ -112,6 +112,7 @@ class OrdersApi(Construct):
         )
         integration = apigw.LambdaIntegration(handler, proxy=True, allow_test_invoke=False)
         self._resources: dict[str, apigw.IResource] = {"": self.api.root}
+        self._models: dict[str, apigw.IModel] = {}
         self.operations = [
             self._operation(self._resource(path), method.upper(), operation, integration)
             for path, operations in OPENAPI["paths"].items()
@@ -149,24 +150,32 @@ class OrdersApi(Construct):
                 method, integration, request_validator=self._params_only, request_parameters=parameters
             )
         schema_name = body["content"]["application/json"]["schema"]["$ref"].rpartition("/")[2]
-        model_name = schema_name.removesuffix("Request")
-        model = self.api.add_model(
-            f"{model_name}Model",
-            content_type="application/json",
-            model_name=model_name,
-            schema=apigw.JsonSchema(schema=apigw.JsonSchemaVersion.DRAFT4, type=apigw.JsonSchemaType.OBJECT),
-        )
-        # The schema is plain JSON Schema from the document (JsonSchema would mean retyping it).
-        cast(apigw.CfnModel, model.node.default_child).add_property_override(
-            "Schema", {"$schema": JSON_SCHEMA_DRAFT4, **OPENAPI["components"]["schemas"][schema_name]}
-        )
         return resource.add_method(
             method,
             integration,
             request_validator=self._body_and_params,
             request_parameters=parameters,
-            request_models={"application/json": model},
+            request_models={"application/json": self._model(schema_name)},
         )
+
+    def _model(self, schema_name: str) -> apigw.IModel:
+        """The API's model of a document schema, made once: routes that take the same body share it."""
+        if schema_name not in self._models:
+            model_name = schema_name.removesuffix("Request")
+            model = self.api.add_model(
+                f"{model_name}Model",
+                content_type="application/json",
+                model_name=model_name,
+                schema=apigw.JsonSchema(
+                    schema=apigw.JsonSchemaVersion.DRAFT4, type=apigw.JsonSchemaType.OBJECT
+                ),
+            )
+            # The schema is plain JSON Schema from the document (JsonSchema would mean retyping it).
+            cast(apigw.CfnModel, model.node.default_child).add_property_override(
+                "Schema", {"$schema": JSON_SCHEMA_DRAFT4, **OPENAPI["components"]["schemas"][schema_name]}
+            )
+            self._models[schema_name] = model
+        return self._models[schema_name]
 
     def _gateway_response(self, response_type: str, response: dict[str, Any]) -> None:
         """One of API Gateway's own answers, in the error shape. The DEFAULT_* ones keep each

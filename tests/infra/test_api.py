@@ -1,35 +1,71 @@
-"""The REST API: routes, edge validation, auth per stage, throttling, access logs."""
+"""The REST API: each route of orders.workflow.ROUTES, edge validation, auth per stage, throttling,
+access logs."""
 
 from __future__ import annotations
 
+import copy
 import json
 import re
 from typing import Any
 
 import jsonschema
+import pytest
+from aws_cdk import App, Stack
+from aws_cdk import aws_lambda as lambda_
 from aws_cdk.assertions import Template
 
-from infra.config import load_config
+from infra.config import ApiAuth, ApiThrottle, load_config
+from infra.constructs import api
+from infra.constructs.api import CATCH_ALL
 from orders import openapi
+from orders.workflow import ROUTES
 from simulator.synth import cdk_context
 
-
-def _method(template: Template, http_method: str) -> dict[str, Any]:
-    (method,) = template.find_resources(
-        "AWS::ApiGateway::Method", {"Properties": {"HttpMethod": http_method}}
-    ).values()
-    return method["Properties"]
+# Each route of orders.workflow.ROUTES by (METHOD, path): the tests iterate it, so a new route is
+# covered without a new test.
+ROUTE = {(route.method, route.path): route for route in ROUTES}
 
 
-def test_routes_are_lambda_proxy_to_the_api_function(dev_app: Template) -> None:
-    # POST, GET, and the four catch-all ANY methods (/, /orders, /orders/{order_id}, /{proxy+})
-    dev_app.resource_count_is("AWS::ApiGateway::Method", 6)
-    paths = {
-        r["Properties"]["PathPart"] for r in dev_app.find_resources("AWS::ApiGateway::Resource").values()
+def _resource_paths(template: Template) -> dict[str, str]:
+    """Each API resource's logical id -> its full path (`/orders/{order_id}`)."""
+    resources = template.find_resources("AWS::ApiGateway::Resource")
+
+    def path(logical_id: str) -> str:
+        props = resources[logical_id]["Properties"]
+        parent = props["ParentId"]
+        prefix = path(parent["Ref"]) if "Ref" in parent and parent["Ref"] in resources else ""
+        return f"{prefix}/{props['PathPart']}"
+
+    return {logical_id: path(logical_id) for logical_id in resources}
+
+
+def _methods(template: Template) -> dict[tuple[str, str], dict[str, Any]]:
+    """Every method's properties by (HttpMethod, path); the root is `/`."""
+    paths = _resource_paths(template)
+    methods = {}
+    for method in template.find_resources("AWS::ApiGateway::Method").values():
+        props = method["Properties"]
+        on = paths.get(props["ResourceId"].get("Ref", ""), "/")
+        methods[(props["HttpMethod"], on)] = props
+    return methods
+
+
+def _prefixes(path: str) -> set[str]:
+    parts = path.strip("/").split("/")
+    return {"/" + "/".join(parts[: n + 1]) for n in range(len(parts))}
+
+
+def test_each_route_is_a_lambda_proxy_method_to_the_api_function(dev_app: Template) -> None:
+    methods = _methods(dev_app)
+    routes = {key for key in methods if key[0] != CATCH_ALL}
+    documented = {
+        (method.upper(), path)
+        for path, operations in openapi.document()["paths"].items()
+        for method in operations
     }
-    assert paths == {"orders", "{order_id}", "{proxy+}"}
-    for method in dev_app.find_resources("AWS::ApiGateway::Method").values():
-        integration = method["Properties"]["Integration"]
+    assert routes == set(ROUTE) == documented
+    for props in methods.values():
+        integration = props["Integration"]
         assert integration["Type"] == "AWS_PROXY"
         assert integration["IntegrationHttpMethod"] == "POST"
         assert "ApiFunction" in json.dumps(integration["Uri"])
@@ -38,52 +74,80 @@ def test_routes_are_lambda_proxy_to_the_api_function(dev_app: Template) -> None:
 def test_every_other_path_and_method_reaches_the_function(dev_app: Template) -> None:
     # Regression (root cause 4): without catch-all methods API Gateway answers an unknown path or
     # method with its own 403 "Missing Authentication Token"
-    methods = dev_app.find_resources("AWS::ApiGateway::Method", {"Properties": {"HttpMethod": "ANY"}})
-    resources = dev_app.find_resources("AWS::ApiGateway::Resource")
-    on = set()
-    for method in methods.values():
-        resource = method["Properties"]["ResourceId"]
-        on.add(resources[resource["Ref"]]["Properties"]["PathPart"] if "Ref" in resource else "/")
-    assert on == {"/", "orders", "{order_id}", "{proxy+}"}
+    resources = set().union(*(_prefixes(path) for _, path in ROUTE)) | {"/{proxy+}"}
+    assert set(_resource_paths(dev_app).values()) == resources
+    catch_all = {path for method, path in _methods(dev_app) if method == CATCH_ALL}
+    assert catch_all == resources | {"/"}
 
 
-def test_post_requires_the_idempotency_key_and_a_valid_body(dev_app: Template) -> None:
-    post = _method(dev_app, "POST")
-    assert post["RequestParameters"] == {"method.request.header.Idempotency-Key": True}
-    (model_id,) = template_ids = list(dev_app.find_resources("AWS::ApiGateway::Model"))
-    assert post["RequestModels"] == {"application/json": {"Ref": model_id}}, template_ids
-    (validator,) = [
-        v
-        for logical_id, v in dev_app.find_resources("AWS::ApiGateway::RequestValidator").items()
-        if logical_id == post["RequestValidatorId"]["Ref"]
+def test_each_route_requires_its_parameters_and_validates_its_body(dev_app: Template) -> None:
+    methods = _methods(dev_app)
+    validators = dev_app.find_resources("AWS::ApiGateway::RequestValidator")
+    models = dev_app.find_resources("AWS::ApiGateway::Model")
+    for key, route in ROUTE.items():
+        props = methods[key]
+        expected = {f"method.request.path.{name}": True for name in re.findall(r"\{(\w+)\}", route.path)}
+        if route.idempotent:
+            expected["method.request.header.Idempotency-Key"] = True
+        assert props.get("RequestParameters", {}) == expected, key
+        validator = validators[props["RequestValidatorId"]["Ref"]]["Properties"]
+        assert validator["ValidateRequestParameters"] is True, key
+        assert validator["ValidateRequestBody"] is (route.request is not None), key
+        if route.request is None:
+            assert "RequestModels" not in props, key
+            continue
+        model = models[props["RequestModels"]["application/json"]["Ref"]]["Properties"]
+        # One definition: the model is the pydantic contract's schema, through openapi.json
+        assert model["Schema"] == {
+            "$schema": "http://json-schema.org/draft-04/schema#",
+            **openapi.document()["components"]["schemas"][route.request],
+        }, key
+        assert model["ContentType"] == "application/json"
+        jsonschema.Draft4Validator.check_schema(model["Schema"])
+    # One model per request body, however many routes take it
+    assert len(models) == len({route.request for route in ROUTES if route.request})
+
+
+def test_the_create_order_body_is_closed_and_bounded(dev_app: Template) -> None:
+    (schema,) = [
+        model["Properties"]["Schema"]
+        for model in dev_app.find_resources("AWS::ApiGateway::Model").values()
+        if model["Properties"]["Name"] == "CreateOrder"
     ]
-    assert validator["Properties"]["ValidateRequestBody"] is True
-    assert validator["Properties"]["ValidateRequestParameters"] is True
-
-
-def test_get_validates_its_path_parameter(dev_app: Template) -> None:
-    get = _method(dev_app, "GET")
-    assert get["RequestParameters"] == {"method.request.path.order_id": True}
-    assert "RequestValidatorId" in get
-
-
-def test_body_model_is_the_create_order_contract_from_the_published_document(dev_app: Template) -> None:
-    (model,) = dev_app.find_resources("AWS::ApiGateway::Model").values()
-    schema = model["Properties"]["Schema"]
-    assert model["Properties"]["ContentType"] == "application/json"
-    # One definition: the model is the pydantic contract's schema, through openapi.json
-    published = {
-        "$schema": "http://json-schema.org/draft-04/schema#",
-        **openapi.document()["components"]["schemas"]["CreateOrderRequest"],
-    }
-    assert schema == published
-    jsonschema.Draft4Validator.check_schema(schema)
     props = schema["properties"]
     assert schema["additionalProperties"] is False
     assert set(schema["required"]) == {"customer_id", "currency", "items"}
     item = props["items"]["items"]
     assert item["additionalProperties"] is False
     assert (item["properties"]["quantity"]["minimum"], item["properties"]["quantity"]["maximum"]) == (1, 100)
+
+
+def test_routes_that_take_the_same_body_share_one_model(monkeypatch: pytest.MonkeyPatch) -> None:
+    # Regression: each route added its own model, so two routes with one request body clashed on
+    # the construct id (and API Gateway's model name)
+    document = copy.deepcopy(api.OPENAPI)
+    document["paths"]["/orders/{order_id}/copy"] = {"post": document["paths"]["/orders"]["post"]}
+    monkeypatch.setattr(api, "OPENAPI", document)
+    stack = Stack(App(), "SharedModel")
+    handler = lambda_.Function.from_function_arn(
+        stack, "Handler", "arn:aws:lambda:us-east-1:123456789012:function:api"
+    )
+    throttle = ApiThrottle(rate=10, burst=20)
+    api.OrdersApi(
+        stack,
+        "Api",
+        api_name="a",
+        stage_name="s",
+        handler=handler,
+        auth=ApiAuth.NONE,
+        throttle=throttle,
+        retain_logs=False,
+    )
+    template = Template.from_stack(stack)
+    (model_id,) = template.find_resources("AWS::ApiGateway::Model")
+    posts = [props for (method, _), props in _methods(template).items() if method == "POST"]
+    assert len(posts) == 2
+    assert all(props["RequestModels"] == {"application/json": {"Ref": model_id}} for props in posts)
 
 
 def _render(template: str, message: str) -> Any:
@@ -152,25 +216,3 @@ def test_stage_throttling_access_logs_and_tracing(dev_app: Template) -> None:
         "AWS::Logs::LogGroup",
         {"LogGroupName": "/aws/apigateway/retrysafe-dev-api/access", "RetentionInDays": 30},
     )
-
-
-def test_every_route_of_the_template_is_an_operation_of_the_published_document(dev_app: Template) -> None:
-    resources = dev_app.find_resources("AWS::ApiGateway::Resource")
-
-    def path(resource_ref: dict[str, Any]) -> str:
-        parts: list[str] = []
-        while "Ref" in resource_ref and resource_ref["Ref"] in resources:
-            props = resources[resource_ref["Ref"]]["Properties"]
-            parts.insert(0, props["PathPart"])
-            resource_ref = props["ParentId"]
-        return "/" + "/".join(parts)
-
-    routes = {
-        (m["Properties"]["HttpMethod"].lower(), path(m["Properties"]["ResourceId"]))
-        for m in dev_app.find_resources("AWS::ApiGateway::Method").values()
-        if m["Properties"]["HttpMethod"] != "ANY"
-    }
-    documented = {
-        (method, p) for p, operations in openapi.document()["paths"].items() for method in operations
-    }
-    assert routes == documented
