@@ -234,11 +234,16 @@ class Demo:
         )
 
         def crashed() -> str | None:
-            arn = self.story.order(order.order_id).get("execution_arn")
-            if not arn:
-                return None
-            events = self.sfn.get_execution_history(executionArn=arn)["events"]
-            return arn if any("Runtime.ExitError" in json.dumps(e, default=str) for e in events) else None
+            # The failures of each execution as `make story` reads them (`<state>: <error>`)
+            run = int(self.story.order(order.order_id).get("run", 1))
+            return next(
+                (
+                    str(execution["executionArn"])
+                    for execution in self.story.executions(order.order_id, runs=run)
+                    if "ChargePayment: Runtime.ExitError" in execution["failures"]
+                ),
+                None,
+            )
 
         arn = self.wait_for("the crash in ChargePayment", crashed)
         dead = sorted(pid for pid in pids if not _alive(pid))
