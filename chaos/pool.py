@@ -12,7 +12,7 @@ from simulator.events import REGION
 
 
 class ClientPool:
-    """boto3 clients, built once per process and reused by every fresh moto world.
+    """boto3 clients, built once per process and reused by every moto world.
 
     Building a client costs 50-80 ms (endpoint rules); the harness builds one per call and moto's
     Step Functions interpreter one per task, which dominated a schedule. moto intercepts at the

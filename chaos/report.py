@@ -232,7 +232,7 @@ def markdown(data: dict[str, Any]) -> str:
         "redrives, restarts with the same token and DLQ redrives; half the fault points drawn at effect "
         "boundaries (seed below; chunk i of the run uses seed + i);",
         "- **concurrency**: two attempts of the same request, message or step, interleaved at every storage "
-        "call, all interleavings (depth-first, a fresh moto world for each);",
+        "call, all interleavings (depth-first, each from the just-deployed world);",
         "- **zombies**: the same, with the second attempt one lease later: the first resumes after its "
         "lease passed to the second and tries to complete.",
         "",
