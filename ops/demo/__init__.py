@@ -1,0 +1,111 @@
+"""`make demo`: the whole service offline, driven as a client would, ending with the invariants.
+
+    python -m ops.demo            # uses a running local cloud, else starts one and stops it after
+
+What it does, with progress on the way (each scenario checks what a client can see):
+1. seeds the catalog;
+2. places an order over HTTP and sends the same request again (identical replays), the same key
+   with another body (422), no key (400) and a body that is not JSON (400);
+3. a declined payment: the saga compensates (stock released), the order ends FAILED;
+4. a crash inside ChargePayment after the provider call: crash injection armed through the local
+   cloud's control route (exit mode: the Lambda worker process really dies); the stuck execution
+   is stopped, as an operator would, rather than waiting out its retries;
+5. meanwhile, duplicate deliveries: the first order's queue message sent again straight to SQS
+   (the worker's dedup answers, still one execution);
+6. once the dead attempt's lease has run out, `ops.redrive` restarts the execution with the same
+   token: ReserveInventory is skipped by its fence; ChargePayment's takeover finds the dead
+   attempt's charge at the provider (reconcile) and records it: one provider call, one charge;
+then a report per order (step statuses from their fences, dedup hits, replays, charges, provider
+calls), the story of each order written as a picture (`<state dir>/stories/<order>.html`, and
+`.json` so `make story` shows it after the demo's own local cloud is gone), and a last line
+`invariants: OK` or `invariants: VIOLATED: <what>` (exit 1).
+
+The local cloud is `ops.lifecycle`'s, as for `make fuzz` and `make load`: one the demo started is
+stopped at the end, also on errors, Ctrl-C and SIGTERM; a running one is left running (crash
+injection put back as it was).
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+import time
+from pathlib import Path
+from typing import IO
+
+from botocore.exceptions import ClientError
+
+from localcloud import process
+from localcloud.outputs import Outputs
+from ops.demo.scenarios import Demo, DemoError
+from ops.lifecycle import fresh_crash_dir, local_cloud
+from ops.target import add_state_dir_option
+
+
+def play(
+    out: Outputs,
+    *,
+    restore: bool,
+    console: IO[str] = sys.stdout,
+    state_dir: Path,
+    started: float | None = None,
+) -> list[str]:
+    """Every scenario against a running local cloud, the report, and what went wrong (empty: all
+    promises kept and every invariant holds). `restore`: put its crash injection back after.
+    `state_dir`: the local cloud's state directory; each order's story is written under it."""
+    demo = Demo(out, console=console, state_dir=state_dir)
+    if started is not None:
+        demo.started = started
+    failure: str | None = None
+    try:
+        with fresh_crash_dir(out, restore=restore) as crash_dir:
+            demo.seed()
+            first = demo.happy_path()
+            demo.declined()
+            crashed, arn = demo.crash(crash_dir)
+            demo.duplicates(first)  # while the dead attempt's lease runs out
+            demo.redrive(crashed, arn)
+    except (DemoError, ClientError, OSError) as error:
+        failure = str(error)
+        demo.say(f"demo stopped: {failure}")
+    report = demo.settle()
+    console.write(demo.report(report) + "\n\n")
+    console.write(report.to_text() + "\n\n")
+    demo.section("the story of each order (make story ORDER=<id>; FORMAT=html for the picture)")
+    demo.write_stories(state_dir)
+    problems = [*(f"demo: {p}" for p in demo.problems), *([f"demo: {failure}"] if failure else [])]
+    return problems + report.violations
+
+
+def verdict(problems: list[str]) -> str:
+    """The demo's last line."""
+    return "invariants: OK" if not problems else f"invariants: VIOLATED: {'; '.join(problems)}"
+
+
+def run(state_dir: Path, console: IO[str] = sys.stdout) -> int:
+    started = time.monotonic()
+
+    def say(message: str) -> None:
+        console.write(f"[{time.monotonic() - started:5.1f}s] {message}\n")
+        console.flush()
+
+    with local_cloud(state_dir, say) as (out, started_here):
+        problems = play(out, restore=not started_here, console=console, started=started, state_dir=state_dir)
+        say(f"demo took {time.monotonic() - started:.1f}s")
+    console.write(verdict(problems) + "\n")
+    console.flush()
+    return 0 if not problems else 1
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m ops.demo", description=__doc__.splitlines()[0])
+    add_state_dir_option(parser)
+    args = parser.parse_args(argv)
+    try:
+        return run(args.dir)
+    except KeyboardInterrupt:
+        print("\ninterrupted; nothing left running", file=sys.stderr)
+        return 130
+    except process.StartError as error:
+        print(f"error: {error}", file=sys.stderr)
+        return 2
