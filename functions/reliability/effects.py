@@ -3,7 +3,8 @@
 ``AtomicEffect(result, writes)``: the writes commit in ONE ``TransactWriteItems`` with the fence
 record (``run_atomic``, or a leased step's completion). When a write's own condition fails, the
 ``BusinessError`` attached to it (``Write.on_condition_failed`` or
-``AtomicEffect.on_condition_failure``) is the answer (``cancellation_error``).
+``AtomicEffect.on_condition_failure``) is the answer (``cancellation_error``); when only
+``optional`` writes fail theirs, the transaction is sent again without them (``dropped``).
 
 ``ExternalEffect(act, reconcile=, key_lifetime_seconds=)``: ``act(key)`` with the idempotency key
 every attempt of the step shares; a takeover reconciles first (``FenceStore.run_leased``).
@@ -31,10 +32,16 @@ MAX_EFFECT_WRITES = 99
 @dataclass(frozen=True)
 class Write:
     """One ``TransactWriteItems`` entry (client shape, e.g. ``{"Update": {...}}``) and the
-    BusinessError to raise when that entry's own condition fails (None: EffectConditionFailed)."""
+    BusinessError to raise when that entry's own condition fails (None: EffectConditionFailed).
+
+    ``optional``: the write applies only where its condition holds. A transaction cannot skip one
+    entry, so when optional writes alone fail their conditions the whole transaction is sent again
+    without them: a second round trip, on that path only (e.g. stock returned to a sku an operator
+    removed meanwhile: DEVELOPERS.md, "Inventory")."""
 
     entry: dict[str, Any]
     on_condition_failed: BusinessError | None = None
+    optional: bool = False
 
 
 @dataclass(frozen=True)
@@ -56,7 +63,7 @@ class AtomicEffect:
         for index, write in enumerate(self.writes):
             if isinstance(write, Write):
                 failure = write.on_condition_failed or self.on_condition_failure.get(index)
-                out.append(Write(write.entry, failure))
+                out.append(Write(write.entry, failure, write.optional))
             else:
                 out.append(Write(write, self.on_condition_failure.get(index)))
         if len(out) > MAX_EFFECT_WRITES:
@@ -84,6 +91,13 @@ class ExternalEffect:
 
     def __call__(self, external_key: str) -> Mapping[str, Any] | AtomicEffect:
         return self.act(external_key)
+
+
+def dropped(writes: Sequence[Write], reasons: Sequence[Mapping[str, Any]]) -> set[int]:
+    """The indexes of the writes to send again without, when every effect write whose condition
+    failed is ``optional`` (the record's own condition held); empty otherwise."""
+    failed = {i for i, reason in enumerate(reasons[1:]) if reason.get("Code") == "ConditionalCheckFailed"}
+    return failed if failed and all(writes[i].optional for i in failed) else set()
 
 
 def cancellation_error(writes: Sequence[Write], reasons: Sequence[Mapping[str, Any]]) -> Exception:

@@ -78,9 +78,7 @@ class FenceStore(FenceRecords):
         writes = effect.normalized()
         text = encode_result(effect.result, self._max_result)
         put = self._put(fence, {"state": {"S": FenceState.COMPLETED.value}, "result": {"S": text}})
-        response = self._send(
-            "transact_write_items", TransactItems=[{"Put": put}, *(w.entry for w in writes)]
-        )
+        response, writes = self._transact({"Put": put}, writes)
         if isinstance(response, Refused):
             if response.record_refused:
                 return self._answer(fence, response)

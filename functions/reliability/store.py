@@ -18,7 +18,7 @@ from typing import Any
 from botocore.exceptions import ClientError
 
 from reliability.crashpoints import CrashPlan
-from reliability.effects import AtomicEffect, Write, cancellation_error
+from reliability.effects import AtomicEffect, Write, cancellation_error, dropped
 from reliability.errors import (
     CONNECTION_ERRORS,
     BusinessError,
@@ -130,6 +130,22 @@ class FenceRecords:
             raise store_error(error) from error
         except CONNECTION_ERRORS as error:
             raise store_error(error) from error
+
+    def _transact(
+        self, head: Mapping[str, Any], writes: Sequence[Write]
+    ) -> tuple[dict[str, Any] | Refused, list[Write]]:
+        """The fence record's entry + the effect writes in one transaction, sent again without the
+        optional writes whose conditions alone failed (``reliability.effects.dropped``); the
+        answer and the writes it was for."""
+        sent = list(writes)
+        while True:
+            response = self._send("transact_write_items", TransactItems=[head, *(w.entry for w in sent)])
+            if not isinstance(response, Refused) or response.record_refused:
+                return response, sent
+            skip = dropped(sent, response.reasons)
+            if not skip:
+                return response, sent
+            sent = [w for i, w in enumerate(sent) if i not in skip]
 
     # ----------------------------------------------------------------- reads
     def read(self, step: StepId | Fence) -> FenceRecord | None:
@@ -268,8 +284,7 @@ class FenceRecords:
         token = {":token": {"N": str(fencing_token)}}
         update = update_entry(self._table, fence, {**sets, **stamp}, removes, condition=_OWNED, values=token)
         if writes:
-            entries = [{"Update": update}, *(w.entry for w in writes)]
-            response = self._send("transact_write_items", TransactItems=entries)
+            response, writes = self._transact({"Update": update}, writes)
         else:
             response = self._send("update_item", **update)
         if not isinstance(response, Refused):

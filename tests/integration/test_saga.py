@@ -133,6 +133,33 @@ def test_a_permanent_payment_failure_releases_inventory_once_and_fails_the_order
     assert check(cloud.stores()).ok
 
 
+def test_a_release_after_its_sku_was_removed_completes_for_the_skus_left(cloud: InProcessCloud):
+    # Given an order of two skus that reserved both, then stopped before the charge; an operator
+    # removes one of the skus from the catalog while the order holds its stock
+    lines = [{"sku": "sku-5", "quantity": 3}, {"sku": "sku-6", "quantity": 1}]
+    before = _stock(cloud, "sku-6")
+    stop = cloud.stop_during("ChargePayment")
+    _place(cloud, {**ORDER, "customer_id": "declined-removed", "items": lines}, "declined-removed")
+    cloud.settle()
+    (arn,) = stop.stopped
+    execution = cloud.sfn.describe_execution(executionArn=arn)
+    table, removed = cloud.outputs["InventoryTableName"], {"pk": {"S": "sku#sku-5"}, "sk": {"S": "catalog"}}
+    cloud.dynamodb.delete_item(TableName=table, Key=removed)
+
+    # When the compensation runs (the declined charge's Catch), twice
+    state = json.loads(execution["input"])
+    state["results"] = {"ReserveInventory": {"reserved": {"sku-5": 3, "sku-6": 1}}}
+    state["error"] = {"Error": "PaymentDeclined", "Cause": "declined"}
+    first = cloud.invoke("ReleaseInventory", state)
+    replay = cloud.invoke("ReleaseInventory", state)
+
+    # Then it completes (before: EffectConditionFailed on every redrive, the order stuck RUNNING):
+    # the sku left gets its stock back once, the removed one is not recreated
+    assert replay == first
+    assert _stock(cloud, "sku-6") == before
+    assert "Item" not in cloud.dynamodb.get_item(TableName=table, Key=removed)
+
+
 def test_a_replayed_declined_charge_raises_the_same_business_error(cloud: InProcessCloud):
     order_id = _place(cloud, {**ORDER, "customer_id": "declined-again"}, "declined-replay")
     cloud.settle()

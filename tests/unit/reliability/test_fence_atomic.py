@@ -312,3 +312,46 @@ def test_a_replay_whose_build_now_fails_returns_the_stored_result(fences: FenceS
     record = fences.read(step)
     assert record is not None
     assert record.state is FenceState.COMPLETED
+
+
+def test_optional_writes_whose_conditions_fail_are_dropped_and_the_rest_commits(
+    fences: FenceStore, ddb: Any
+) -> None:
+    # Given stock of 1 on sku-1 and none on sku-2, and a step whose decrements are optional
+    put_stock(ddb, "sku-1", 1)
+    put_stock(ddb, "sku-2", 0)
+    step = StepId(token="dev.order-9.r1", step="release-inventory")
+    writes: list[Write | dict[str, Any]] = [
+        Write(stock_decrement("sku-1", 1), optional=True),
+        Write(stock_decrement("sku-2", 1), optional=True),
+        counter_add("c"),
+    ]
+    calls = CallCounter(ddb)
+    # When it runs atomically
+    outcome = fences.run_atomic(step, lambda: AtomicEffect({"done": True}, writes))
+    # Then the transaction was sent again without the write that failed, and completed
+    assert calls.take() == ["TransactWriteItems", "TransactWriteItems"]
+    assert outcome.result == {"done": True}
+    assert (stock_of(ddb, "sku-1"), stock_of(ddb, "sku-2"), counter_value(ddb, "c")) == (0, 0, 1)
+    record = fences.read(step)
+    assert record is not None
+    assert record.state is FenceState.COMPLETED
+
+
+def test_a_required_write_failing_beside_an_optional_one_still_refuses_the_whole_effect(
+    fences: FenceStore, ddb: Any
+) -> None:
+    # Given no stock on either sku, one decrement optional and one required
+    put_stock(ddb, "sku-1", 0)
+    put_stock(ddb, "sku-2", 0)
+    step = StepId(token="dev.order-10.r1", step="release-inventory")
+    writes: list[Write | dict[str, Any]] = [
+        Write(stock_decrement("sku-1", 1), optional=True),
+        Write(stock_decrement("sku-2", 1)),
+        counter_add("c"),
+    ]
+    # When it runs, then nothing is dropped: the required write's failure is the answer
+    with pytest.raises(EffectConditionFailed):
+        fences.run_atomic(step, lambda: AtomicEffect({}, writes))
+    assert counter_value(ddb, "c") == 0
+    assert fences.read(step) is None
