@@ -4,11 +4,11 @@ Class names are part of the Step Functions Retry/Catch contract (DEVELOPERS.md, 
 contract"): the Lambda runtime reports ``errorType`` = the exception's class name, so renaming a
 class here changes which states retry or catch it.
 
-- ``RetryableError`` and its subclasses (``FenceBusy``, ``TransientError``) are retried by the
-  workflow with backoff. Adapters turn every transient AWS or transport failure into
+- ``RetryableError`` and its subclasses (``FenceBusy``, ``StaleFence``, ``TransientError``) are
+  retried by the workflow with backoff. Adapters turn every transient AWS or transport failure into
   ``TransientError`` (``transient_errors``), so nothing transient reaches Step Functions under
   another name.
-- ``StaleFence`` and ``ResultTooLarge`` are reliability failures that a retry does not cure.
+- ``ResultTooLarge`` and ``ExternalKeyExpired`` are reliability failures that a retry does not cure.
 - ``BusinessError`` is the base of the domain's permanent errors. A fence records them as FAILED
   and raises the same class with the same message on every replay; subclasses register themselves
   by class name so a replay can rebuild them from the stored record.
@@ -57,8 +57,9 @@ class StoreError(ReliabilityError):
     """DynamoDB rejected a request for a reason a retry does not cure (validation, access, missing table)."""
 
 
-class StaleFence(ReliabilityError):
-    """A zombie's completion: the fence passed to a later attempt; this attempt's effect was not written."""
+class StaleFence(RetryableError):
+    """A zombie's completion: the fence passed to a later attempt; this attempt's effect was not
+    written. A retry is safe: it finds the step done (a skip), still held, or free to take over."""
 
 
 class ExternalKeyExpired(ReliabilityError):

@@ -41,8 +41,10 @@ RETRY_MAX_DELAY = Duration.seconds(30)
 # FenceBusy means an earlier attempt holds the step's lease, typically one that died (its retry
 # arrives here at once). Waiting it out is paced by the lease, not by jitter: retries at 1/4,
 # 3/4 and 7/4 of the lease, so the third comes after any dead attempt's lease has expired. No
-# jitter: the contention is one execution with itself, never a herd.
-FENCE_BUSY_ERROR = "FenceBusy"
+# jitter: the contention is one execution with itself, never a herd. StaleFence (a leased step's
+# completion lost its fence to a later attempt) is the same wait: nothing of this attempt was
+# committed, and the retry finds the step done (a skip), still held (FenceBusy), or free to take.
+FENCE_WAIT_ERRORS = ("FenceBusy", "StaleFence")
 FENCE_BUSY_BACKOFF_RATE = 2.0
 FENCE_BUSY_MAX_ATTEMPTS = 4
 SUCCEED_STATE = "Done"
@@ -169,7 +171,7 @@ class FencedWorkflow(Construct):
             result_path=f"$.results.{step.name}",
         )
         task.add_retry(
-            errors=[FENCE_BUSY_ERROR],
+            errors=list(FENCE_WAIT_ERRORS),
             interval=Duration.seconds(max(1, _lease_seconds(step) // 4)),
             backoff_rate=FENCE_BUSY_BACKOFF_RATE,
             max_attempts=FENCE_BUSY_MAX_ATTEMPTS,

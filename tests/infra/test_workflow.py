@@ -69,7 +69,7 @@ def test_every_task_retries_transient_errors_only_with_full_jitter(definition: d
         fence_busy, retry = definition["States"][name]["Retry"]
         # A busy fence is waited out at the pace of the lease (the step timeout, 20 s), without
         # jitter: the retries run past the lease of any attempt that died holding it.
-        assert fence_busy["ErrorEquals"] == ["FenceBusy"]
+        assert fence_busy["ErrorEquals"] == ["FenceBusy", "StaleFence"]
         assert fence_busy.get("JitterStrategy", "NONE") == "NONE"
         waits = [
             fence_busy["IntervalSeconds"] * fence_busy["BackoffRate"] ** n
@@ -92,6 +92,18 @@ def test_every_task_retries_transient_errors_only_with_full_jitter(definition: d
         "Sandbox.Timedout",
         "TransientError",
     }
+
+
+def test_every_step_that_can_lose_its_fence_retries_stale_fence(definition: dict[str, Any]) -> None:
+    # Given the steps whose completion is conditional on a fencing token (run_leased): a zombie
+    # attempt's completion raises StaleFence, with nothing of it committed
+    leased = [step.name for step in workflow.STEPS if step.kind == "leased"]
+    assert leased
+    for name in leased:
+        # Then the workflow retries it (the retry skips, waits or takes over), never fails on it
+        retried = [r for r in definition["States"][name]["Retry"] if "StaleFence" in r["ErrorEquals"]]
+        assert retried, f"{name} does not retry StaleFence"
+        assert retried[0]["MaxAttempts"] >= 3
 
 
 def test_state_machine_role_invokes_only_the_step_functions(dev_app_json: dict[str, Any]) -> None:

@@ -22,7 +22,7 @@ from tests.unit.reliability.domain import DemoOutOfStock, DemoPaymentDeclined
 def test_hierarchy_matches_the_retry_contract() -> None:
     assert issubclass(FenceBusy, RetryableError)
     assert issubclass(TransientError, RetryableError)
-    assert not issubclass(StaleFence, RetryableError)
+    assert issubclass(StaleFence, RetryableError)
     assert not issubclass(ResultTooLarge, RetryableError)
     assert issubclass(RetryableError, ReliabilityError)
     assert not issubclass(BusinessError, ReliabilityError)
