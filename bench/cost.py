@@ -4,10 +4,10 @@ price it at list prices, with and without the reliability layer.
 Orders go through the in-process cloud (``simulator``: moto, the synthesized assembly, the real
 handler code; one order at a time, each settled before the next). What is MEASURED there:
 
-- every AWS call a handler makes (a botocore ``before-call`` hook on the default session, counted
-  when ``simulator.observe.current_caller()`` names a function, so the simulator's own polling and
-  waiting is not counted), by function and operation, and the items each DynamoDB call writes or
-  returns (``after-call``);
+- every AWS call a handler makes (``bench.calls``, the counter bench/roundtrips.py uses too, on
+  the default session, counted when ``simulator.observe.current_caller()`` names a function, so
+  the simulator's own polling and waiting is not counted), by function and operation, and the
+  items each DynamoDB call writes or returns;
 - every byte the handlers write to stdout (file descriptor 1 redirected to a file): Powertools log
   lines and EMF documents, split into the layer's (decision lines, metric documents) and the app's.
 
@@ -43,6 +43,8 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 from unittest import mock
+
+from bench.calls import Call, Calls
 
 RESULTS = Path(__file__).resolve().parent / "results"
 STAGE = "local"
@@ -84,6 +86,7 @@ class Usage:
 
     calls: Counter[tuple[str, str]] = field(default_factory=Counter)  # (function, Service.Operation)
     wru: defaultdict[str, float] = field(default_factory=lambda: defaultdict(float))  # by function
+    wru_by_table: defaultdict[str, float] = field(default_factory=lambda: defaultdict(float))
     rru: defaultdict[str, float] = field(default_factory=lambda: defaultdict(float))
     layer_calls: int = 0
     layer_wru: float = 0.0
@@ -94,47 +97,19 @@ class Usage:
 
 
 class Meter:
-    """botocore hooks that count the calls of handler code and the capacity their items take: the
-    API parameters (``before-parameter-build``) say what a DynamoDB call writes, its response
-    (``after-call``) what a read returned; the request context carries one to the other."""
+    """The capacity the counted calls (``bench.calls``) take: what a DynamoDB call's parameters
+    write, what a read's answer returned; the layer's share by table."""
 
-    def __init__(self, layer_tables: set[str], short: Mapping[str, str]) -> None:
+    def __init__(self, layer_tables: set[str]) -> None:
         self.usage = Usage()
         self._layer_tables = layer_tables
-        self._short = short
 
-    @contextmanager
-    def registered(self, events: Any) -> Iterator[Meter]:
-        hooks = (
-            ("before-parameter-build", self.before_parameter_build, "bench-cost-params"),
-            ("after-call.dynamodb", self.after_call, "bench-cost-reads"),
-        )
-        for event, hook, unique_id in hooks:
-            events.register(event, hook, unique_id=unique_id)
-        try:
-            yield self
-        finally:
-            for event, hook, unique_id in hooks:
-                events.unregister(event, hook, unique_id=unique_id)
-
-    def _function(self) -> str | None:
-        from simulator.observe import current_caller  # noqa: PLC0415 - after the cloud is up
-
-        caller = current_caller()
-        return self._short.get(caller.function, caller.function) if caller else None
-
-    def before_parameter_build(
-        self, model: Any, params: Mapping[str, Any], context: dict[str, Any], **_: Any
-    ) -> None:
-        function = self._function()
-        if function is None:
+    def add(self, call: Call) -> None:
+        function, params = call.function, call.params
+        self.usage.calls[(function, f"{call.service}.{call.operation}")] += 1
+        if call.service != "dynamodb":
             return
-        service = model.service_model.service_id.hyphenize()
-        self.usage.calls[(function, f"{service}.{model.name}")] += 1
-        if service != "dynamodb":
-            return
-        context["bench_cost"] = (function, params)
-        if model.name == "TransactWriteItems":
+        if call.operation == "TransactWriteItems":
             actions = [next(iter(action.items())) for action in params["TransactItems"]]
             # A transaction of two or more business writes would be one without the layer too
             # (all or nothing); with one, it exists for the fence: its premium is the layer's.
@@ -143,27 +118,27 @@ class Meter:
             for _kind, body in actions:
                 self._write(function, body, transactional=True, premium=premium)
             self.usage.layer_calls += len(business) < len(actions)
-        elif model.name in ("PutItem", "UpdateItem", "DeleteItem"):
+            return
+        if call.operation in ("PutItem", "UpdateItem", "DeleteItem"):
             self._write(function, params, transactional=False, premium=False)
-            self.usage.layer_calls += params["TableName"] in self._layer_tables
-        elif params.get("TableName") in self._layer_tables:
-            self.usage.layer_calls += 1
+        elif call.operation in _READS and call.response is not None:
+            self._reads(function, params, call.response)
+        tables = [params.get("TableName"), *params.get("RequestItems", {})]
+        self.usage.layer_calls += any(table in self._layer_tables for table in tables)
 
     def _write(self, function: str, body: Mapping[str, Any], *, transactional: bool, premium: bool) -> None:
         size = item_bytes(body.get("Item") or {})
         self.usage.largest_item = max(self.usage.largest_item, size)
         wru = (2.0 if transactional else 1.0) * max(1, math.ceil(size / WRU_BYTES))
         self.usage.wru[function] += wru
+        self.usage.wru_by_table[body["TableName"]] += wru
         if body["TableName"] in self._layer_tables:
             self.usage.layer_wru += wru
         elif transactional and premium:
             self.usage.transaction_premium_wru += wru / 2
 
-    def after_call(self, model: Any, parsed: Mapping[str, Any], context: dict[str, Any], **_: Any) -> None:
-        if "bench_cost" not in context or model.name not in _READS:
-            return
-        function, params = context["bench_cost"]
-        if model.name == "BatchGetItem":  # each table's items, each item rounded up on its own
+    def _reads(self, function: str, params: Mapping[str, Any], parsed: Mapping[str, Any]) -> None:
+        if "RequestItems" in params:  # BatchGetItem: each table's items, each rounded up on its own
             for table, items in parsed.get("Responses", {}).items():
                 consistent = params["RequestItems"][table].get("ConsistentRead")
                 for item in items:
@@ -233,6 +208,7 @@ class Measured:
     orders: int
     calls_per_order: dict[str, float]  # "function Service.Operation" -> calls
     wru_per_order: float
+    busiest_table_wru_share: float  # the largest share of the write units on one table
     rru_per_order: float
     layer_calls_per_order: float
     layer_wru_per_order: float
@@ -268,11 +244,18 @@ def _measure(orders: int) -> tuple[Measured, Any]:
             if spec.environment.get(var)
         }
         short = {name: name.removeprefix(f"retrysafe-{STAGE}-") for name in cloud.functions}
-        meter = Meter(layer_tables, short)
+
+        def caller() -> str | None:
+            from simulator.observe import current_caller  # noqa: PLC0415 - after the cloud is up
+
+            found = current_caller()
+            return short.get(found.function, found.function) if found else None
+
+        calls = Calls(caller)
         captured = Path(tmp) / "stdout"
         # The handlers' clients come from boto3's default session (simulator.cloud.client), built
         # at their first call, after the hooks are on the session they copy their events from.
-        with meter.registered(boto3._get_default_session().events), stdout_to(captured):
+        with calls.attached(boto3._get_default_session().events), stdout_to(captured):
             for number in range(orders):
                 response = cloud.api(
                     "POST", "/orders", body=ORDER, headers={"Idempotency-Key": f"bench-{number}"}
@@ -284,12 +267,16 @@ def _measure(orders: int) -> tuple[Measured, Any]:
         statuses = [execution["status"] for execution in cloud.executions()]
         if statuses != ["SUCCEEDED"] * orders:
             raise RuntimeError(f"not every order completed: {statuses}")
+    meter = Meter(layer_tables)
+    for call in calls.calls:
+        meter.add(call)
     usage = meter.usage
     per = 1 / orders
     measured = Measured(
         orders=orders,
         calls_per_order={f"{fn} {op}": n * per for (fn, op), n in sorted(usage.calls.items())},
         wru_per_order=sum(usage.wru.values()) * per,
+        busiest_table_wru_share=max(usage.wru_by_table.values()) / sum(usage.wru_by_table.values()),
         rru_per_order=sum(usage.rru.values()) * per,
         layer_calls_per_order=usage.layer_calls * per,
         layer_wru_per_order=usage.layer_wru * per,
@@ -308,18 +295,37 @@ def _measure(orders: int) -> tuple[Measured, Any]:
     return measured, read(assembly, STAGE)
 
 
-def price(measured: Measured, topology: Any) -> dict[str, dict[str, float]]:
-    """Dollars per order by service, with the layer (as measured) and without it."""
-    from scale.sheet import cost_per_order, per_order  # noqa: PLC0415 - the scale sheet's model
-
-    modelled = per_order(topology)
-    platform = modelled["lambda_requests"] * PLATFORM_LOG_BYTES
+def usage_per_order(measured: Measured, lambda_requests: float) -> dict[str, float]:
+    """An order's DynamoDB units and log bytes with the layer, as measured (Lambda's own lines
+    modelled per invocation): what bench/results/cost.json gives `make scale-sheet`."""
     log = measured.log
-    layer_log = log["decision_line_bytes"] + log["metric_document_bytes"]
-    with_layer = modelled | {
+    handlers = log["decision_line_bytes"] + log["metric_document_bytes"] + log["other_bytes"]
+    return {
         "write_units": measured.wru_per_order,
         "read_units": measured.rru_per_order,
-        "log_gb": (layer_log + log["other_bytes"] + platform) / 1e9,
+        "busiest_table_wru_share": measured.busiest_table_wru_share,
+        "log_bytes": handlers + lambda_requests * PLATFORM_LOG_BYTES,
+    }
+
+
+def measured_usage(results: Path = RESULTS) -> dict[str, float]:
+    """The last `make bench`'s ``usage_per_order`` (``results``/cost.json)."""
+    usage: dict[str, float] = json.loads((results / "cost.json").read_text())["usage_per_order"]
+    return usage
+
+
+def price(
+    measured: Measured, modelled: dict[str, float], usage: dict[str, float]
+) -> dict[str, dict[str, float]]:
+    """Dollars per order by service, with the layer (``usage``, as measured) and without it."""
+    from scale.sheet import cost_per_order  # noqa: PLC0415 - the scale sheet's prices
+
+    platform = modelled["lambda_requests"] * PLATFORM_LOG_BYTES
+    log = measured.log
+    with_layer = modelled | {
+        "write_units": usage["write_units"],
+        "read_units": usage["read_units"],
+        "log_gb": usage["log_bytes"] / 1e9,
     }
     without_layer = modelled | {
         "write_units": measured.wru_per_order
@@ -386,8 +392,12 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--orders", type=int, default=5)
     parser.add_argument("--results", type=Path, default=RESULTS, help="where cost.md and cost.json go")
     args = parser.parse_args(argv)
+    from scale.sheet import modelled_per_order  # noqa: PLC0415 - the scale sheet's model
+
     measured, topology = measure(args.orders)
-    costs = price(measured, topology)
+    modelled = modelled_per_order(topology)
+    usage = usage_per_order(measured, modelled["lambda_requests"])
+    costs = price(measured, modelled, usage)
     table = render(measured, costs)
     header = (
         "# What an order costs, with and without the reliability layer\n\n"
@@ -398,7 +408,10 @@ def main(argv: list[str] | None = None) -> int:
     args.results.mkdir(parents=True, exist_ok=True)
     (args.results / "cost.md").write_text(header + table)
     (args.results / "cost.json").write_text(
-        json.dumps({"measured": asdict(measured), "cost_per_order": costs}, indent=2) + "\n"
+        json.dumps(
+            {"measured": asdict(measured), "usage_per_order": usage, "cost_per_order": costs}, indent=2
+        )
+        + "\n"
     )
     sys.stdout.write(table)
     return 0

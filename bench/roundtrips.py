@@ -1,4 +1,4 @@
-"""Round trips to AWS per fenced step, counted with a botocore event hook in one run against moto.
+"""Round trips to AWS per fenced step, counted by `bench.calls` (botocore hooks) in one run against moto.
 
 Two measurements. **Whole steps and whole orders** (`measure_order`): the synthesized app deployed
 into moto by the simulator, one order placed and driven to rest through the real handlers (api,
@@ -28,8 +28,8 @@ import io
 import json
 import os
 import sys
-from collections.abc import Callable, Iterator
-from contextlib import contextmanager, redirect_stdout
+from collections.abc import Callable
+from contextlib import redirect_stdout
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any, cast
@@ -44,6 +44,7 @@ from aws_lambda_powertools.utilities.idempotency import (
 from aws_lambda_powertools.utilities.typing import LambdaContext
 from moto import mock_aws
 
+from bench.calls import Call, Calls
 from reliability import AtomicEffect, FenceStore, StepId
 from reliability.telemetry import Telemetry
 
@@ -62,24 +63,6 @@ class Row:
     first_calls: list[str]
     replay_calls: list[str]
     race_safe: str
-
-
-class Counter:
-    """Counts every API call a client makes: a ``before-call`` hook (fires before moto answers)."""
-
-    def __init__(self, client: Any) -> None:
-        self.calls: list[str] = []
-        client.meta.events.register("before-call", self._on_call, unique_id="bench-roundtrip-counter")
-
-    def _on_call(self, model: Any, **_: Any) -> None:
-        self.calls.append(model.name)
-
-    @contextmanager
-    def measure(self) -> Iterator[list[str]]:
-        self.calls = []
-        seen: list[str] = []
-        yield seen
-        seen.extend(self.calls)
 
 
 class _Context:
@@ -115,12 +98,12 @@ def _ledger_entry(order_id: str) -> dict[str, Any]:
     }
 
 
-def _twice(counter: Counter, run: Callable[[], Any]) -> tuple[list[str], list[str]]:
-    with counter.measure() as first:
-        run()
-    with counter.measure() as replay:
-        run()
-    return first, replay
+def _twice(calls: Calls, run: Callable[[], Any]) -> tuple[list[str], list[str]]:
+    mark = len(calls.calls)
+    run()
+    replay = len(calls.calls)
+    run()
+    return calls.operations(mark)[: replay - mark], calls.operations(replay)
 
 
 def measure() -> list[Row]:
@@ -131,7 +114,8 @@ def measure() -> list[Row]:
     with mock_aws():
         ddb = boto3.client("dynamodb", region_name=REGION)
         _create_tables(ddb)
-        counter = Counter(ddb)
+        calls = Calls()
+        calls.attach(ddb.meta.events)
         telemetry = Telemetry(
             logger=Logger(service="bench", level="WARNING"),
             metrics=Metrics(namespace="bench", service="bench"),
@@ -142,7 +126,7 @@ def measure() -> list[Row]:
         rows: list[Row] = []
 
         def add(approach: str, race_safe: str, run: Callable[[], Any]) -> None:
-            first, replay = _twice(counter, run)
+            first, replay = _twice(calls, run)
             rows.append(Row(approach, len(first), len(replay), first, replay, race_safe))
 
         def atomic() -> Any:
@@ -253,27 +237,16 @@ class OrderRun:
         return first, replay
 
 
-class _Recorder:
-    """Counts every call a function's runtime clients make (`before-parameter-build`: once per
-    call, before moto answers, with the caller's parameters)."""
-
-    def __init__(self, names: dict[str, str]) -> None:
-        self.names = names  # physical table/queue name or URL -> logical name
-        self.calls: list[tuple[str, str]] = []
-
-    def attach(self, function: str, client: Any) -> None:
-        def on_call(params: dict[str, Any], model: Any, **_: Any) -> None:
-            self.calls.append((function, f"{model.name} {'+'.join(self._targets(params))}".strip()))
-
-        client.meta.events.register("before-parameter-build", on_call, unique_id=f"bench-{function}")
-
-    def _targets(self, params: dict[str, Any]) -> list[str]:
-        found = [params.get("TableName"), params.get("QueueUrl"), *params.get("RequestItems", {})]
-        for entry in params.get("TransactItems", []):
-            found += [body.get("TableName") for body in entry.values()]
-        if "stateMachineArn" in params or "executionArn" in params:
-            found.append("StateMachine")
-        return list(dict.fromkeys(self.names.get(str(t), str(t)) for t in found if t))
+def _described(call: Call, names: dict[str, str]) -> str:
+    """`Operation Target[+Target]`, each target by its logical name (`names`: physical -> logical)."""
+    params = call.params
+    found = [params.get("TableName"), params.get("QueueUrl"), *params.get("RequestItems", {})]
+    for entry in params.get("TransactItems", []):
+        found += [body.get("TableName") for body in entry.values()]
+    if "stateMachineArn" in params or "executionArn" in params:
+        found.append("StateMachine")
+    targets = dict.fromkeys(names.get(str(t), str(t)) for t in found if t)
+    return f"{call.operation} {'+'.join(targets)}".strip()
 
 
 def measure_order(assembly: Path) -> list[OrderRun]:
@@ -286,14 +259,14 @@ def measure_order(assembly: Path) -> list[OrderRun]:
         names = {v: k.removesuffix("TableName") for k, v in outputs.items() if k.endswith("TableName")}
         names |= {v: k.removesuffix("Url") for k, v in outputs.items() if k.endswith("Url")}
         short = {v: k.removesuffix("FunctionName") for k, v in outputs.items() if k.endswith("FunctionName")}
-        recorder = _Recorder(names)
+        recorder = Calls()
         for physical in cloud.functions:
             runtime = cloud.runtime_for(physical)
             for service in ("dynamodb", "sqs", "stepfunctions"):
-                recorder.attach(short[physical], getattr(runtime, service))
+                recorder.attach(getattr(runtime, service).meta.events, function=short[physical])
 
         def since(mark: int) -> list[str]:
-            return [call for _, call in recorder.calls[mark:]]
+            return [_described(call, names) for call in recorder.calls[mark:]]
 
         for scenario, body in (("completed", ORDER), ("declined", DECLINED)):
             run = OrderRun(scenario)
@@ -308,8 +281,8 @@ def measure_order(assembly: Path) -> list[OrderRun]:
             for invocation in done:
                 name = short[invocation.function]
                 mine = []
-                while position < len(calls) and calls[position][0] == name:
-                    mine.append(calls[position][1])
+                while position < len(calls) and calls[position].function == name:
+                    mine.append(_described(calls[position], names))
                     position += 1
                 run.first.append(Invocation(name, mine))
             if position != len(calls):

@@ -3,14 +3,16 @@ what an hour costs at list prices, and what changes in the design past each poin
 
 Limits come from the synthesized topology (admission, the API stage throttle, the happy path's
 states, memory sizes, batch sizes), the stage's capacity entry and infra.capacity.QUOTAS
-(us-east-1 defaults); prices from ops.costs. Per-order usage that no template states (durations,
-DynamoDB units, log bytes) is written below with where each number comes from.
+(us-east-1 defaults); prices from ops.costs. An order's DynamoDB units, their busiest table's share
+and its log bytes are what `make bench` measured through the handlers (bench/results/cost.json,
+`bench.cost.measured_usage`); durations, which no template states, are written below.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
 
+from bench.cost import measured_usage
 from infra.capacity import (
     PROVIDER_CALL_SECONDS,
     QUOTAS,
@@ -26,17 +28,6 @@ from scale.topology import Topology
 RATES = (10, 100, 1_000, 10_000)
 # The API function's time per request (HTTP idempotency record, order write, SendMessage).
 API_SECONDS = 0.1
-# DynamoDB units per order: estimates from the writes each hop makes (API: idempotency record and
-# order; worker: dedup claim/complete and RUNNING; each atomic step a 2-3 item transaction at
-# 2 units an item; each leased step claim, effect, complete, status; each consumer a transaction).
-# `make bench` counts them through the handlers; replace these with its figures.
-WRITE_UNITS_PER_ORDER = 40
-READ_UNITS_PER_ORDER = 12
-# The share of those writes on the busiest table (orders: the order, its step statuses).
-BUSIEST_TABLE_SHARE = 0.4
-# Log bytes per order (issue 16 measured ~16 KB through the handlers: 15 decisions, each a log
-# line and an EMF blob).
-LOG_BYTES_PER_ORDER = 16_000
 
 
 @dataclass(frozen=True)
@@ -47,8 +38,9 @@ class Limit:
     past_it: str  # what changes in the design past this point
 
 
-def per_order(topology: Topology) -> dict[str, float]:
-    """What one happy-path order uses: invocations, GB-seconds, transitions, requests, units."""
+def modelled_per_order(topology: Topology) -> dict[str, float]:
+    """What one happy-path order uses that the templates say: invocations, GB-seconds,
+    transitions, requests."""
     fns = topology.functions
     batch = {q.consumer: q.batch_size for q in topology.queues.values()}
     tasks = [f for f in (topology.task_function(s) for s in topology.happy_path()) if f]
@@ -69,10 +61,19 @@ def per_order(topology: Topology) -> dict[str, float]:
         "transitions": float(len(topology.happy_path())),
         # each queue: SendMessage, then one ReceiveMessage and one DeleteMessageBatch per batch
         "sqs_requests": sum(1 + 2 / q.batch_size for q in topology.queues.values()),
-        "write_units": WRITE_UNITS_PER_ORDER,
-        "read_units": READ_UNITS_PER_ORDER,
         "api_requests": 1.0,
-        "log_gb": LOG_BYTES_PER_ORDER / 1e9,
+    }
+
+
+def per_order(topology: Topology) -> dict[str, float]:
+    """What one happy-path order uses: the modelled usage and `make bench`'s measured units and
+    log bytes."""
+    measured = measured_usage()
+    return modelled_per_order(topology) | {
+        "write_units": measured["write_units"],
+        "read_units": measured["read_units"],
+        "busiest_table_wru_share": measured["busiest_table_wru_share"],
+        "log_gb": measured["log_bytes"] / 1e9,
     }
 
 
@@ -137,8 +138,8 @@ def limits(topology: Topology) -> list[Limit]:
                 "the service across accounts or regions",
             ),
             Limit(
-                "DynamoDB table write throughput (the orders table)",
-                quota("dynamodb_table_wru") / (WRITE_UNITS_PER_ORDER * BUSIEST_TABLE_SHARE),
+                "DynamoDB table write throughput (the busiest table)",
+                quota("dynamodb_table_wru") / (usage["write_units"] * usage["busiest_table_wru_share"]),
                 QUOTAS["dynamodb_table_wru"].name,
                 "warm throughput on the busiest tables before a launch; fewer writes per step",
             ),
@@ -169,8 +170,9 @@ def render(topology: Topology) -> str:
         "",
         f"Per happy-path order: {usage['transitions']:g} state transitions, "
         f"{usage['lambda_requests']:.1f} Lambda invocations, {usage['gb_seconds']:.3f} GB-s, "
-        f"{usage['sqs_requests']:.1f} SQS requests, ~{WRITE_UNITS_PER_ORDER} DynamoDB write units "
-        f"(estimate), {LOG_BYTES_PER_ORDER // 1000} KB of logs: ${order_cost * 1e6:,.0f} per million "
+        f"{usage['sqs_requests']:.1f} SQS requests, {usage['write_units']:g} DynamoDB write units "
+        f"and {usage['log_gb'] * 1e6:.1f} KB of logs (`make bench`, bench/results/cost.json): "
+        f"${order_cost * 1e6:,.0f} per million "
         "orders (" + ", ".join(f"{k} {v / order_cost:.0%}" for k, v in costs.items()) + ").",
         "",
         "## The plan in the templates (infra/capacity.py)",
