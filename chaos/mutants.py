@@ -20,12 +20,13 @@ from typing import Any
 
 from chaos import behaviours as old
 from chaos.audit import is_fence
+from orders import workflow
 
-STEPS_ATOMIC = frozenset(
-    {"reserve-inventory", "record-ledger", "mark-completed", "release-inventory", "mark-failed"}
-)
-STEPS_LEASED = frozenset({"charge-payment", "publish-events"})
-CONSUMERS = frozenset({"notify", "analytics"})
+# The functions each guard lives in, from the workflow's lists: a new step or consumer is mutated too.
+STEPS_ATOMIC = frozenset(workflow.function_name(s.name) for s in workflow.STEPS if s.kind == "atomic")
+STEPS_LEASED = frozenset(workflow.function_name(s.name) for s in workflow.STEPS if s.kind == "leased")
+RECONCILED = frozenset(workflow.function_name(s.name) for s in workflow.STEPS if s.reconcile)
+CONSUMERS = frozenset(c.name for c in workflow.CONSUMERS)
 FENCED = STEPS_ATOMIC | STEPS_LEASED | CONSUMERS
 STEPS = STEPS_ATOMIC | STEPS_LEASED
 
@@ -253,7 +254,7 @@ MUTANTS: tuple[Mutant, ...] = (
     Mutant(
         "provider-reconcile",
         "a leased takeover asks the provider for an earlier attempt's charge before charging again",
-        frozenset({"charge-payment"}),
+        RECONCILED,
         respond=old.provider_finds_nothing,
         issue10=old.ISSUE10[2],
     ),

@@ -30,18 +30,11 @@ from hypothesis.errors import NoSuchExample
 from chaos.interleave import STEP_ORDER, Chooser, Pair, run_interleaving
 from chaos.mutants import MUTANTS, Mutant, by_name
 from chaos.points import PointHit
-from chaos.schedules import Action, Schedule, run_schedule, schedules
+from chaos.schedules import Action, Schedule, queue_outputs, run_schedule, schedules
+from orders.workflow import function_name
 
-# The pair whose attempts run each function's code.
-_PAIR_TARGET = {
-    "api": "api",
-    "worker": "worker",
-    "reserve-inventory": "ReserveInventory",
-    "charge-payment": "ChargePayment",
-    "record-ledger": "RecordLedger",
-    "publish-events": "PublishEvents",
-    "mark-completed": "MarkCompleted",
-}
+# The pair whose attempts run each function's code (every step on the workflow's happy path).
+_PAIR_TARGET = {"api": "api", "worker": "worker", **{function_name(s): s for s in STEP_ORDER}}
 RESULTS_FILE = Path(__file__).resolve().parent / "results" / "mutants.json"
 SHRINK_BUDGET = 12  # extra schedules hypothesis may run to shrink the first violating one
 
@@ -144,7 +137,7 @@ def _search_random(
 
     try:
         smallest = find(
-            schedules(catalogue),
+            schedules(catalogue, queue_outputs(assembly)),
             violates,
             settings=settings(
                 max_examples=limit,

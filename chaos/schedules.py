@@ -47,9 +47,10 @@ from chaos.points import CrashController, PointHit
 from chaos.scenarios import KINDS, PlacedOrder, place, verdict
 from chaos.single import ScheduleResult
 from orders.items import catalog_key
+from simulator.synth import load_template, stack_names
+from simulator.templates import queue_consumers
 from simulator.world import reusing
 
-QUEUE_OUTPUTS = ("OrdersQueueUrl", "NotifyQueueUrl", "AnalyticsQueueUrl")
 MAX_DUPLICATES = 4  # 1 delivery + 4 duplicates = 5 of one message
 
 
@@ -132,9 +133,17 @@ class Schedule:
         return sum(a.days for a in self.actions if a.kind == "time-travel")
 
 
-def schedules(catalogue: Sequence[PointHit]) -> st.SearchStrategy[Schedule]:
-    """Schedules over `catalogue`; half of the drawn fault points are effect boundaries (a
-    step's claim, its external effect, its record), where a lost answer is a duplicate."""
+def queue_outputs(assembly: Path) -> tuple[str, ...]:
+    """Every queue with a consumer (its URL output key), as the synthesized templates wire them:
+    the orders queue and one per `orders.workflow.CONSUMERS` entry."""
+    by_suffix = {name.rsplit("-", 1)[-1]: load_template(assembly, name) for name in stack_names(assembly)}
+    return tuple(queue_consumers(by_suffix["data"], by_suffix["app"]))
+
+
+def schedules(catalogue: Sequence[PointHit], queues: Sequence[str]) -> st.SearchStrategy[Schedule]:
+    """Schedules over `catalogue` and the consumed `queues`; half of the drawn fault points are
+    effect boundaries (a step's claim, its external effect, its record), where a lost answer is a
+    duplicate."""
     order = st.integers(0, 2)
     # One branch per kind, so each kind is about as likely as any other (a kind nested in a
     # branch with others would be drawn that many times more rarely).
@@ -143,7 +152,7 @@ def schedules(catalogue: Sequence[PointHit]) -> st.SearchStrategy[Schedule]:
         st.builds(
             Action,
             kind=st.just("deliver"),
-            queue=st.sampled_from(QUEUE_OUTPUTS),
+            queue=st.sampled_from(list(queues)),
             duplicates=st.integers(0, MAX_DUPLICATES),
         ),
         *(st.just(Action(k)) for k in ("lease-expiry", "wait", "redrive", "restart", "dlq-redrive")),
@@ -290,7 +299,7 @@ def run_random(
         suppress_health_check=list(HealthCheck),
         print_blob=True,
     )
-    @given(schedules(catalogue))
+    @given(schedules(catalogue, queue_outputs(assembly)))
     def check(schedule: Schedule) -> None:
         result = run_schedule(assembly, schedule, control=control, name=f"#{len(results) + 1}")
         result.name = f"#{len(results) + 1}: {schedule.describe()}"

@@ -17,6 +17,9 @@ sys.path[:0] = [str(ROOT / "functions"), str(ROOT)]
 
 from chaos.cloud import ChaosCloud  # noqa: E402
 from chaos.interleave import STEP_ORDER  # noqa: E402
+from chaos.mutants import MUTANTS  # noqa: E402
+from chaos.mutation import pairs_for  # noqa: E402
+from chaos.schedules import queue_outputs  # noqa: E402
 from ops.invariants import check  # noqa: E402
 from simulator.cloud import running_cloud  # noqa: E402
 from simulator.synth import synthesize  # noqa: E402
@@ -95,6 +98,9 @@ def main(step: str, consumer: str, route_suffix: str) -> dict[str, Any]:
         "chaos_step_functions": sorted(ChaosCloud(assembly).step_functions),
         "chaos_queue_consumers": ChaosCloud(assembly).queue_consumers,
         "interleave_step_order": list(STEP_ORDER),
+        "mutant_functions": {m.name: sorted(m.functions) for m in MUTANTS},
+        "mutant_pairs": {m.name: sorted({p.target for p in pairs_for(m)}) for m in MUTANTS},
+        "schedule_queues": list(queue_outputs(assembly)),
         "simulator_queue_consumers": queue_consumers(data, app),
         "queue_output": queue_output,
         "template_methods": _api_methods(app),

@@ -213,6 +213,16 @@ def test_the_chaos_and_simulator_maps_pick_both_up(report: dict):
     assert report["simulator_queue_consumers"]["ReceiptsQueueUrl"] == "Receipts"
 
 
+def test_the_mutants_and_the_fault_schedules_cover_both(report: dict):
+    functions = report["mutant_functions"]
+    for guard in ("fencing-counter", "fence-owner-token", "atomic-step-once", "effect-with-fence"):
+        assert "screen-order" in functions[guard], guard
+    for guard in ("fencing-counter", "consumer-dedup", "effect-with-fence"):
+        assert "receipts" in functions[guard], guard
+    assert "ScreenOrder" in report["mutant_pairs"]["fence-owner-token"]
+    assert "ReceiptsQueueUrl" in report["schedule_queues"]
+
+
 def test_an_order_runs_through_the_new_step_and_the_new_consumer_once(report: dict):
     run = report["run"]
     assert run["execution"] == "SUCCEEDED"
