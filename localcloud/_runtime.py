@@ -1,6 +1,6 @@
 """The Lambda runtime inside one local worker process: the stand-in for Lambda's Python bootstrap.
 
-Started by `localcloud.lambdas` as `python -I _runtime.py` with the function's environment and the
+Started by `localcloud.workers` as `python -I _runtime.py` with the function's environment and the
 unzipped asset as the working directory. It imports nothing from the project: `-I` keeps the
 parent's PYTHONPATH and the project tree off `sys.path`, and the task root goes first, as
 /var/task does on Lambda; the venv's site-packages stand in for the Powertools layer.

@@ -11,7 +11,8 @@ answering THROTTLED (429). Every answer of the edge's own goes through the API's
 also for what a client can break (a body nested past the recursion limit, a bad Content-Length, a
 malformed request line, an unknown method): a client's input never gets a 500. The event's
 `domainName` is the address this server was started on, never the request's `Host`.
-Authorizers and binary media types are not emulated.
+Authorizers and binary media types are not emulated. The API is read from the template by
+`localcloud.apigw_template`; the sockets are `localcloud.apigw_server`'s.
 """
 
 from __future__ import annotations
@@ -23,15 +24,14 @@ import re
 import threading
 import time
 import uuid
-from collections.abc import Callable, Iterable
-from dataclasses import dataclass, field
-from http import HTTPStatus
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from collections.abc import Callable
+from dataclasses import dataclass
 from typing import Any
-from urllib.parse import parse_qs, unquote, urlsplit
+from urllib.parse import parse_qs, unquote
 
 import jsonschema
 
+from localcloud.apigw_template import RestApiSpec, Route, Throttle, static_value
 from localcloud.shapes import rest_proxy_event
 
 logger = logging.getLogger("localcloud.apigw")
@@ -49,80 +49,7 @@ DEFAULT_RESPONSES: dict[str, tuple[int, str]] = {
     "DEFAULT_5XX": (502, "InternalServerErrorException"),
 }
 DEFAULT_TEMPLATE = '{"message":$context.error.messageString}'
-MAX_BODY_BYTES = 10 * 1024 * 1024
-# Connections the kernel queues before the server accepts them. http.server's default is 5, so a
-# burst of 20 clients opening connections at once got resets; werkzeug's 128 (the AWS endpoint's).
-LISTEN_BACKLOG = 128
 HTTP_METHODS = ("GET", "POST", "PUT", "PATCH", "DELETE", "HEAD", "OPTIONS")
-
-
-@dataclass(frozen=True)
-class Route:
-    resource_path: str
-    resource_id: str
-    method: str
-    integration: str  # AWS_PROXY or MOCK
-    function: str | None = None
-    mock_status: int = 200
-    mock_headers: dict[str, str] = field(default_factory=dict)
-    required_params: tuple[str, ...] = ()  # "header.X", "querystring.X", "path.X"
-    validate_params: bool = False
-    validate_body: bool = False
-    models: dict[str, dict[str, Any]] = field(default_factory=dict)  # content type -> JSON schema
-
-    @property
-    def segments(self) -> list[str]:
-        return [part for part in self.resource_path.split("/") if part]
-
-    def match(self, parts: list[str]) -> tuple[tuple[int, int, int], dict[str, str]] | None:
-        """Specificity (literal segments, single params, not greedy) and path parameters."""
-        segments = self.segments
-        params: dict[str, str] = {}
-        literal = single = 0
-        for index, segment in enumerate(segments):
-            if segment.startswith("{") and segment.endswith("+}"):
-                rest = parts[index:]
-                if not rest or index != len(segments) - 1:
-                    return None
-                params[segment[1:-2]] = "/".join(rest)
-                return (literal, single, 0), params
-            if index >= len(parts):
-                return None
-            if segment.startswith("{") and segment.endswith("}"):
-                params[segment[1:-1]] = parts[index]
-                single += 1
-            elif segment != parts[index]:
-                return None
-            else:
-                literal += 1
-        if len(parts) != len(segments):
-            return None
-        return (literal, single, 1), params
-
-
-@dataclass(frozen=True)
-class GatewayResponse:
-    status: int | None
-    templates: dict[str, str]
-    headers: dict[str, str]
-
-
-@dataclass(frozen=True)
-class Throttle:
-    """The stage's steady rate (requests/s) and burst (the bucket's size)."""
-
-    rate: float
-    burst: int
-
-
-@dataclass(frozen=True)
-class RestApiSpec:
-    api_id: str
-    name: str
-    stage: str
-    routes: tuple[Route, ...]
-    gateway_responses: dict[str, GatewayResponse]
-    throttle: Throttle | None = None
 
 
 class TokenBucket:
@@ -148,186 +75,6 @@ class TokenBucket:
             return True
 
 
-# -- reading the template ------------------------------------------------------------------------
-def _ref(value: Any) -> str | None:
-    if isinstance(value, dict):
-        if "Ref" in value:
-            return str(value["Ref"])
-        if "Fn::GetAtt" in value:
-            target = value["Fn::GetAtt"]
-            return str(target[0] if isinstance(target, list) else target.split(".")[0])
-    return None
-
-
-def _walk(value: Any) -> Iterable[Any]:
-    yield value
-    if isinstance(value, dict):
-        for item in value.values():
-            yield from _walk(item)
-    elif isinstance(value, list):
-        for item in value:
-            yield from _walk(item)
-
-
-def _literal(value: str) -> str:
-    """'value' (a static mapping value) -> value."""
-    return value[1:-1] if len(value) >= 2 and value[0] == value[-1] == "'" else value
-
-
-def _inline_refs(schema: Any, models: dict[str, Any], depth: int = 0) -> Any:
-    """Replace `$ref: .../models/Name` with that model's schema (API Gateway's model references)."""
-    if depth > 10:
-        return schema
-    if isinstance(schema, dict):
-        ref = schema.get("$ref")
-        if isinstance(ref, str) and "/models/" in ref:
-            name = ref.rsplit("/", 1)[-1]
-            if name in models:
-                return _inline_refs(models[name], models, depth + 1)
-        return {key: _inline_refs(value, models, depth) for key, value in schema.items()}
-    if isinstance(schema, list):
-        return [_inline_refs(item, models, depth) for item in schema]
-    return schema
-
-
-def _resource_path(logical: str | None, resources: dict[str, Any], api_logical: str) -> str:
-    parts: list[str] = []
-    seen = 0
-    while logical and logical != api_logical and logical in resources and seen < 64:
-        props = resources[logical]["Properties"]
-        parts.append(str(props["PathPart"]))
-        logical = _ref(props.get("ParentId"))
-        seen += 1
-    return "/" + "/".join(reversed(parts))
-
-
-def apis_from_template(
-    template: dict[str, Any],
-    *,
-    physical_ids: dict[str, str],
-    function_names: dict[str, str],
-) -> list[RestApiSpec]:
-    """The REST APIs in one deployed template.
-
-    `physical_ids`: logical id -> physical id (DescribeStackResources); `function_names`:
-    logical id of each AWS::Lambda::Function -> its deployed name.
-    """
-    resources: dict[str, Any] = template.get("Resources", {})
-    by_type: dict[str, dict[str, Any]] = {}
-    for logical, resource in resources.items():
-        by_type.setdefault(resource.get("Type", ""), {})[logical] = resource
-    specs = []
-    for api_logical, api in by_type.get("AWS::ApiGateway::RestApi", {}).items():
-
-        def belongs(resource: dict[str, Any], api_logical: str = api_logical) -> bool:
-            return _ref(resource.get("Properties", {}).get("RestApiId")) == api_logical
-
-        api_resources = {k: v for k, v in by_type.get("AWS::ApiGateway::Resource", {}).items() if belongs(v)}
-        raw_models = {k: v for k, v in by_type.get("AWS::ApiGateway::Model", {}).items() if belongs(v)}
-        model_names = {
-            str(v["Properties"].get("Name") or physical_ids.get(k, k)): v["Properties"].get("Schema", {})
-            for k, v in raw_models.items()
-        }
-        validators = {
-            k: v["Properties"] for k, v in by_type.get("AWS::ApiGateway::RequestValidator", {}).items()
-        }
-        stage_props = [
-            v["Properties"] for v in by_type.get("AWS::ApiGateway::Stage", {}).values() if belongs(v)
-        ]
-        stages = [str(props["StageName"]) for props in stage_props if "StageName" in props]
-        throttles = [
-            Throttle(rate=float(setting["ThrottlingRateLimit"]), burst=int(setting["ThrottlingBurstLimit"]))
-            for props in stage_props
-            for setting in props.get("MethodSettings") or []
-            if setting.get("ResourcePath") == "/*"
-            and setting.get("HttpMethod") == "*"
-            and "ThrottlingRateLimit" in setting
-            and "ThrottlingBurstLimit" in setting
-        ]
-        stages += [
-            str(v["Properties"]["StageName"])
-            for v in by_type.get("AWS::ApiGateway::Deployment", {}).values()
-            if belongs(v) and "StageName" in v.get("Properties", {})
-        ]
-        routes = []
-        for method in by_type.get("AWS::ApiGateway::Method", {}).values():
-            if not belongs(method):
-                continue
-            props = method["Properties"]
-            resource_logical = _ref(props.get("ResourceId"))
-            path = _resource_path(resource_logical, api_resources, api_logical)
-            resource_id = physical_ids.get(resource_logical or "", resource_logical or "")
-            integration = props.get("Integration", {})
-            kind = str(integration.get("Type", "MOCK"))
-            function = None
-            for node in _walk(integration.get("Uri")):
-                target = _ref(node)
-                if target in function_names:
-                    function = function_names[target]
-                    break
-            validator = validators.get(_ref(props.get("RequestValidatorId")) or "", {})
-            models = {}
-            for content_type, model_ref in (props.get("RequestModels") or {}).items():
-                model_logical = _ref(model_ref)
-                if model_logical in raw_models:
-                    schema = raw_models[model_logical]["Properties"].get("Schema", {})
-                    models[content_type] = _inline_refs(schema, model_names)
-            required = tuple(
-                key.removeprefix("method.request.")
-                for key, needed in (props.get("RequestParameters") or {}).items()
-                if needed is True or str(needed).lower() == "true"
-            )
-            mock_status, mock_headers = 200, {}
-            if kind == "MOCK":
-                responses = integration.get("IntegrationResponses") or [{}]
-                mock_status = int(responses[0].get("StatusCode", 200))
-                mock_headers = {
-                    key.removeprefix("method.response.header."): _literal(str(value))
-                    for key, value in (responses[0].get("ResponseParameters") or {}).items()
-                }
-            routes.append(
-                Route(
-                    resource_path=path,
-                    resource_id=resource_id,
-                    method=str(props.get("HttpMethod", "ANY")).upper(),
-                    integration=kind,
-                    function=function,
-                    mock_status=mock_status,
-                    mock_headers=mock_headers,
-                    required_params=required,
-                    validate_params=bool(validator.get("ValidateRequestParameters")),
-                    validate_body=bool(validator.get("ValidateRequestBody")),
-                    models=models,
-                )
-            )
-        gateway_responses = {}
-        for response in by_type.get("AWS::ApiGateway::GatewayResponse", {}).values():
-            if not belongs(response):
-                continue
-            props = response["Properties"]
-            gateway_responses[str(props["ResponseType"])] = GatewayResponse(
-                status=int(props["StatusCode"]) if props.get("StatusCode") else None,
-                templates=dict(props.get("ResponseTemplates") or {}),
-                headers={
-                    key.removeprefix("gatewayresponse.header."): str(value)
-                    for key, value in (props.get("ResponseParameters") or {}).items()
-                    if key.startswith("gatewayresponse.header.")
-                },
-            )
-        specs.append(
-            RestApiSpec(
-                api_id=physical_ids.get(api_logical, api_logical),
-                name=str(api.get("Properties", {}).get("Name", api_logical)),
-                stage=stages[0] if stages else "prod",
-                routes=tuple(routes),
-                gateway_responses=gateway_responses,
-                throttle=throttles[0] if throttles else None,
-            )
-        )
-    return specs
-
-
-# -- serving -----------------------------------------------------------------------------------
 @dataclass
 class HttpResponse:
     status: int
@@ -398,7 +145,7 @@ class RestApiHandler:
         headers = [("Content-Type", "application/json"), ("x-amzn-ErrorType", error_type)]
         if custom is not None:
             template = custom.templates.get("application/json", template)
-            headers += [(name, _literal(value)) for name, value in custom.headers.items()]
+            headers += [(name, static_value(value)) for name, value in custom.headers.items()]
         context = {
             "error.messageString": json.dumps(message),
             "error.message": message,
@@ -594,110 +341,3 @@ class RestApiHandler:
 def _describe(error: jsonschema.ValidationError) -> str:
     where = "/" + "/".join(str(part) for part in error.absolute_path)
     return f"{error.message} (at {where})" if error.absolute_path else error.message
-
-
-class _ApiHttpServer(ThreadingHTTPServer):
-    request_queue_size = LISTEN_BACKLOG
-    daemon_threads = True
-
-
-class _Request(BaseHTTPRequestHandler):
-    """One request to a RestApiServer; each server subclasses it with its `rest` handler and
-    `endpoint` (the stage's own `host:port`, never the client's Host header)."""
-
-    protocol_version = "HTTP/1.1"
-    rest: RestApiHandler
-    endpoint: str
-
-    def log_message(self, format: str, *args: Any) -> None:
-        logger.debug("%s " + format, self.address_string(), *args)
-
-    def __getattr__(self, name: str) -> Any:
-        # Any method name reaches _serve (http.server answers an unknown one with its own
-        # HTML 501); the routes decide, as API Gateway does.
-        if name.startswith("do_"):
-            return self._serve
-        raise AttributeError(name)
-
-    def send_error(
-        self,
-        code: int,
-        message: str | None = None,
-        explain: str | None = None,  # noqa: ARG002 - http.server's signature
-    ) -> None:
-        """http.server's own refusals (malformed request line, headers too long) in the
-        API's gateway response shape instead of an HTML page."""
-        self.close_connection = True
-        self._answer(self.rest.refusal(code, message or HTTPStatus(code).phrase))
-
-    def _answer(self, response: HttpResponse) -> None:
-        self.send_response(response.status)
-        for name, value in response.headers:
-            if name.lower() not in ("content-length", "connection"):
-                self.send_header(name, value)
-        self.send_header("Content-Length", str(len(response.body)))
-        if self.close_connection:
-            self.send_header("Connection", "close")
-        self.end_headers()
-        if self.command != "HEAD":
-            self.wfile.write(response.body)
-
-    def _serve(self) -> None:
-        try:
-            length = int(self.headers.get("Content-Length") or 0)
-        except ValueError:
-            length = -1
-        if length < 0:
-            self.close_connection = True
-            self._answer(self.rest.refusal(400, "Invalid Content-Length"))
-            return
-        if length > MAX_BODY_BYTES:
-            self.close_connection = True  # the body is left unread
-            self._answer(self.rest.too_large())
-            return
-        body = self.rfile.read(length) if length else b""
-        url = urlsplit(self.path)
-        request = HttpRequest(
-            method=self.command,
-            path=url.path,
-            query=url.query,
-            headers=list(self.headers.items()),
-            body=body,
-            source_ip=self.client_address[0],
-            host=self.endpoint,
-        )
-        try:
-            response = self.rest.handle(request)
-        except Exception:  # one broken request must not stop the API
-            logger.exception("request %s %s failed", self.command, self.path)
-            response = self.rest.failure()
-        self._answer(response)
-
-
-class RestApiServer:
-    """One REST API on one 127.0.0.1 port, served by a thread per request."""
-
-    def __init__(self, handler: RestApiHandler, *, port: int, host: str = "127.0.0.1") -> None:
-        self.handler = handler
-
-        class Request(_Request):
-            rest = handler
-
-        self._server = _ApiHttpServer((host, port), Request)
-        self.port = int(self._server.server_address[1])
-        Request.endpoint = f"{host}:{self.port}"
-        self._thread = threading.Thread(
-            target=self._server.serve_forever, name=f"rest-api-{self.port}", daemon=True
-        )
-
-    @property
-    def url(self) -> str:
-        return f"http://127.0.0.1:{self.port}/{self.handler.spec.stage}/"
-
-    def start(self) -> None:
-        self._thread.start()
-
-    def stop(self) -> None:
-        self._server.shutdown()
-        self._server.server_close()
-        self._thread.join(5)

@@ -28,7 +28,9 @@ from botocore.config import Config as BotoConfig
 
 from localcloud import outputs as outputs_file
 from localcloud import patches
-from localcloud.apigw import RestApiHandler, RestApiServer, RestApiSpec, apis_from_template
+from localcloud.apigw import RestApiHandler
+from localcloud.apigw_server import RestApiServer
+from localcloud.apigw_template import RestApiSpec, apis_from_template
 from localcloud.config import ACCOUNT_ID, Config
 from localcloud.lambdas import LambdaRuntime
 from localcloud.outputs import Endpoint, Outputs

@@ -1,6 +1,7 @@
-"""Every change the local cloud makes to moto 5.2.5, in one place, each with what moto lacks.
+"""Every change the local cloud makes to moto 5.2.5, each with what moto lacks: 1-8 here, the
+CloudFormation ones (9-13) in `patches_cfn`, DynamoDB's hot paths (14-15) in `patches_dynamo`.
 
-`install(runtime)` applies them once per process (idempotent); `uninstall()` restores moto.
+`install(runtime)` applies them all once per process (idempotent); `uninstall()` restores moto.
 Nothing else in `localcloud` reaches into moto's internals: everything else goes through the
 endpoint's AWS APIs, and stacks are deployed by the CDK CLI (`python -m ops.deploy`).
 """
@@ -9,8 +10,6 @@ from __future__ import annotations
 
 import base64
 import contextlib
-import copy
-import inspect
 import json
 import logging
 import threading
@@ -20,21 +19,15 @@ from collections.abc import Callable
 from typing import Any
 
 from moto.awslambda import models as lambda_models
-from moto.cloudformation import exceptions as cfn_exceptions
-from moto.cloudformation import models as cfn_models
-from moto.cloudformation import parsing as cfn_parsing
-from moto.cloudformation import responses as cfn_responses
 from moto.core.utils import utcnow
-from moto.dynamodb import models as dynamodb_models
-from moto.dynamodb.exceptions import MockValidationException, ResourceNotFoundException
-from moto.dynamodb.models.dynamo_type import DynamoType, Item
-from moto.dynamodb.models.table import Table
 from moto.sqs import models as sqs_models
 from moto.ssm import models as ssm_models
 from moto.stepfunctions import models as sfn_models
 from moto.stepfunctions.parser import models as sfn_parser_models
 
-from localcloud.lambdas import FunctionSpec, LambdaRuntime
+from localcloud import patches_cfn, patches_dynamo
+from localcloud.lambdas import LambdaRuntime
+from localcloud.workers import FunctionSpec
 
 logger = logging.getLogger("localcloud.patches")
 
@@ -217,242 +210,6 @@ class SerializeAtomicRequests:
             return list(self._app(environ, start_response))
 
 
-# 9. moto's ExecuteChangeSet (the path `cdk deploy` takes) is not its CreateStack: a CREATE change
-#    set is applied to a stack built from an empty template with no view of the region's exports,
-#    so Fn::ImportValue fails ("No export named ..."), the stack's own Outputs and Exports are never
-#    registered, and resources are created in template order (a RestApi before its Methods ends
-#    REVIEW_IN_PROGRESS: "REST API doesn't contain any methods"). An UPDATE change set leaves the
-#    outputs and exports of the old template. Executing a change set here does what moto's
-#    CreateStack and UpdateStack do for the same template and parameters.
-def _execute_change_set(self: Any, change_set_name: str, stack_name: str | None = None) -> None:
-    change_set = self.change_sets[_find_change_set(self, change_set_name, stack_name)]
-    stack = self.stacks[change_set.stack_id]
-    old_exports = [export.name for export in stack.exports]
-    if change_set.change_set_type == "CREATE":
-        stack.template = change_set.template
-        stack._parse_template()
-        stack.parameters = change_set.parameters
-        stack.cross_stack_resources = self.exports
-        stack.resource_map = stack._create_resource_map()
-        stack.output_map = stack._create_output_map()
-        self._validate_export_uniqueness(stack)
-        stack._add_stack_event("CREATE_IN_PROGRESS", resource_status_reason="User Initiated")
-        stack.create_resources()
-    else:
-        stack.update(change_set.template, parameters=change_set.parameters)
-    for name in old_exports:
-        self.exports.pop(name, None)
-    for export in stack.exports:
-        self.exports[export.name] = export
-    for key in [key for key, other in self.change_sets.items() if other.stack_id == stack.stack_id]:
-        del self.change_sets[key]
-
-
-# 10. Change sets by name: the CDK CLI names every change set `cdk-deploy-change-set` and finds it by
-#     name and stack; moto looks a name up across every stack (DescribeChangeSet and
-#     DeleteChangeSet ignore StackName), so deploying the second stack executed the first stack's
-#     change set again. An unknown change set is ChangeSetNotFound on AWS (the CLI waits for it
-#     after deleting the old one), not ValidationError "Stack with id ... does not exist", and
-#     deleting one is not a 500 (UnboundLocalError). And AWS removes a stack's change sets once one
-#     of them is executed; moto kept them.
-class ChangeSetNotFound(cfn_exceptions.CloudFormationError):
-    code = "ChangeSetNotFoundException"  # the model's shape; serialized as AWS's ChangeSetNotFound
-
-    def __init__(self, name: str) -> None:
-        super().__init__(f"ChangeSet [{name}] does not exist")
-
-
-def _find_change_set(backend: Any, name: str, stack_name: str | None) -> str:
-    """The change set's key in the backend: its ARN, or that of the one with this name on the stack."""
-    if name in backend.change_sets:
-        return name
-    for key, change_set in backend.change_sets.items():
-        on_stack = stack_name in (None, "", change_set.stack_name, change_set.stack_id)
-        if change_set.change_set_name == name and on_stack:
-            return str(key)
-    raise ChangeSetNotFound(name)
-
-
-def _describe_change_set_response(self: Any) -> Any:
-    key = _find_change_set(
-        self.cloudformation_backend, self._get_param("ChangeSetName"), self._get_param("StackName")
-    )
-    return cfn_responses.ActionResult(self.cloudformation_backend.change_sets[key])
-
-
-def _delete_change_set_response(self: Any) -> Any:
-    with contextlib.suppress(ChangeSetNotFound):  # nothing to delete is not an error
-        key = _find_change_set(
-            self.cloudformation_backend, self._get_param("ChangeSetName"), self._get_param("StackName")
-        )
-        del self.cloudformation_backend.change_sets[key]
-    return cfn_responses.EmptyResult()
-
-
-# 11. The previous value of an SSM-typed stack parameter is the parameter's *name*: AWS keeps it and
-#     resolves it again on every update. moto hands back the resolved value for UsePreviousValue
-#     (which the CDK CLI sends on every update), then tries to resolve that value as a name and fails
-#     with a 500. Its previous values here are the names (given, else the template's default).
-def _stack_parameters(self: Any) -> dict[str, Any]:
-    resolved = dict(self.resource_map.resolved_parameters)
-    given = self.resource_map.input_parameters or {}
-    for key, slot in (self.template_dict.get("Parameters") or {}).items():
-        if str(slot.get("Type", "")).startswith("AWS::SSM::Parameter::Value"):
-            resolved[key] = given.get(key, slot.get("Default"))
-    return resolved
-
-
-# 12. Whether a change set changes anything: moto compares its parameters with the ones given when
-#     the stack was created, so an update that passes every previous value (UsePreviousValue, as the
-#     CDK CLI does) always "changes" the stack and a redeploy of the same assembly updated every
-#     function. AWS compares with the previous values: the same ones are no change, and the CLI
-#     reports "(no changes)".
-def _has_parameters(self: Any, other_parameters: dict[str, Any]) -> bool:
-    previous = _stack_parameters(self)
-    return all(previous.get(key) == value for key, value in other_parameters.items())
-
-
-# 13. An update that modifies a resource whose type moto cannot update (a DynamoDB table, an API
-#     Gateway method, ...; even a change of its `aws:cdk:path` metadata) replaces the resource in
-#     moto's stack with None, so every later Ref or GetAtt of it fails ("Fn::GetAtt references
-#     undefined resource"). Such a resource is kept as it is deployed: its new properties are not
-#     applied (AWS would update or replace it). Functions, queues, roles and state machines update.
-def _patch_updates_without_support() -> None:
-    original = cfn_parsing.parse_and_update_resource
-    _originals["parse_and_update_resource"] = original
-
-    def parse_and_update_resource(
-        logical_id: str, resource_json: Any, resources_map: Any, **kwargs: Any
-    ) -> Any:
-        updated = original(logical_id, resource_json, resources_map, **kwargs)
-        if updated is None:
-            logger.info("moto cannot update %s (%s): kept as deployed", logical_id, resource_json.get("Type"))
-            return resources_map[logical_id]
-        return updated
-
-    cfn_parsing.parse_and_update_resource = parse_and_update_resource  # type: ignore[assignment]
-
-
-# 14. moto's TransactWriteItems deep-copies every table it names before its first write, so that a
-#     cancelled transaction can swap the copies back in: O(table) per transaction (~1.7 ms on an
-#     empty table, ~72 ms at 2,000 items), and everything transactional slowed down as the local
-#     cloud's data grew. Here the transaction snapshots only the items it names (at most 100) and a
-#     cancelled one puts them back (and drops the stream records it added); moto's own backup is
-#     taken by reference (a Table deep-copies to itself for the length of the call), so its
-#     rollback swaps each table for itself. The lock keeps that switch to this call: in the server
-#     every DynamoDB request is serialized anyway (8.), so it costs nothing there.
-_ItemSnapshot = tuple[Table, DynamoType, DynamoType | None, Item | None]
-_transaction_lock = threading.Lock()
-
-
-def _same_table(table: Table, _memo: dict[int, Any]) -> Table:
-    return table
-
-
-def _touched_items(backend: Any, transact_items: list[dict[str, Any]]) -> list[_ItemSnapshot]:
-    """A copy of each item the transaction names, as it is now (None: absent)."""
-    snapshots: list[_ItemSnapshot] = []
-    for entry in transact_items:
-        for op_type, op in entry.items():
-            try:
-                table = backend.get_table(op.get("TableName"))
-                key = op.get("Item") if op_type == "Put" else op.get("Key")
-                hash_key, range_key = backend.get_keys_value(table, key or {})
-            except (ResourceNotFoundException, MockValidationException):
-                continue  # moto refuses this entry before it writes anything
-            current = table.get_item(hash_key, range_key)
-            snapshots.append((table, hash_key, range_key, copy.deepcopy(current)))
-    return snapshots
-
-
-def _put_back(snapshots: list[_ItemSnapshot], stream_lengths: dict[Table, int]) -> None:
-    for table, hash_key, range_key, item in reversed(snapshots):
-        if range_key is None:
-            if item is None:
-                table.items.pop(hash_key, None)
-            else:
-                table.items[hash_key] = item  # type: ignore[assignment]  # moto keeps a hash-only item there
-            continue
-        partition = table.items[hash_key]
-        if item is not None:
-            partition[range_key] = item
-            continue
-        partition.pop(range_key, None)
-        if not partition:
-            del table.items[hash_key]
-    for table, length in stream_lengths.items():
-        if table.stream_shard is not None:
-            del table.stream_shard.items[length:]
-
-
-def transactions_by_item(original: Callable[..., None]) -> Callable[..., None]:
-    """moto's `DynamoDBBackend.transact_write_items` (`original`) with patch 14 (the simulator's too)."""
-
-    def transact_write_items(self: Any, transact_items: list[dict[str, Any]]) -> None:
-        with _transaction_lock:
-            snapshots = _touched_items(self, transact_items)
-            streams = {t: len(t.stream_shard.items) for t, *_ in snapshots if t.stream_shard is not None}
-            Table.__deepcopy__ = _same_table  # type: ignore[attr-defined]
-            try:
-                original(self, transact_items)
-            except BaseException:
-                _put_back(snapshots, streams)
-                raise
-            finally:
-                del Table.__deepcopy__  # type: ignore[attr-defined]
-
-    return transact_write_items
-
-
-def _patch_transactions() -> None:
-    backend_cls = dynamodb_models.DynamoDBBackend
-    _originals["transact_write_items"] = backend_cls.transact_write_items
-    backend_cls.transact_write_items = transactions_by_item(backend_cls.transact_write_items)  # type: ignore[method-assign]
-
-
-# 15. moto's Query of a table (not an index) lists every item of the table, sorts them all by
-#     (hash, range) key (`Table.all_items`: n log n DynamoType comparisons) and then keeps the
-#     queried partition: ~8 ms at 2,000 items for a one-partition query (GetItem ~0.2 ms), and
-#     every step's read of its order slowed down with the data. Here that listing is the queried
-#     partition only (`Table.items[hash_key]`, where moto stores it); moto's query then sorts,
-#     pages and filters it as before. Index queries and Scan still list the whole table.
-_query_partition = threading.local()  # the (table, hash key) a base-table query on this thread lists
-
-
-def query_by_partition(
-    original_query: Callable[..., Any], original_all_items: Callable[..., list[Item]]
-) -> tuple[Callable[..., Any], Callable[..., list[Item]]]:
-    """moto's `Table.query` and `Table.all_items` with patch 15 (the simulator's too)."""
-    query_signature = inspect.signature(original_query)
-
-    def all_items(self: Table) -> list[Item]:
-        scope = getattr(_query_partition, "scope", None)
-        if scope is None or scope[0] is not self:
-            return original_all_items(self)
-        stored = self.items.get(scope[1])
-        if stored is None:
-            return []
-        return list(stored.values()) if self.range_key_attr else [stored]
-
-    def query(self: Table, *args: Any, **kwargs: Any) -> Any:
-        arguments = query_signature.bind(self, *args, **kwargs).arguments
-        if arguments.get("index_name") or arguments.get("hash_key") is None:
-            return original_query(self, *args, **kwargs)
-        _query_partition.scope = (self, arguments["hash_key"])
-        try:
-            return original_query(self, *args, **kwargs)
-        finally:
-            _query_partition.scope = None
-
-    return query, all_items
-
-
-def _patch_query_by_partition() -> None:
-    _originals["table_query"] = Table.query
-    _originals["table_all_items"] = Table.all_items
-    Table.query, Table.all_items = query_by_partition(Table.query, Table.all_items)  # type: ignore[method-assign]
-
-
 def install(runtime: LambdaRuntime) -> None:
     """Apply the patches and route every Lambda invocation in this process to `runtime`."""
     global _runtime  # noqa: PLW0603 - moto's backends are process-global; so is this switch
@@ -470,20 +227,9 @@ def install(runtime: LambdaRuntime) -> None:
         _patch_stepfunctions()
         _quiet_skipped_resources()
         _patch_execution_names()
-        _originals["execute_change_set"] = cfn_models.CloudFormationBackend.execute_change_set
-        cfn_models.CloudFormationBackend.execute_change_set = _execute_change_set  # type: ignore[method-assign]
-        _originals["describe_change_set"] = cfn_responses.CloudFormationResponse.describe_change_set
-        _originals["delete_change_set"] = cfn_responses.CloudFormationResponse.delete_change_set
-        cfn_responses.CloudFormationResponse.describe_change_set = _describe_change_set_response  # type: ignore[method-assign]
-        cfn_responses.CloudFormationResponse.delete_change_set = _delete_change_set_response  # type: ignore[method-assign]
-        _originals["stack_parameters"] = cfn_models.Stack.stack_parameters
-        cfn_models.Stack.stack_parameters = property(_stack_parameters)  # type: ignore[assignment,method-assign]
-        _originals["has_parameters"] = cfn_models.Stack.has_parameters
-        cfn_models.Stack.has_parameters = _has_parameters  # type: ignore[method-assign]
         _patch_public_parameters()
-        _patch_updates_without_support()
-        _patch_transactions()
-        _patch_query_by_partition()
+        patches_cfn.apply(_originals)
+        patches_dynamo.apply(_originals)
 
 
 def uninstall() -> None:
@@ -503,17 +249,10 @@ def uninstall() -> None:
             sqs_models.Queue.lambda_event_source_mappings = original_mappings
         sfn_models.stepfunctions_backends = _originals.pop("sfn_backends")
         sfn_parser_models.StepFunctionsParserBackend.start_execution = _originals.pop("start_execution")  # type: ignore[method-assign]
-        cfn_models.CloudFormationBackend.execute_change_set = _originals.pop("execute_change_set")  # type: ignore[method-assign]
-        cfn_responses.CloudFormationResponse.describe_change_set = _originals.pop("describe_change_set")  # type: ignore[method-assign]
-        cfn_responses.CloudFormationResponse.delete_change_set = _originals.pop("delete_change_set")  # type: ignore[method-assign]
-        cfn_models.Stack.stack_parameters = _originals.pop("stack_parameters")  # type: ignore[method-assign]
-        cfn_models.Stack.has_parameters = _originals.pop("has_parameters")  # type: ignore[method-assign]
+        patches_cfn.restore(_originals)
         ssm_models.SimpleSystemManagerBackend.get_parameter = _originals.pop("get_parameter")  # type: ignore[method-assign]
         _public_layer.clear()
-        cfn_parsing.parse_and_update_resource = _originals.pop("parse_and_update_resource")
-        dynamodb_models.DynamoDBBackend.transact_write_items = _originals.pop("transact_write_items")  # type: ignore[method-assign]
-        Table.query = _originals.pop("table_query")  # type: ignore[method-assign]
-        Table.all_items = _originals.pop("table_all_items")  # type: ignore[method-assign]
+        patches_dynamo.restore(_originals)
         _originals.clear()
 
 

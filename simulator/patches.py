@@ -32,7 +32,7 @@ Applied together by `InProcessCloud.installed()` (`on_the_clock(clock)`), for th
    rebuilt its node-type map at every node, and the clause-count check ran again under every
    nested UpdateExpression node (quadratic in the actions). The map is built once per pass and the
    count checked at the root, whose clauses include every nested node's.
-8. The local cloud's patches 14 and 15 (localcloud/patches.py, the same functions): a transaction
+8. The local cloud's patches 14 and 15 (localcloud/patches_dynamo.py, the same functions): a transaction
    snapshots only the items it names, a base-table Query lists only the queried partition.
 9. One listing of a response class's methods: moto's dispatch (`BaseResponse.call_action`) lists
    them with `inspect.getmembers` at every request (`method_names_from_class`, ~4 % of a chaos
@@ -68,7 +68,7 @@ from moto.stepfunctions.parser.backend.execution import BaseExecutionWorkerCommu
 from moto.stepfunctions.responses import StepFunctionResponse
 
 from infra.config import REDRIVE_WINDOW_DAYS
-from localcloud.patches import query_by_partition, transactions_by_item
+from localcloud.patches_dynamo import query_by_partition, transactions_by_item
 from ops.redrive import REDRIVABLE_STATUSES
 from simulator.clock import Clock, clocked_datetime_module
 

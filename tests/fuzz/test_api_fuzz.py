@@ -11,7 +11,8 @@ from typing import Any
 
 import pytest
 
-from localcloud.apigw import HttpRequest, RestApiHandler, apis_from_template
+from localcloud.apigw import HttpRequest, RestApiHandler
+from localcloud.apigw_template import apis_from_template
 from ops.fuzz.oracle import Answer
 from ops.fuzz.requests import Request
 from ops.fuzz.run import Runner, Stores

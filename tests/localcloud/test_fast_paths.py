@@ -19,7 +19,9 @@ from moto.dynamodb.models import dynamodb_backends
 from moto.dynamodb.models.dynamo_type import DynamoType, Item
 
 from localcloud import patches
-from localcloud.apigw import RestApiHandler, RestApiServer, apis_from_template
+from localcloud.apigw import RestApiHandler
+from localcloud.apigw_server import RestApiServer
+from localcloud.apigw_template import apis_from_template
 from localcloud.config import ACCOUNT_ID, CONCURRENT_CALLS
 from localcloud.lambdas import LambdaRuntime
 from localcloud.server import MotoEndpoint

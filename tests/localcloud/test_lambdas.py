@@ -12,7 +12,8 @@ from pathlib import Path
 
 import pytest
 
-from localcloud.lambdas import FunctionSpec, LambdaRuntime
+from localcloud.lambdas import LambdaRuntime
+from localcloud.workers import FunctionSpec
 
 
 def spec(
