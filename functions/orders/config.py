@@ -89,13 +89,13 @@ def _table_env(table: str) -> str:
 
 
 def _declared_variables(step_name: str | None, consumer_name: str | None) -> list[str]:
-    """The variables the function's orders.workflow entry needs: a step's fence and orders tables,
+    """The variables the function's orders.workflow entry needs: a step's fence table,
     its port tables and, for the events port, every consumer's queue; a consumer's dedup table,
     its tables and its DLQ."""
     try:
         if step_name:
             step = declared.step(step_name)
-            tables = ["fence", "orders", *(port for port in step.ports if port != declared.EVENTS)]
+            tables = ["fence", *(port for port in step.ports if port != declared.EVENTS)]
             queues = [c.name for c in declared.CONSUMERS] if declared.EVENTS in step.ports else []
             return [*dict.fromkeys(map(_table_env, tables)), *map(queue_env, queues)]
         if consumer_name:

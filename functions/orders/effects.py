@@ -99,7 +99,9 @@ def _finish(ctx: SagaContext, order: OrderTerms, request: StepRequest, status: O
     error = request.state.get("error")
     if isinstance(error, Mapping) and error.get("Error"):
         result["reason"] = str(error["Error"])
-    return Effect(result=result, writes=[ctx.orders.status_write(order.order_id, status)])
+    return Effect(
+        result=result, writes=[ctx.need(ctx.orders, "the orders table").status_write(order.order_id, status)]
+    )
 
 
 def mark_completed(ctx: SagaContext, order: OrderTerms, request: StepRequest) -> Effect:

@@ -264,7 +264,7 @@ class Runtime:
         s = self.settings
         return SagaContext(
             stage=s.stage,
-            orders=self.orders,
+            orders=self.orders if s.orders_table else None,
             clock=self.now,
             inventory=self.catalog if s.inventory_table else None,
             payments=self.payments if s.payments_table else None,

@@ -69,8 +69,10 @@ class SagaContext:
     """Everything a step may touch; built once per cold start by `orders.runtime`."""
 
     stage: str
-    orders: OrderStore
     clock: Callable[[], datetime]
+    orders: OrderStore | None = (
+        None  # only the steps that declare the orders table (MarkCompleted/MarkFailed)
+    )
     inventory: Inventory | None = None
     payments: PaymentProvider | None = None
     ledger: Ledger | None = None

@@ -25,8 +25,8 @@ from typing import Literal
 # A step's port that is not a table: the OrderCompleted event, sent to every consumer's queue.
 EVENTS = "events"
 # The tables a step or consumer may name (infra/stacks/data.py creates them). Every fenced step
-# also gets the fence table and the orders table (only MarkCompleted and MarkFailed write it now
-# that a step's status is its fence: the grant can narrow).
+# also gets the fence table; a step gets the orders table only when it declares it (a step's
+# status is its fence, so only the steps that set the order's status write the order).
 TABLES = frozenset({"inventory", "payments", "ledger", "notifications", "aggregates", "orders"})
 # A step's timeout is also its fence lease: a second invocation may take the fence over only
 # after the first one can no longer be running.
@@ -42,7 +42,8 @@ class Step:
     `kind`: `atomic` (DynamoDB writes committed with the fence, effect `(ctx, order, request) ->
     Effect`) or `leased` (an external effect under a lease, effect `(ctx, order, request,
     external_key) -> dict`, optionally `reconcile` `(ctx, order, request) -> dict | None`).
-    `ports`: the tables it writes besides fences and orders, or `EVENTS`.
+    `ports`: the tables it writes besides fences (`orders` too, if it sets the order's status),
+    or `EVENTS`; its grants and environment are these and nothing else.
     `next`: the state after it; by default the following entry, `None` ends the workflow.
     `catch`: state name -> the error names (exception class names) that route there.
     `compensates`: the step this one undoes; once it completes, that step shows COMPENSATED.
@@ -135,6 +136,7 @@ STEPS: tuple[Step, ...] = (
         kind="atomic",
         effect="orders.effects:mark_completed",
         description="Workflow step: mark the order COMPLETED (fenced)",
+        ports=("orders",),
         next=None,
     ),
     Step(
@@ -150,6 +152,7 @@ STEPS: tuple[Step, ...] = (
         kind="atomic",
         effect="orders.effects:mark_failed",
         description="Compensation: mark the order FAILED (fenced)",
+        ports=("orders",),
         next=None,
     ),
 )

@@ -64,11 +64,11 @@ class Access:
 
 
 def _step_access(step: Any) -> Access:
-    """A fenced step writes the fence table, the orders table (its status commits with it) and its
-    ports: tables, or every consumer's queue for the events port."""
-    tables = tuple(p for p in step.ports if p not in (manifest.workflow().EVENTS, "orders"))
+    """A fenced step writes the fence table and its ports: tables (the orders table only for a step
+    that declares it), or every consumer's queue for the events port."""
+    tables = tuple(p for p in step.ports if p != manifest.workflow().EVENTS)
     sends = tuple(c.name for c in manifest.consumers()) if manifest.workflow().EVENTS in step.ports else ()
-    return Access(read_write=("fences", *tables, "orders"), send=sends)
+    return Access(read_write=("fences", *tables), send=sends)
 
 
 def _consumer_access(consumer: Any) -> Access:
@@ -81,7 +81,8 @@ ACCESS: dict[str, Access] = {
     "api": Access(
         read_write=("idempotency", "orders"), read=("inventory", "payments", "fences"), send=("orders",)
     ),
-    "worker": Access(read_write=("idempotency", "orders"), send=("orders-dlq",), consume="orders"),
+    # The worker's one dedup is the execution name (orders.service.WorkflowStarter): no idempotency table.
+    "worker": Access(read_write=("orders",), send=("orders-dlq",), consume="orders"),
     **{manifest.step_function(step): _step_access(step) for step in manifest.steps()},
     **{consumer.name: _consumer_access(consumer) for consumer in manifest.consumers()},
     "sweep-accepted": Access(read=("orders",), send=("orders",)),

@@ -40,10 +40,8 @@ TABLE_VARS = {
 
 
 def _step_env(step: workflow.Step) -> set[str]:
-    """A fenced step: the fence and orders tables, its ports, and which step it runs."""
-    env = {"FENCE_TABLE", "ORDERS_TABLE", "STEP_NAME"} | {
-        TABLE_VARS[p] for p in step.ports if p in TABLE_VARS
-    }
+    """A fenced step: the fence table, its ports (orders only where declared), which step it runs."""
+    env = {"FENCE_TABLE", "STEP_NAME"} | {TABLE_VARS[p] for p in step.ports if p in TABLE_VARS}
     if workflow.EVENTS in step.ports:
         env |= {workflow.queue_env(consumer.name) for consumer in workflow.CONSUMERS}
     return env
@@ -66,7 +64,6 @@ CONTRACT_ENV = {
         "ORDERS_QUEUE_URL",
     },
     "worker": {
-        "IDEMPOTENCY_TABLE",
         "ORDERS_TABLE",
         "STATE_MACHINE_ARN",
         "ORDERS_DLQ_URL",
@@ -154,12 +151,17 @@ def test_environment_is_exactly_the_contract(
     assert by_name["api"]["Environment"]["FENCE_TABLE"] == "retrysafe-dev-fences"
     assert by_name["analytics"]["Environment"]["AGGREGATES_TABLE"] == "retrysafe-dev-daily-aggregates"
     # A spot check of the derived rows against DEVELOPERS.md
-    assert CONTRACT_ENV["reserve-inventory"] == {
-        "FENCE_TABLE",
-        "INVENTORY_TABLE",
-        "ORDERS_TABLE",
-        "STEP_NAME",
-    }
+    assert CONTRACT_ENV["reserve-inventory"] == {"FENCE_TABLE", "INVENTORY_TABLE", "STEP_NAME"}
+    # Only the steps that set the order's status declare (and so get) the orders table.
+    assert (
+        {
+            step.name
+            for step in workflow.STEPS
+            if "ORDERS_TABLE" in by_name[workflow.function_name(step.name)]["Environment"]
+        }
+        == {step.name for step in workflow.STEPS if "orders" in step.ports}
+        == {"MarkCompleted", "MarkFailed"}
+    )
     assert by_name["reserve-inventory"]["Environment"]["STEP_NAME"] == "ReserveInventory"
     assert by_name["notify"]["Environment"]["CONSUMER_NAME"] == "notify"
 
