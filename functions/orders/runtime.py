@@ -33,18 +33,19 @@ from orders.adapters.dynamo import (
 from orders.adapters.payments import FakePaymentProvider
 from orders.config import Settings
 from orders.observability import logger, metrics
-from orders.saga import SAGA_NAMESPACE, SagaContext
 from reliability import FenceStore, crashpoints
 from reliability.crashpoints import CrashPlan
 from reliability.telemetry import Telemetry
 
 if TYPE_CHECKING:
     from orders.consumers import EventConsumer
+    from orders.saga import SagaContext
     from orders.service import OrderService, WorkflowStarter
     from reliability.batch import ConsumerDedup, DeadLetters
     from reliability.http import HttpIdempotency
 
-# Cold start: a function imports only what it uses (bench/coldstart.py). The use cases, consumer
+# Cold start: a function imports only what it uses (bench/coldstart.py). The saga (steps and the
+# API's fences only), the use cases, consumer
 # dedup (Powertools batch, data classes), dead letters and HTTP idempotency (Powertools
 # idempotency) are imported by the property that builds them, so a step function never loads them;
 # tests/unit/orders/test_handler_imports.py pins which handler loads what.
@@ -189,6 +190,7 @@ class Runtime:
     # --- use cases ----------------------------------------------------------------------------
     @cached_property
     def order_service(self) -> OrderService:
+        from orders.saga import SAGA_NAMESPACE  # noqa: PLC0415 - cold start, see the imports
         from orders.service import OrderService  # noqa: PLC0415 - cold start, see the imports
 
         return OrderService(
@@ -261,6 +263,8 @@ class Runtime:
     @cached_property
     def saga(self) -> SagaContext:
         """Only the ports this function is configured with (DEVELOPERS.md grants one set per step)."""
+        from orders.saga import SagaContext  # noqa: PLC0415 - cold start, see the imports
+
         s = self.settings
         return SagaContext(
             stage=s.stage,

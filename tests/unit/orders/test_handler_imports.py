@@ -4,7 +4,7 @@ Each import runs in a fresh interpreter (as Lambda's init does) and reads `sys.m
 a step function must not load the batch, data-class, parser or idempotency utilities, pydantic
 (the API contract and the settings are not pydantic models on its path), nor the use cases it
 never calls; the SQS handlers must not load HTTP idempotency, the API resolver or the API's
-contract; the API must not load batch processing. Behaviour, not timing (bench/coldstart.py
+contract, nor the saga; the API must not load batch processing. Behaviour, not timing (bench/coldstart.py
 measures the time).
 """
 
@@ -32,8 +32,8 @@ NOT_IMPORTED = {
         "orders.contract",
         "pydantic",
     ),
-    "orders.handlers.worker": (*HTTP, "orders.contract"),
-    "orders.handlers.consumers": (*HTTP, "orders.contract"),
+    "orders.handlers.worker": (*HTTP, "orders.contract", "orders.saga"),
+    "orders.handlers.consumers": (*HTTP, "orders.contract", "orders.saga"),
     "orders.handlers.api": (*BATCH, "orders.messages"),
 }
 PROBE = (
