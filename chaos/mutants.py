@@ -264,13 +264,6 @@ MUTANTS: tuple[Mutant, ...] = (
         STEPS | CONSUMERS | {"worker", "api"},
         template=old.short_ttls,
         issue10=old.ISSUE10[1],
-        blind="the search is blind, the guard is not dead: past a short TTL only a redrive that resumes at "
-        "the failed state (RedriveExecution) repeats a leased step, and moto has none, so the simulator's "
-        "redrive restarts from ReserveInventory, whose reservation (keyed by the run's token) refuses the "
-        "late repeat (EffectConditionFailed: the execution stops for an operator, nothing is repeated); "
-        "a consumer repeats an event only if it comes back days after being applied (ESM redelivery "
-        "with inflated receive counts, a late DLQ redrive of an applied event), which the search cannot "
-        "yet express",
     ),
     Mutant(
         "transient-retried",
