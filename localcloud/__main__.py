@@ -39,7 +39,7 @@ def _parser() -> argparse.ArgumentParser:
     parser.add_argument("--dir", type=Path, help="state directory (env LOCALCLOUD_DIR, default .localcloud)")
     parser.add_argument("--assembly", type=Path, help="deploy this cloud assembly instead of synthesizing")
     parser.add_argument("--stage", default="local", help="stage to synthesize (default local)")
-    parser.add_argument("--max-workers", type=int, help="warm workers per function at most (default 3)")
+    parser.add_argument("--max-workers", type=int, help="warm workers per function at most (default 16)")
     parser.add_argument(
         "--crash-points",
         help="RETRYSAFE_CRASH_POINTS for the workers (crash injection; off by default)",

@@ -18,6 +18,7 @@ from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import IO, Any
 
+from localcloud.config import DEFAULT_MAX_WORKERS
 from localcloud.shapes import error_payload
 from localcloud.workers import (
     INIT_TIMEOUT_SECONDS,
@@ -145,7 +146,7 @@ class LambdaRuntime:
         *,
         state_dir: Path,
         endpoint: str,
-        max_workers: int = 3,
+        max_workers: int = DEFAULT_MAX_WORKERS,
         idle_seconds: float = 600.0,
         extra_env: Mapping[str, str] | None = None,
         console: IO[str] | None = None,
