@@ -34,7 +34,7 @@ from chaos.pool import POOL
 from chaos.recovery import RecoveringCloud, Recovery
 from localcloud.shapes import EXIT_ERROR, TIMED_OUT
 from orders import runtime as orders_runtime
-from orders.config import Settings
+from orders.config import FunctionSettings
 from orders.items import catalog_key
 from reliability.crashpoints import SimulatedCrash
 from simulator.cloud import Clock, InProcessCloud, rest_event
@@ -85,7 +85,9 @@ class ChaosCloud(HttpClient, RecoveringCloud):
         return POOL.get("harness", service)
 
     # --- functions ------------------------------------------------------------------------------
-    def new_runtime(self, function_name: str, settings: Settings) -> orders_runtime.Runtime:
+    def new_runtime(
+        self, function_name: str, settings: FunctionSettings
+    ) -> orders_runtime.Runtime[FunctionSettings]:
         short = self._short(function_name)
         factory = self.runtime_factory
         if self.mutant is not None and self.mutant.runtime and self.mutant.applies(short):

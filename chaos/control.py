@@ -22,7 +22,7 @@ from typing import Any
 
 from botocore.exceptions import ClientError
 
-from orders.config import Settings
+from orders.config import FunctionSettings
 from orders.runtime import Runtime
 from reliability import AtomicEffect, FenceStore, Outcome, StepId
 from reliability.errors import BusinessError, EffectConditionFailed
@@ -85,7 +85,7 @@ class NoHttpIdempotency(HttpIdempotency):
         return execute()
 
 
-def unfenced_runtime(settings: Settings, **kwargs: Any) -> Runtime:
+def unfenced_runtime(settings: FunctionSettings, **kwargs: Any) -> Runtime[FunctionSettings]:
     """A `Runtime` with every guard replaced by a pass-through (the control), injected at the
     composition root like any other dependency."""
     return Runtime(

@@ -53,6 +53,11 @@ def step_function(step: Any) -> str:
     return str(workflow().function_name(step.name))
 
 
+def table_env(table: str) -> str:
+    """`orders` -> ORDERS_TABLE, `fences` -> FENCE_TABLE (what orders.config reads)."""
+    return str(workflow().table_env(table))
+
+
 def queue_env(queue: str) -> str:
     """`notify` -> NOTIFY_QUEUE_URL, `notify-dlq` -> NOTIFY_DLQ_URL (what orders.config reads)."""
     return str(workflow().queue_env(queue))

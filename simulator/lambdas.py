@@ -29,7 +29,7 @@ from moto.sqs.responses import SQSResponse
 
 from localcloud.shapes import EXIT_ERROR, error_payload
 from orders import runtime as orders_runtime
-from orders.config import Settings
+from orders.config import FunctionSettings, settings_of
 from reliability.crashpoints import CrashPlan, SimulatedCrash
 from simulator.clock import Clock, clocked_datetime_module
 from simulator.events import ACCOUNT, REGION
@@ -159,16 +159,22 @@ class HandlerRunner:
             )
             yield self
 
-    def runtime_for(self, function_name: str) -> orders_runtime.Runtime:
+    def runtime_for(self, function_name: str) -> orders_runtime.Runtime[FunctionSettings]:
         with self._lock:
             runtime = self._runtimes.get(function_name)
             if runtime is None:
-                environment = self.functions[function_name].environment
-                settings = Settings.from_env({**environment, "AWS_LAMBDA_FUNCTION_NAME": function_name})
+                spec = self.functions[function_name]
+                settings = settings_of(spec.handler).from_env(
+                    {**spec.environment, "AWS_LAMBDA_FUNCTION_NAME": function_name}
+                )
                 runtime = self._runtimes[function_name] = self.new_runtime(function_name, settings)
             return runtime
 
-    def new_runtime(self, function_name: str, settings: Settings) -> orders_runtime.Runtime:  # noqa: ARG002 - for overrides
+    def new_runtime(
+        self,
+        function_name: str,  # noqa: ARG002 - for overrides
+        settings: FunctionSettings,
+    ) -> orders_runtime.Runtime[FunctionSettings]:
         """A function's runtime, built once (a hook: the chaos cloud gives each function its own
         crash plan, clients and runtime class)."""
         return orders_runtime.Runtime(

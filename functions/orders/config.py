@@ -1,175 +1,265 @@
-"""Typed configuration: the environment a function gets (DEVELOPERS.md), validated once at cold start.
+"""Typed configuration: one model per kind of function, validated once at cold start.
 
-Each function receives only the variables its table/queue grants cover, so every resource
-setting is optional here and `require()` names the missing one when a use case needs it; a step
-or consumer function's cold start fails when a table or queue its orders.workflow entry declares
-is not set (`InvalidSettings` naming the variables), not its first invocation. The
-lifetimes (TTLs, the provider's key lifetime) have no defaults here: infra/config.py derives
-each from the windows it must outlive and is the one place that holds them.
+Each handler module names its kind (`SETTINGS = StepSettings`) and asks `orders.runtime.current`
+for a runtime of it; the model's fields are exactly what that kind is given (DEVELOPERS.md,
+"Configuration"), none optional: a missing or malformed variable fails the cold start
+(`InvalidSettings` naming it), never a first invocation. The tables and queues of a step or
+consumer come from its orders.workflow entry, so a new entry needs no new setting. The lifetimes
+(TTLs, the provider's key lifetime) have no defaults here: infra/config.py derives each from the
+windows it must outlive and is the one place that holds them.
 """
 
 from __future__ import annotations
 
-import dataclasses
+import importlib
 import re
 from collections.abc import Mapping
 from dataclasses import dataclass
+from typing import Any, ClassVar, Self
 
 from orders import workflow as declared
-from orders.workflow import queue_env
+from orders.workflow import queue_env, table_env
 
-_ENV = {
-    "service": "SERVICE_NAME",
-    "stage": "STAGE",
+_STAGE = re.compile(r"[A-Za-z0-9_-]{1,64}")
+_LIFETIMES = {
     "idempotency_ttl_seconds": "IDEMPOTENCY_TTL_SECONDS",
     "fence_ttl_seconds": "FENCE_TTL_SECONDS",
     "dedup_ttl_seconds": "DEDUP_TTL_SECONDS",
     "provider_key_lifetime_seconds": "PROVIDER_KEY_LIFETIME_SECONDS",
-    "idempotency_table": "IDEMPOTENCY_TABLE",
-    "fence_table": "FENCE_TABLE",
-    "orders_table": "ORDERS_TABLE",
-    "inventory_table": "INVENTORY_TABLE",
-    "payments_table": "PAYMENTS_TABLE",
-    "ledger_table": "LEDGER_TABLE",
-    "notifications_table": "NOTIFICATIONS_TABLE",
-    "aggregates_table": "AGGREGATES_TABLE",
-    "orders_queue_url": "ORDERS_QUEUE_URL",
-    "orders_dlq_url": "ORDERS_DLQ_URL",
-    "state_machine_arn": "STATE_MACHINE_ARN",
-    "throttle_backoff_seconds": "THROTTLE_BACKOFF_SECONDS",
-    "stranded_after_seconds": "STRANDED_AFTER_SECONDS",
-    "function_name": "AWS_LAMBDA_FUNCTION_NAME",
-    "step_name": "STEP_NAME",
-    "consumer_name": "CONSUMER_NAME",
 }
-# A consumer's queues (orders.workflow.CONSUMERS): `<NAME>_QUEUE_URL`, `<NAME>_DLQ_URL`.
-_QUEUE_SUFFIXES = {"_QUEUE_URL": "", "_DLQ_URL": "-dlq"}
 
 
-# Lifetimes have no default (infra/config.py holds them); each is a whole number of seconds > 0.
-_REQUIRED = (
-    "stage",
-    "idempotency_ttl_seconds",
-    "fence_ttl_seconds",
-    "dedup_ttl_seconds",
-    "provider_key_lifetime_seconds",
-)
-_POSITIVE_INTS = frozenset(
-    {
-        "idempotency_ttl_seconds",
-        "fence_ttl_seconds",
-        "dedup_ttl_seconds",
-        "provider_key_lifetime_seconds",
-        "stranded_after_seconds",
-    }
-)
-_STAGE = re.compile(r"[A-Za-z0-9_-]{1,64}")
-
-
-class MissingSetting(RuntimeError):
-    """A use case needs a resource this function was not configured (and granted) with."""
+class MissingSetting(LookupError):
+    """Code asked for a table or queue its function's kind is not given: a wiring bug."""
 
 
 class InvalidSettings(ValueError):
-    """The environment is not one infra gives a function: the cold start fails, naming why."""
+    """The environment is not one infra gives this kind of function: the cold start fails, naming why."""
 
 
-def _positive_int(field: str, raw: str) -> int:
+def _seconds(variable: str, raw: str) -> int:
+    """A whole number of seconds above 0."""
     try:
         value = int(raw)
     except ValueError:
         value = 0
     if value <= 0:
-        raise InvalidSettings(f"{_ENV[field]} must be a whole number of seconds above 0, not {raw!r}")
+        raise InvalidSettings(f"{variable} must be a whole number of seconds above 0, not {raw!r}")
     return value
 
 
-def _table_env(table: str) -> str:
-    return _ENV[f"{table}_table"]
+class _Reader:
+    """Reads variables, collecting every missing one so the cold start names them all at once."""
+
+    def __init__(self, environ: Mapping[str, str]) -> None:
+        self.environ = environ
+        self.missing: list[str] = []
+
+    def text(self, variable: str) -> str:
+        value = self.environ.get(variable, "")
+        if not value:
+            self.missing.append(variable)
+        return value
+
+    def seconds(self, variable: str) -> int:
+        raw = self.text(variable)
+        return _seconds(variable, raw) if raw else 0
+
+    def check(self) -> None:
+        if self.missing:
+            raise InvalidSettings(f"not set: {', '.join(dict.fromkeys(self.missing))}")
 
 
-def _declared_variables(step_name: str | None, consumer_name: str | None) -> list[str]:
-    """The variables the function's orders.workflow entry needs: a step's fence table,
-    its port tables and, for the events port, every consumer's queue; a consumer's dedup table,
-    its tables and its DLQ."""
-    try:
-        if step_name:
-            step = declared.step(step_name)
-            tables = ["fence", *(port for port in step.ports if port != declared.EVENTS)]
-            queues = [c.name for c in declared.CONSUMERS] if declared.EVENTS in step.ports else []
-            return [*dict.fromkeys(map(_table_env, tables)), *map(queue_env, queues)]
-        if consumer_name:
-            consumer = declared.consumer(consumer_name)
-            tables = ["idempotency", *consumer.tables]
-            return [*dict.fromkeys(map(_table_env, tables)), queue_env(f"{consumer.name}-dlq")]
-    except KeyError as error:
-        raise InvalidSettings(str(error)) from error
-    return []
-
-
-# A plain dataclass, not a pydantic model: every function reads it at cold start, and most never
-# load pydantic otherwise (bench/coldstart.py).
 @dataclass(frozen=True, kw_only=True)
-class Settings:
-    service: str = "retrysafe"
+class FunctionSettings:
+    """What every function is given (infra/stacks/app.py), plus its kind's tables and queues:
+    `tables` by short name (`orders`, `fences`), `queues` by name (`notify`, `notify-dlq`)."""
+
+    service: str
     stage: str
+    function_name: str
     idempotency_ttl_seconds: int
     fence_ttl_seconds: int
     dedup_ttl_seconds: int
     provider_key_lifetime_seconds: int
-    idempotency_table: str | None = None
-    fence_table: str | None = None
-    orders_table: str | None = None
-    inventory_table: str | None = None
-    payments_table: str | None = None
-    ledger_table: str | None = None
-    notifications_table: str | None = None
-    aggregates_table: str | None = None
-    orders_queue_url: str | None = None
-    orders_dlq_url: str | None = None
-    state_machine_arn: str | None = None
-    # The worker's visibility backoff per receive after a throttled start, comma-separated
-    # seconds (infra/capacity.py).
-    throttle_backoff_seconds: str | None = None
-    # How long an order may stay ACCEPTED before the sweeper re-sends its message (infra/config.py).
-    stranded_after_seconds: int | None = None
-    function_name: str | None = None
-    # Which entry of orders.workflow a step or consumer function runs (infra sets it from the entry).
-    step_name: str | None = None
-    consumer_name: str | None = None
-    # Every queue URL the function was given, by queue name (`notify`, `notify-dlq`, ...).
-    queue_urls: Mapping[str, str] = dataclasses.field(default_factory=dict)
+    tables: Mapping[str, str]
+    queues: Mapping[str, str]
+
+    # The tables and queues a kind with a fixed shape is given (infra/stacks/app.py ACCESS; the
+    # test over the synthesized template, tests/infra/test_function_env.py, keeps the two equal).
+    TABLES: ClassVar[tuple[str, ...]] = ()
+    QUEUES: ClassVar[tuple[str, ...]] = ()
 
     @classmethod
-    def from_env(cls, environ: Mapping[str, str]) -> Settings:
-        """The settings in ``environ`` (unset or empty variables are absent); InvalidSettings when
-        a lifetime or the stage is missing or malformed."""
-        values: dict[str, object] = {field: environ[var] for field, var in _ENV.items() if environ.get(var)}
-        missing = [_ENV[field] for field in _REQUIRED if field not in values]
-        declared_by_entry = _declared_variables(environ.get("STEP_NAME"), environ.get("CONSUMER_NAME"))
-        missing += [variable for variable in declared_by_entry if not environ.get(variable)]
-        if missing:
-            raise InvalidSettings(f"not set: {', '.join(missing)}")
-        for field in _POSITIVE_INTS & values.keys():
-            values[field] = _positive_int(field, str(values[field]))
-        if not _STAGE.fullmatch(str(values["stage"])):
-            raise InvalidSettings(f"STAGE must be 1-64 of [A-Za-z0-9_-], not {values['stage']!r}")
-        values["queue_urls"] = {
-            var.removesuffix(suffix).lower().replace("_", "-") + name_suffix: url
-            for var, url in environ.items()
-            for suffix, name_suffix in _QUEUE_SUFFIXES.items()
-            if var.endswith(suffix) and url
+    def declared(cls, reader: _Reader) -> tuple[tuple[str, ...], tuple[str, ...]]:  # noqa: ARG003 - kinds that read an entry use it
+        """The tables and queues this kind is given."""
+        return cls.TABLES, cls.QUEUES
+
+    @classmethod
+    def own(cls, reader: _Reader) -> dict[str, Any]:  # noqa: ARG003 - kinds with fields of their own use it
+        """The kind's own fields."""
+        return {}
+
+    @classmethod
+    def from_env(cls, environ: Mapping[str, str]) -> Self:
+        """This kind's settings from ``environ``; InvalidSettings naming every missing or
+        malformed variable."""
+        reader = _Reader(environ)
+        values: dict[str, Any] = {
+            "service": reader.text("SERVICE_NAME"),
+            "stage": reader.text("STAGE"),
+            "function_name": reader.text("AWS_LAMBDA_FUNCTION_NAME"),
+            **{field: reader.seconds(variable) for field, variable in _LIFETIMES.items()},
         }
-        return cls(**values)  # type: ignore[arg-type]
+        tables, queues = cls.declared(reader)
+        values["tables"] = {table: reader.text(table_env(table)) for table in tables}
+        values["queues"] = {queue: reader.text(queue_env(queue)) for queue in queues}
+        values |= cls.own(reader)
+        reader.check()
+        if not _STAGE.fullmatch(values["stage"]):
+            raise InvalidSettings(f"STAGE must be 1-64 of [A-Za-z0-9_-], not {values['stage']!r}")
+        return cls(**values)
 
-    def require(self, field: str) -> str:
-        value = getattr(self, field)
-        if not value:
-            raise MissingSetting(f"{_ENV[field]} is not set for this function")
-        return str(value)
+    def table(self, table: str) -> str:
+        try:
+            return self.tables[table]
+        except KeyError:
+            raise MissingSetting(f"{type(self).__name__} is not given the {table} table") from None
 
-    def queue_url(self, queue: str) -> str:
-        url = self.queue_urls.get(queue)
-        if not url:
-            raise MissingSetting(f"{queue_env(queue)} is not set for this function")
-        return url
+    def queue(self, queue: str) -> str:
+        try:
+            return self.queues[queue]
+        except KeyError:
+            raise MissingSetting(f"{type(self).__name__} is not given the {queue} queue") from None
+
+
+@dataclass(frozen=True, kw_only=True)
+class ApiSettings(FunctionSettings):
+    """The API: HTTP idempotency, orders, and the reads behind `GET /orders/{id}`."""
+
+    TABLES = ("idempotency", "orders", "inventory", "payments", "fences")
+    QUEUES = ("orders",)
+
+
+@dataclass(frozen=True, kw_only=True)
+class QueueFedSettings(FunctionSettings):
+    """A function an SQS queue triggers: its poison records go to `dead_letter_queue`, named
+    `source` in their reason."""
+
+    @property
+    def source(self) -> str:
+        raise NotImplementedError
+
+    @property
+    def dead_letter_queue(self) -> str:
+        raise NotImplementedError
+
+
+@dataclass(frozen=True, kw_only=True)
+class WorkerSettings(QueueFedSettings):
+    """The orders-queue worker: starts one execution per (order, run)."""
+
+    state_machine_arn: str
+    # The visibility per receive after a throttled start (infra/capacity.py), seconds.
+    throttle_backoff_seconds: tuple[int, ...]
+
+    TABLES = ("orders",)
+    QUEUES = ("orders-dlq",)
+
+    @property
+    def source(self) -> str:
+        return "worker"
+
+    @property
+    def dead_letter_queue(self) -> str:
+        return "orders-dlq"
+
+    @classmethod
+    def own(cls, reader: _Reader) -> dict[str, Any]:
+        schedule = reader.text("THROTTLE_BACKOFF_SECONDS")
+        return {
+            "state_machine_arn": reader.text("STATE_MACHINE_ARN"),
+            "throttle_backoff_seconds": tuple(
+                _seconds("THROTTLE_BACKOFF_SECONDS", part) for part in schedule.split(",") if schedule
+            ),
+        }
+
+
+@dataclass(frozen=True, kw_only=True)
+class ConsumerSettings(QueueFedSettings):
+    """One consumer of orders.workflow.CONSUMERS: its dedup (idempotency) table, its tables, its DLQ."""
+
+    consumer_name: str
+
+    @property
+    def source(self) -> str:
+        return self.consumer_name
+
+    @property
+    def dead_letter_queue(self) -> str:
+        return f"{self.consumer_name}-dlq"
+
+    @classmethod
+    def declared(cls, reader: _Reader) -> tuple[tuple[str, ...], tuple[str, ...]]:
+        name = reader.text("CONSUMER_NAME")
+        if not name:
+            return (), ()
+        consumer = _entry(declared.consumer, name)
+        return ("idempotency", *consumer.tables), (f"{consumer.name}-dlq",)
+
+    @classmethod
+    def own(cls, reader: _Reader) -> dict[str, Any]:
+        return {"consumer_name": reader.environ.get("CONSUMER_NAME", "")}
+
+
+@dataclass(frozen=True, kw_only=True)
+class StepSettings(FunctionSettings):
+    """One fenced step of orders.workflow.STEPS: the fence table, its port tables and, for the
+    events port, every consumer's queue."""
+
+    step_name: str
+
+    @classmethod
+    def declared(cls, reader: _Reader) -> tuple[tuple[str, ...], tuple[str, ...]]:
+        name = reader.text("STEP_NAME")
+        if not name:
+            return (), ()
+        step = _entry(declared.step, name)
+        tables = ("fences", *(port for port in step.ports if port != declared.EVENTS))
+        queues = tuple(c.name for c in declared.CONSUMERS) if declared.EVENTS in step.ports else ()
+        return tuple(dict.fromkeys(tables)), queues
+
+    @classmethod
+    def own(cls, reader: _Reader) -> dict[str, Any]:
+        return {"step_name": reader.environ.get("STEP_NAME", "")}
+
+
+@dataclass(frozen=True, kw_only=True)
+class SweepSettings(FunctionSettings):
+    """`sweep-accepted`: re-sends the message of orders ACCEPTED for longer than the bound."""
+
+    # How long an order may stay ACCEPTED before the sweeper re-sends its message (infra/config.py).
+    stranded_after_seconds: int
+
+    TABLES = ("orders",)
+    QUEUES = ("orders",)
+
+    @classmethod
+    def own(cls, reader: _Reader) -> dict[str, Any]:
+        return {"stranded_after_seconds": reader.seconds("STRANDED_AFTER_SECONDS")}
+
+
+def settings_of(handler: str) -> type[FunctionSettings]:
+    """The settings class of a Lambda handler (`orders.handlers.steps.handler`): the `SETTINGS`
+    its module names (what the simulator and the template tests build a function's runtime from)."""
+    kind = getattr(importlib.import_module(handler.rpartition(".")[0]), "SETTINGS", None)
+    if not (isinstance(kind, type) and issubclass(kind, FunctionSettings)):
+        raise TypeError(f"{handler}: its module's SETTINGS is not an orders.config settings class")
+    return kind
+
+
+def _entry(find: Any, name: str) -> Any:
+    try:
+        return find(name)
+    except KeyError as error:
+        raise InvalidSettings(str(error)) from error

@@ -1,7 +1,8 @@
-"""The composition root: clients and adapters, built ONCE per cold start, lazily, from `Settings`.
+"""The composition root: clients and adapters, built ONCE per cold start, lazily, from the
+function's settings (orders.config: one model per kind of function).
 
-Handlers ask `current()` for the runtime; nothing is built at import time. Every boto3 client is
-instrumented by the crash plan (off unless RETRYSAFE_CRASH_POINTS is set). Tests build a
+Handlers ask `current(<their settings class>)` for the runtime; nothing is built at import time.
+Every boto3 client is instrumented by the crash plan (off unless RETRYSAFE_CRASH_POINTS is set). Tests build a
 `Runtime` themselves (moto-backed clients, a controllable clock, a crash plan) and `install()` it.
 """
 
@@ -15,7 +16,7 @@ from contextlib import contextmanager
 from contextvars import ContextVar
 from datetime import UTC, datetime
 from functools import cached_property
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Generic, TypeVar, cast
 
 import boto3
 from aws_lambda_powertools import Metrics
@@ -31,7 +32,13 @@ from orders.adapters.dynamo import (
     DynamoOrderStore,
 )
 from orders.adapters.payments import FakePaymentProvider
-from orders.config import Settings
+from orders.config import (
+    ConsumerSettings,
+    FunctionSettings,
+    MissingSetting,
+    QueueFedSettings,
+    WorkerSettings,
+)
 from orders.observability import logger, metrics
 from reliability import FenceStore, crashpoints
 from reliability.crashpoints import CrashPlan
@@ -51,6 +58,9 @@ if TYPE_CHECKING:
 # tests/unit/orders/test_handler_imports.py pins which handler loads what.
 
 ClientFactory = Callable[[str], Any]
+# The kind of function a runtime serves; covariant: a Runtime[StepSettings] is a Runtime[FunctionSettings].
+S_co = TypeVar("S_co", bound=FunctionSettings, covariant=True)
+K = TypeVar("K", bound=FunctionSettings)
 # botocore's standard retry mode: up to 3 attempts in the SDK, exponential backoff with jitter on
 # throttling, 5xx, TransactionConflict and connection/read timeouts (every call we make is
 # conditional or keyed, so a retry is safe). Short timeouts: a step's whole budget is its function
@@ -68,13 +78,13 @@ def default_client_factory(service_name: str) -> Any:
     return boto3.client(service_name, config=CLIENT_CONFIG)
 
 
-class Runtime:
+class Runtime(Generic[S_co]):
     """Lazily built, cached adapters. Thread-safe enough for Lambda (one event at a time) and for
     moto's Step Functions worker threads (cached_property may build twice; both are equivalent)."""
 
     def __init__(
         self,
-        settings: Settings,
+        settings: S_co,
         *,
         client_factory: ClientFactory = default_client_factory,
         crash_plan: CrashPlan | None = None,
@@ -102,6 +112,13 @@ class Runtime:
         self._fences: dict[str, FenceStore] = {}
         self._lock = threading.Lock()
 
+    def kind(self, kind: type[K]) -> K:
+        """The settings as `kind`: a use case that belongs to one kind of function (the worker's
+        starter, a consumer's effect) asks for it; any other function gets MissingSetting."""
+        if not isinstance(self.settings, kind):
+            raise MissingSetting(f"{type(self.settings).__name__} is not {kind.__name__}")
+        return self.settings
+
     def now(self) -> datetime:
         return datetime.fromtimestamp(self.clock(), tz=UTC)
 
@@ -122,16 +139,14 @@ class Runtime:
         return self._client("stepfunctions")
 
     # --- fences -------------------------------------------------------------------------------
-    def fences(
-        self, namespace: str, *, table: str = "fence_table", ttl_seconds: int | None = None
-    ) -> FenceStore:
+    def fences(self, namespace: str, *, table: str = "fences", ttl_seconds: int | None = None) -> FenceStore:
         """One FenceStore per namespace (`saga` for steps, a consumer's name for consumer dedup)."""
         with self._lock:
             store = self._fences.get(namespace)
             if store is None:
                 store = self._fence_store_class(
                     client=self.dynamodb,
-                    table_name=self.settings.require(table),
+                    table_name=self.settings.table(table),
                     ttl_seconds=ttl_seconds or self.settings.fence_ttl_seconds,
                     telemetry=self.telemetry,
                     namespace=namespace,
@@ -144,48 +159,45 @@ class Runtime:
 
     def dedup(self, consumer: str) -> FenceStore:
         """Consumer dedup records live in the idempotency table with the dedup TTL."""
-        return self.fences(consumer, table="idempotency_table", ttl_seconds=self.settings.dedup_ttl_seconds)
+        return self.fences(consumer, table="idempotency", ttl_seconds=self.settings.dedup_ttl_seconds)
 
     # --- adapters -----------------------------------------------------------------------------
     @cached_property
     def orders(self) -> DynamoOrderStore:
-        return DynamoOrderStore(client=self.dynamodb, table_name=self.settings.require("orders_table"))
+        return DynamoOrderStore(client=self.dynamodb, table_name=self.settings.table("orders"))
 
     @cached_property
     def catalog(self) -> DynamoCatalog:
-        return DynamoCatalog(client=self.dynamodb, table_name=self.settings.require("inventory_table"))
+        return DynamoCatalog(client=self.dynamodb, table_name=self.settings.table("inventory"))
 
     @cached_property
     def payments(self) -> FakePaymentProvider:
         return FakePaymentProvider(
             client=self.dynamodb,
-            table_name=self.settings.require("payments_table"),
+            table_name=self.settings.table("payments"),
             key_lifetime_seconds=self.settings.provider_key_lifetime_seconds,
             clock=self.clock,
         )
 
     @cached_property
     def ledger(self) -> DynamoLedger:
-        return DynamoLedger(table_name=self.settings.require("ledger_table"))
+        return DynamoLedger(table_name=self.settings.table("ledger"))
 
     @cached_property
     def notifications(self) -> DynamoNotifications:
-        return DynamoNotifications(table_name=self.settings.require("notifications_table"))
+        return DynamoNotifications(table_name=self.settings.table("notifications"))
 
     @cached_property
     def aggregates(self) -> DynamoAggregates:
-        return DynamoAggregates(table_name=self.settings.require("aggregates_table"))
+        return DynamoAggregates(table_name=self.settings.table("aggregates"))
 
     def table_name(self, table: str) -> str:
         """A table this function was granted, by its short name (`notifications`)."""
-        return self.settings.require(f"{table}_table")
+        return self.settings.table(table)
 
-    def queue(self, setting: str) -> SqsQueue:
-        return SqsQueue(client=self.sqs, queue_url=self.settings.require(setting))
-
-    def queue_named(self, queue: str) -> SqsQueue:
-        """A consumer's queue by name (`notify`, `notify-dlq`)."""
-        return SqsQueue(client=self.sqs, queue_url=self.settings.queue_url(queue))
+    def queue(self, queue: str) -> SqsQueue:
+        """A queue this function was granted, by name (`orders`, `notify`, `notify-dlq`)."""
+        return SqsQueue(client=self.sqs, queue_url=self.settings.queue(queue))
 
     # --- use cases ----------------------------------------------------------------------------
     @cached_property
@@ -197,7 +209,7 @@ class Runtime:
             catalog=self.catalog,
             orders=self.orders,
             payments=self.payments,
-            queue=self.queue("orders_queue_url"),
+            queue=self.queue("orders"),
             clock=self.now,
             stage=self.settings.stage,
             fences=self.fences(SAGA_NAMESPACE),
@@ -208,7 +220,7 @@ class Runtime:
         from orders.service import WorkflowStarter  # noqa: PLC0415 - cold start, see the imports
 
         workflow = StepFunctionsWorkflow(
-            client=self.stepfunctions, state_machine_arn=self.settings.require("state_machine_arn")
+            client=self.stepfunctions, state_machine_arn=self.kind(WorkerSettings).state_machine_arn
         )
         return WorkflowStarter(
             stage=self.settings.stage,
@@ -227,7 +239,7 @@ class Runtime:
         """This function's consumer (`CONSUMER_NAME`), its effect resolved from orders.workflow."""
         from orders.consumers import EventConsumer, effect_of  # noqa: PLC0415 - cold start
 
-        name = self.settings.require("consumer_name")
+        name = self.kind(ConsumerSettings).consumer_name
         return EventConsumer(name=name, effect=effect_of(name), ports=self, dedup=self.consumer_dedup(name))
 
     def http_idempotency(self) -> HttpIdempotency:
@@ -239,7 +251,7 @@ class Runtime:
         from reliability.http import HttpIdempotency  # noqa: PLC0415 - cold start, see the imports
 
         persistence = DynamoDBPersistenceLayer(
-            table_name=self.settings.require("idempotency_table"), boto3_client=self.dynamodb
+            table_name=self.settings.table("idempotency"), boto3_client=self.dynamodb
         )
         return (self._http_idempotency_class or HttpIdempotency)(
             persistence=persistence,
@@ -248,17 +260,12 @@ class Runtime:
             telemetry=self.telemetry,
         )
 
-    def dead_letters(self, setting: str, *, source: str) -> DeadLetters:
+    def dead_letters(self) -> DeadLetters:
+        """Where this queue-fed function's poison records go, with their reason."""
         from reliability.batch import DeadLetters  # noqa: PLC0415 - cold start, see the imports
 
-        return DeadLetters(client=self.sqs, queue_url=self.settings.require(setting), source=source)
-
-    def consumer_dead_letters(self) -> DeadLetters:
-        """The DLQ of this function's consumer (`CONSUMER_NAME`): `<name>-dlq`."""
-        from reliability.batch import DeadLetters  # noqa: PLC0415 - cold start, see the imports
-
-        name = self.settings.require("consumer_name")
-        return DeadLetters(client=self.sqs, queue_url=self.settings.queue_url(f"{name}-dlq"), source=name)
+        fed = self.kind(QueueFedSettings)
+        return DeadLetters(client=self.sqs, queue_url=fed.queue(fed.dead_letter_queue), source=fed.source)
 
     @cached_property
     def saga(self) -> SagaContext:
@@ -268,42 +275,43 @@ class Runtime:
         s = self.settings
         return SagaContext(
             stage=s.stage,
-            orders=self.orders if s.orders_table else None,
+            orders=self.orders if "orders" in s.tables else None,
             clock=self.now,
-            inventory=self.catalog if s.inventory_table else None,
-            payments=self.payments if s.payments_table else None,
-            ledger=self.ledger if s.ledger_table else None,
+            inventory=self.catalog if "inventory" in s.tables else None,
+            payments=self.payments if "payments" in s.tables else None,
+            ledger=self.ledger if "ledger" in s.tables else None,
             # A function granted any consumer's queue publishes to all of them (or fails here).
             event_queues=(
-                [self.queue_named(c.name) for c in declared.CONSUMERS]
-                if any(c.name in s.queue_urls for c in declared.CONSUMERS)
+                [self.queue(c.name) for c in declared.CONSUMERS]
+                if any(c.name in s.queues for c in declared.CONSUMERS)
                 else []
             ),
             event_dedup_seconds=s.dedup_ttl_seconds,
         )
 
 
-_current: Runtime | None = None
+_current: Runtime[FunctionSettings] | None = None
 _current_lock = threading.Lock()
 # A per-thread/per-task override: the in-process harness runs every function of the app in one
 # process, each with its own settings, on moto's worker threads.
-_scoped: ContextVar[Runtime | None] = ContextVar("orders_runtime", default=None)
+_scoped: ContextVar[Runtime[FunctionSettings] | None] = ContextVar("orders_runtime", default=None)
 
 
-def current() -> Runtime:
-    """The runtime for this invocation: a scoped one if set, else the process's, built from the
-    environment on first use (the cold start)."""
+def current(kind: type[K]) -> Runtime[K]:
+    """The runtime for this invocation: a scoped one if set, else the process's, built on first use
+    (the cold start) from the environment as `kind`, the handler's settings class."""
     global _current  # noqa: PLW0603 - the one composition root per process
-    scoped = _scoped.get()
-    if scoped is not None:
-        return scoped
-    with _current_lock:
-        if _current is None:
-            _current = Runtime(Settings.from_env(os.environ))
-        return _current
+    runtime = _scoped.get()
+    if runtime is None:
+        with _current_lock:
+            if _current is None:
+                _current = Runtime(kind.from_env(os.environ))
+            runtime = _current
+    runtime.kind(kind)  # one process serves one kind of function
+    return cast("Runtime[K]", runtime)
 
 
-def install(runtime: Runtime | None) -> Runtime | None:
+def install(runtime: Runtime[FunctionSettings] | None) -> Runtime[FunctionSettings] | None:
     """Replace the process's runtime (tests, the local cloud); returns the previous one."""
     global _current
     with _current_lock:
@@ -312,7 +320,7 @@ def install(runtime: Runtime | None) -> Runtime | None:
 
 
 @contextmanager
-def scoped(runtime: Runtime) -> Iterator[Runtime]:
+def scoped(runtime: Runtime[FunctionSettings]) -> Iterator[Runtime[FunctionSettings]]:
     """Use `runtime` for handler calls made in this thread/context only."""
     reset = _scoped.set(runtime)
     try:

@@ -210,6 +210,11 @@ def function_name(step_name: str) -> str:
     return "".join(f"-{c.lower()}" if c.isupper() else c for c in step_name).lstrip("-")
 
 
+def table_env(table: str) -> str:
+    """The variable naming a table: `orders` -> ORDERS_TABLE, `fences` -> FENCE_TABLE."""
+    return "FENCE_TABLE" if table == "fences" else f"{table.upper()}_TABLE"
+
+
 def queue_env(queue: str) -> str:
     """The variable naming a queue's URL: `notify` -> NOTIFY_QUEUE_URL, `notify-dlq` -> NOTIFY_DLQ_URL."""
     base, dlq = (queue.removesuffix("-dlq"), True) if queue.endswith("-dlq") else (queue, False)

@@ -41,17 +41,6 @@ ASSET_EXCLUDE = [
     "**/*.md",
 ]
 
-TABLE_ENV = {
-    "idempotency": "IDEMPOTENCY_TABLE",
-    "fences": "FENCE_TABLE",
-    "orders": "ORDERS_TABLE",
-    "inventory": "INVENTORY_TABLE",
-    "payments": "PAYMENTS_TABLE",
-    "ledger": "LEDGER_TABLE",
-    "notifications": "NOTIFICATIONS_TABLE",
-    "aggregates": "AGGREGATES_TABLE",
-}
-
 
 @dataclass(frozen=True, kw_only=True)
 class Access:
@@ -139,7 +128,7 @@ class AppStack(Stack):
             access = ACCESS[name]
             env = dict(common_env)
             for table in (*access.read_write, *access.read):
-                env[TABLE_ENV[table]] = data.tables[table].table_name
+                env[manifest.table_env(table)] = data.tables[table].table_name
             for queue in access.send:
                 env[manifest.queue_env(queue)] = data.queues[queue].queue_url
             env.update(_entry_env(name))

@@ -67,12 +67,13 @@ CONSUMER_ENTRY = """    Consumer(
 ROUTE_MODULE = "functions/orders/status.py"
 ROUTE_VIEW = '''"""Where an order stands, for a polling client."""
 
+from orders.config import ApiSettings
 from orders.contract import OrderView
 from orders.runtime import current
 
 
 def order_status(order_id: str) -> OrderView:
-    return current().order_service.view(order_id)
+    return current(ApiSettings).order_service.view(order_id)
 '''
 ROUTE_ENTRY = """    Route(
         method="GET",

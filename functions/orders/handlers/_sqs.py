@@ -9,38 +9,33 @@ from typing import Any
 from aws_lambda_powertools.utilities.data_classes.sqs_event import SQSRecord
 from aws_lambda_powertools.utilities.typing import LambdaContext
 
+from orders.config import QueueFedSettings
 from orders.observability import logger, tracer
 from orders.runtime import Runtime, current
 from reliability.batch import process_batch
 from reliability.telemetry import metrics_per_invocation
 
-RecordHandler = Callable[[Runtime, SQSRecord, LambdaContext], Any]
+RecordHandler = Callable[[Runtime[Any], SQSRecord, LambdaContext], Any]
 BatchHandler = Callable[[dict[str, Any], LambdaContext], dict[str, Any]]
 
 
-def sqs_handler(
-    *, record_handler: RecordHandler, source: str | None = None, dlq_setting: str | None = None
-) -> BatchHandler:
-    """`source` names the dead letters and `dlq_setting` their queue; without them, the function's
-    own consumer (`CONSUMER_NAME`, orders.workflow.CONSUMERS) and its `<name>-dlq`."""
+def sqs_handler(*, settings: type[QueueFedSettings], record_handler: RecordHandler) -> BatchHandler:
+    """A batch handler for a function of kind `settings`; its settings name the dead-letter queue
+    and the source its reasons carry."""
 
     @logger.inject_lambda_context
     @metrics_per_invocation
     @tracer.capture_lambda_handler(capture_response=False)
     def handler(event: dict[str, Any], context: LambdaContext) -> dict[str, Any]:
-        runtime = current()
+        runtime = current(settings)
         return process_batch(
             event,
             handler=lambda record: record_handler(runtime, record, context),
-            dead_letters=(
-                runtime.dead_letters(dlq_setting, source=source)
-                if source and dlq_setting
-                else runtime.consumer_dead_letters()
-            ),
+            dead_letters=runtime.dead_letters(),
             telemetry=runtime.telemetry,
             context=context,
         )
 
-    handler.__name__ = handler.__qualname__ = source or "consumer"
+    handler.__name__ = handler.__qualname__ = settings.__name__.removesuffix("Settings").lower()
     batch_handler: BatchHandler = handler  # Powertools' handler decorators are annotated `-> Any`
     return batch_handler

@@ -21,6 +21,7 @@ from aws_lambda_powertools.logging import correlation_paths
 from aws_lambda_powertools.utilities.typing import LambdaContext
 from pydantic import BaseModel
 
+from orders.config import ApiSettings
 from orders.contract import parse_create_order
 from orders.errors import MalformedBody, OrderError
 from orders.observability import logger, tracer
@@ -30,6 +31,7 @@ from reliability.errors import RetryableError
 from reliability.http import HttpResponse, header_value
 from reliability.telemetry import metrics_per_invocation
 
+SETTINGS = ApiSettings
 CREATE_ROUTE = "POST /orders"
 JSON = "application/json"
 
@@ -84,7 +86,7 @@ def _body() -> str | bytes | None:
 
 
 def create_order() -> Response[str]:
-    runtime = current()
+    runtime = current(SETTINGS)
     idempotency = runtime.http_idempotency()
     headers = _headers()
     key = idempotency.checked_key(route=CREATE_ROUTE, headers=headers)
@@ -112,7 +114,7 @@ def create_order() -> Response[str]:
 
 
 def get_order(order_id: str) -> BaseModel:
-    return current().order_service.view(order_id)
+    return current(SETTINGS).order_service.view(order_id)
 
 
 def _register(route: Route) -> None:

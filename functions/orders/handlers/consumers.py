@@ -6,14 +6,17 @@ from __future__ import annotations
 from aws_lambda_powertools.utilities.data_classes.sqs_event import SQSRecord
 from aws_lambda_powertools.utilities.typing import LambdaContext
 
+from orders.config import ConsumerSettings
 from orders.handlers._sqs import sqs_handler
 from orders.messages import OrderCompletedEvent
 from orders.runtime import Runtime
 from reliability.batch import parse_body
 
+SETTINGS = ConsumerSettings
 
-def _apply(runtime: Runtime, record: SQSRecord, _context: LambdaContext) -> None:
+
+def _apply(runtime: Runtime[ConsumerSettings], record: SQSRecord, _context: LambdaContext) -> None:
     runtime.event_consumer.apply(parse_body(record, OrderCompletedEvent))
 
 
-handler = sqs_handler(record_handler=_apply)
+handler = sqs_handler(settings=SETTINGS, record_handler=_apply)

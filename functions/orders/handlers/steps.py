@@ -11,18 +11,21 @@ from typing import Any
 
 from aws_lambda_powertools.utilities.typing import LambdaContext
 
+from orders.config import StepSettings
 from orders.observability import logger, tracer
 from orders.runtime import current
 from orders.saga import SAGA_NAMESPACE, StepRequest, run_step
 from reliability.telemetry import metrics_per_invocation
+
+SETTINGS = StepSettings
 
 
 @logger.inject_lambda_context(correlation_id_path="token")
 @metrics_per_invocation
 @tracer.capture_lambda_handler(capture_response=False)
 def handler(event: dict[str, Any], context: LambdaContext) -> dict[str, Any]:
-    runtime = current()
-    name = runtime.settings.require("step_name")
+    runtime = current(SETTINGS)
+    name = runtime.settings.step_name
     logger.append_keys(step=name, order_id=event.get("order_id"))
     request = StepRequest(
         state=event,

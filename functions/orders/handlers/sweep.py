@@ -12,11 +12,13 @@ from typing import Any
 
 from aws_lambda_powertools.utilities.typing import LambdaContext
 
+from orders.config import SweepSettings
 from orders.observability import logger, tracer
 from orders.runtime import current
 from reliability.telemetry import Decision, metrics_per_invocation
 
 STEP = "SweepAccepted"
+SETTINGS = SweepSettings
 
 
 @logger.inject_lambda_context
@@ -25,10 +27,10 @@ STEP = "SweepAccepted"
 def handler(_event: dict[str, Any], _context: LambdaContext) -> dict[str, Any]:
     from orders.service import Reruns  # noqa: PLC0415 - cold start, as in orders.runtime
 
-    runtime = current()
-    reruns = Reruns(orders=runtime.orders, queue=runtime.queue("orders_queue_url"))
+    runtime = current(SETTINGS)
+    reruns = Reruns(orders=runtime.orders, queue=runtime.queue("orders"))
     stranded = reruns.resend_stranded(
-        now=runtime.now(), bound_seconds=int(runtime.settings.require("stranded_after_seconds"))
+        now=runtime.now(), bound_seconds=runtime.settings.stranded_after_seconds
     )
     for order in stranded:
         with runtime.telemetry.bind(order_id=order.order_id, run=order.run):

@@ -13,12 +13,14 @@ from aws_lambda_powertools.utilities.data_classes.sqs_event import SQSRecord
 from aws_lambda_powertools.utilities.typing import LambdaContext
 from botocore.exceptions import ClientError
 
+from orders.config import WorkerSettings
 from orders.handlers._sqs import sqs_handler
 from orders.messages import OrderMessageModel
 from orders.runtime import Runtime
 from reliability.batch import parse_body
 from reliability.errors import TransientError, error_code
 
+SETTINGS = WorkerSettings
 THROTTLED_START_CODES = frozenset({"ThrottlingException", "ExecutionLimitExceeded"})
 
 
@@ -35,18 +37,17 @@ def throttle_code(error: BaseException | None) -> str | None:
     return None
 
 
-def backoff_seconds(schedule: str, receive_count: int) -> int:
+def backoff_seconds(schedule: tuple[int, ...], receive_count: int) -> int:
     """The schedule's entry for this receive (1-based); its last entry once past the end."""
-    steps = [int(part) for part in schedule.split(",")]
-    return steps[min(max(receive_count, 1), len(steps)) - 1]
+    return schedule[min(max(receive_count, 1), len(schedule)) - 1]
 
 
-def _back_off(runtime: Runtime, record: SQSRecord) -> None:
+def _back_off(runtime: Runtime[WorkerSettings], record: SQSRecord) -> None:
     """Keep the message invisible for the backoff; if that fails, the queue's own visibility
     timeout brings it back later, which is also safe."""
     account, queue = record.event_source_arn.split(":")[4:6]
     delay = backoff_seconds(
-        runtime.settings.require("throttle_backoff_seconds"), int(record.attributes.approximate_receive_count)
+        runtime.settings.throttle_backoff_seconds, int(record.attributes.approximate_receive_count)
     )
     try:
         url = runtime.sqs.get_queue_url(QueueName=queue, QueueOwnerAWSAccountId=account)["QueueUrl"]
@@ -57,7 +58,7 @@ def _back_off(runtime: Runtime, record: SQSRecord) -> None:
         return
 
 
-def _start(runtime: Runtime, record: SQSRecord, _context: LambdaContext) -> None:
+def _start(runtime: Runtime[WorkerSettings], record: SQSRecord, _context: LambdaContext) -> None:
     message = parse_body(record, OrderMessageModel)
     try:
         runtime.workflow_starter.start_once(message)
@@ -69,4 +70,4 @@ def _start(runtime: Runtime, record: SQSRecord, _context: LambdaContext) -> None
         raise StartExecutionThrottled(f"start execution: {code}") from error
 
 
-handler = sqs_handler(source="worker", dlq_setting="orders_dlq_url", record_handler=_start)
+handler = sqs_handler(settings=SETTINGS, record_handler=_start)

@@ -14,7 +14,6 @@ from infra.capacity import MAX_RECEIVE_COUNT, THROTTLE_BACKOFF_SCHEDULE
 from orders.handlers.worker import StartExecutionThrottled, _start, backoff_seconds, throttle_code
 from reliability.errors import TransientError
 
-SCHEDULE = ",".join(map(str, THROTTLE_BACKOFF_SCHEDULE))
 QUEUE_ARN = "arn:aws:sqs:us-east-1:123456789012:retrysafe-dev-orders"
 
 
@@ -51,9 +50,7 @@ class _Starter:
 
 @dataclass
 class _Settings:
-    def require(self, name: str) -> str:
-        assert name == "throttle_backoff_seconds"
-        return SCHEDULE
+    throttle_backoff_seconds: tuple[int, ...] = THROTTLE_BACKOFF_SCHEDULE
 
 
 @dataclass
@@ -111,6 +108,6 @@ def test_throttle_code_reads_through_the_adapters_wrapping() -> None:
 
 
 def test_the_backoff_past_the_schedule_keeps_its_last_entry() -> None:
-    assert backoff_seconds("10,20,40", 0) == 10
-    assert backoff_seconds("10,20,40", 2) == 20
-    assert backoff_seconds("10,20,40", 9) == 40
+    assert backoff_seconds((10, 20, 40), 0) == 10
+    assert backoff_seconds((10, 20, 40), 2) == 20
+    assert backoff_seconds((10, 20, 40), 9) == 40
