@@ -9,7 +9,7 @@ import json
 from collections import Counter
 from dataclasses import dataclass
 
-from ops.redrive import REDRIVABLE_STATUSES, redrive_dlq, redrive_failed_executions
+from ops.redrive import REDRIVABLE_STATUSES, Method, redrive_dlq, redrive_failed_executions
 from orders.items import order_key
 from simulator.cloud import InProcessCloud, LambdaError
 
@@ -29,6 +29,7 @@ class Recovery:
     dlq_redrives: int = 0
     lease_expiries: int = 0
     restarts: int = 0
+    refused_redrives: int = 0  # past the 14-day redrive window: the execution stays as it stopped
     stops: int = 0
     stray_runs: int = 0
 
@@ -124,14 +125,19 @@ class RecoveringCloud(InProcessCloud):
         return max(self.functions[name].timeout for name in self.step_functions)
 
     def redrive_failed(self) -> int:
-        """An operator's redrive of every failed execution (restart with the same token on moto),
-        once the dead attempts' leases have passed."""
+        """An operator's redrive of every failed execution (`ops.redrive`: resumed at the failed
+        state; past the window, restarted under the same token or REFUSED), once the dead attempts'
+        leases have passed."""
         failed = [e for e in self.executions() if e["status"] in REDRIVABLE_STATUSES]
         if not failed:
             return 0
         self.clock.advance(self.step_lease_seconds() + 1)
-        redriven = redrive_failed_executions(self.sfn, state_machine_arn=self.outputs["StateMachineArn"])
+        results = redrive_failed_executions(
+            self.sfn, state_machine_arn=self.outputs["StateMachineArn"], now=self.clock()
+        )
+        redriven = [r for r in results if r.method != Method.REFUSED]
         self.recovery.operator_redrives += len(redriven)
+        self.recovery.refused_redrives += len(results) - len(redriven)
         return len(redriven)
 
     def restart_same_token(self) -> int:

@@ -10,7 +10,7 @@ recorded catalogue (any function, any point, any occurrence), then plays up to 1
 - `deliver`: one poll of a queue with 0-4 duplicate deliveries of the same records (up to 5);
 - `lease-expiry`: the clock jumps one lease, so a live attempt's fence can be taken over;
 - `wait`: let running executions finish;
-- `redrive`: an operator redrives failed executions (restart with the same token on moto);
+- `redrive`: an operator redrives failed executions (`ops.redrive`, resumed at the failed state);
 - `restart`: every order's workflow is started again with the same token (fences skip);
 - `dlq-redrive`: every DLQ is moved back to its source queue;
 - `time-travel`: 1-15 days pass (`ChaosCloud.pass_time`): the platform first comes to rest by

@@ -6,8 +6,12 @@ and otherwise a fallback with the same guarantees for this service (moto has nei
   its copy was accepted, so a crash mid-move duplicates at worst, which the consumers dedupe.
   Only messages that were in the DLQ when the move started are moved: one that a consumer
   dead-letters again meanwhile (a poison message) stays there, instead of going round forever.
-- workflow: a new execution with the same input, hence the same execution token, so every step
-  whose fence completed is skipped and only the unfinished work runs.
+- workflow: `RedriveExecution` resumes the failed execution at the state it failed in (the states
+  that succeeded before it are not run again, whatever their fences say). The fallback, and
+  `--restart` on purpose, is a new execution with the same input, hence the same execution token:
+  it starts from the first state, every step whose fence completed is skipped and only the
+  unfinished work runs, including a step whose fence an operator reset (README, "When to reset a
+  fence").
 The result says which method was used.
 """
 
@@ -24,9 +28,15 @@ from typing import Any
 
 from botocore.exceptions import ClientError
 
+from infra.config import FENCE_WINDOWS, outlived
 from ops.target import Target
 
 REDRIVABLE_STATUSES = frozenset({"FAILED", "TIMED_OUT", "ABORTED"})
+# Every fence of an execution was written after it started and lives at least the windows it must
+# outlive (infra.config checks each stage's TTL at synth), so a restart under the same token is safe
+# while the execution started less than this ago; later, its fences may be gone and a restart could
+# repeat effects.
+RESTART_SAFE_SECONDS = outlived(FENCE_WINDOWS)
 _RECEIVE_BATCH = 10
 
 
@@ -35,6 +45,8 @@ class Method(StrEnum):
     RECEIVE_SEND_DELETE = "receive-send-delete"
     REDRIVE_EXECUTION = "RedriveExecution"
     RESTART = "restart-with-same-token"
+    # Step Functions refused (stopped more than the redrive window ago) and its fences may be gone.
+    REFUSED = "ExecutionNotRedrivable"
 
 
 class RedriveError(RuntimeError):
@@ -124,17 +136,28 @@ def redrive_dlq(sqs: Any, *, dlq_url: str, destination_url: str | None = None) -
             moved += 1
 
 
-def redrive_execution(sfn: Any, *, execution_arn: str) -> WorkflowRedrive:
-    """Run a failed execution again from where its fences say it stopped."""
+def redrive_execution(
+    sfn: Any, *, execution_arn: str, restart: bool = False, now: float | None = None
+) -> WorkflowRedrive:
+    """Run a failed execution again: resumed at its failed state where the endpoint redrives, else
+    (or with `restart`) from its first state under the same token, its fences skipping what is done.
+    Past the redrive window a restart stands in, while the fences certainly live; after that the
+    result is REFUSED and the order needs a person (`make story`, then `make rerun` once FAILED)."""
     execution = sfn.describe_execution(executionArn=execution_arn)
     if execution["status"] not in REDRIVABLE_STATUSES:
         raise RedriveError(f"{execution_arn} is {execution['status']}; only failed executions redrive")
-    try:
-        sfn.redrive_execution(executionArn=execution_arn)
-        return WorkflowRedrive(Method.REDRIVE_EXECUTION, execution_arn, execution_arn)
-    except (ClientError, NotImplementedError) as error:
-        if not _unsupported(error):
-            raise
+    if not restart:
+        try:
+            sfn.redrive_execution(executionArn=execution_arn)
+            return WorkflowRedrive(Method.REDRIVE_EXECUTION, execution_arn, execution_arn)
+        except (ClientError, NotImplementedError) as error:
+            refused = isinstance(error, ClientError) and error.response["Error"]["Code"] == Method.REFUSED
+            if not refused and not _unsupported(error):
+                raise
+            if refused:
+                age = (now if now is not None else time.time()) - execution["startDate"].timestamp()
+                if age >= RESTART_SAFE_SECONDS:
+                    return WorkflowRedrive(Method.REFUSED, execution_arn, execution_arn)
     # A new name is required (names are unique per state machine for 90 days); the input, and so
     # the execution token every fence is keyed by, stays the same.
     state_machine_arn = execution["stateMachineArn"]
@@ -161,7 +184,9 @@ def redrive_execution(sfn: Any, *, execution_arn: str) -> WorkflowRedrive:
     return WorkflowRedrive(Method.RESTART, execution_arn, started["executionArn"])
 
 
-def redrive_failed_executions(sfn: Any, *, state_machine_arn: str) -> list[WorkflowRedrive]:
+def redrive_failed_executions(
+    sfn: Any, *, state_machine_arn: str, restart: bool = False, now: float | None = None
+) -> list[WorkflowRedrive]:
     """Redrive every execution of the state machine whose latest attempt failed."""
     executions = [
         e
@@ -173,7 +198,7 @@ def redrive_failed_executions(sfn: Any, *, state_machine_arn: str) -> list[Workf
     for e in sorted(executions, key=lambda e: e["startDate"]):
         latest[e["name"].split("-restart-")[0]] = e
     return [
-        redrive_execution(sfn, execution_arn=e["executionArn"])
+        redrive_execution(sfn, execution_arn=e["executionArn"], restart=restart, now=now)
         for e in latest.values()
         if e["status"] in REDRIVABLE_STATUSES
     ]
@@ -189,6 +214,12 @@ def main(argv: Sequence[str] | None = None) -> int:
     dlq.add_argument("queue", choices=sorted(_DLQ_OUTPUTS))
     workflow = commands.add_parser("workflow", help="redrive failed workflow executions")
     workflow.add_argument("--execution-arn", help="one execution (default: every failed one)")
+    workflow.add_argument(
+        "--restart",
+        action="store_true",
+        help="start again from the first state under the same token instead of resuming at the failed "
+        "state (after a fence reset of an earlier step)",
+    )
     args = parser.parse_args(argv)
 
     target = Target.resolve()
@@ -197,17 +228,28 @@ def main(argv: Sequence[str] | None = None) -> int:
         if args.command == "dlq":
             result = redrive_dlq(target.client("sqs"), dlq_url=target.output(_DLQ_OUTPUTS[args.queue]))
         elif args.execution_arn:
-            result = redrive_execution(target.client("stepfunctions"), execution_arn=args.execution_arn)
+            result = redrive_execution(
+                target.client("stepfunctions"), execution_arn=args.execution_arn, restart=args.restart
+            )
         else:
             result = redrive_failed_executions(
-                target.client("stepfunctions"), state_machine_arn=target.output("StateMachineArn")
+                target.client("stepfunctions"),
+                state_machine_arn=target.output("StateMachineArn"),
+                restart=args.restart,
             )
     except RedriveError as error:
         print(f"error: {error}", file=sys.stderr)
         return 1
     items = result if isinstance(result, list) else [result]
     print(json.dumps([asdict(item) for item in items], indent=2))
-    return 0
+    refused = [item for item in items if isinstance(item, WorkflowRedrive) and item.method == Method.REFUSED]
+    for item in refused:
+        print(
+            f"refused: {item.failed_execution_arn} is past the redrive window and its fences may have "
+            "expired; a restart could repeat effects: see `make story`, then `make rerun` once FAILED",
+            file=sys.stderr,
+        )
+    return 1 if refused else 0
 
 
 if __name__ == "__main__":

@@ -198,9 +198,9 @@ class InProcessCloud(HandlerRunner, EventSourceMapping):
         return rerun(self.outputs, REGION, order_id)
 
     def redrive(self, execution_arn: str) -> WorkflowRedrive:
-        """Redrive a failed execution (`ops.redrive`); refused with `ExecutionNotRedrivable` once it
-        ended more than the redrive window ago."""
-        return redrive(self.sfn, execution_arn)
+        """Redrive a failed execution (`ops.redrive`): resumed at its failed state within the redrive
+        window; past it, restarted under the same token while its fences live, else REFUSED."""
+        return redrive(self.sfn, execution_arn, now=self.clock())
 
     def redrive_dlq(self, dlq_output: str) -> DlqRedrive:
         """Move a DLQ back to its source queue (`ops.redrive`)."""

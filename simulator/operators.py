@@ -1,8 +1,10 @@
 """What an operator does to the simulated cloud, through the code the ops tools run.
 
 - `rerun`: run N+1 of a FAILED order (`ops.rerun.reruns` -> `orders.service.Reruns`);
-- `redrive`: a failed execution again (`ops.redrive.redrive_execution`); later than the redrive
-  window after it ended, Step Functions refuses it (`ExecutionNotRedrivable`, simulator.patches);
+- `redrive`: a failed execution again (`ops.redrive.redrive_execution`), resumed at its failed
+  state (simulator.redrive); later than the redrive window after it ended, Step Functions refuses
+  it (`ExecutionNotRedrivable`, simulator.patches) and ops.redrive restarts it under the same token
+  while its fences surely live, else reports it REFUSED;
 - `redrive_dlq`: a DLQ back to its source queue (`ops.redrive.redrive_dlq`);
 - `StopDuring`: `StopExecution` of the execution whose task invokes a function, while that
   invocation runs (before its handler starts, or after it returned and before Step Functions
@@ -28,8 +30,8 @@ def rerun(outputs: dict[str, str], region: str, order_id: str) -> Order:
     return reruns(Target(endpoint_url=None, region=region, outputs=outputs)).start_next_run(order_id)
 
 
-def redrive(sfn: Any, execution_arn: str) -> WorkflowRedrive:
-    return redrive_execution(sfn, execution_arn=execution_arn)
+def redrive(sfn: Any, execution_arn: str, *, now: float) -> WorkflowRedrive:
+    return redrive_execution(sfn, execution_arn=execution_arn, now=now)
 
 
 def redrive_queue(sqs: Any, dlq_url: str) -> DlqRedrive:

@@ -15,8 +15,8 @@ Applied together by `InProcessCloud.installed()` (`on_the_clock(clock)`), for th
    parser's backend), so "ended 15 days ago" means simulated days.
 3. RedriveExecution: moto has none (NotImplementedError). The simulator answers it with AWS's
    refusal of an execution that is not failed, or that ended more than the redrive window
-   (`infra.config.REDRIVE_WINDOW_DAYS`) ago (`ExecutionNotRedrivable`); within the window it
-   stays unsupported, so `ops.redrive` restarts it with the same token, as it does on moto.
+   (`infra.config.REDRIVE_WINDOW_DAYS`) ago (`ExecutionNotRedrivable`); within the window the
+   execution resumes at the state it failed in (`simulator.redrive`), as AWS's does.
 4. One parse per state machine definition: moto parses the ASL (antlr, in pure Python) at every
    StartExecution, the largest single cost of an execution. The program it builds holds no
    evaluation state (that lives in each execution's Environment); its only lazily set attribute,
@@ -42,6 +42,7 @@ Applied together by `InProcessCloud.installed()` (`on_the_clock(clock)`), for th
 
 from __future__ import annotations
 
+import datetime
 import functools
 import json
 import threading
@@ -71,6 +72,7 @@ from infra.config import REDRIVE_WINDOW_DAYS
 from localcloud.patches_dynamo import query_by_partition, transactions_by_item
 from ops.redrive import REDRIVABLE_STATUSES
 from simulator.clock import Clock, clocked_datetime_module
+from simulator.redrive import resume_at_failed_state
 
 DAY = 86_400
 REDRIVE_WINDOW_SECONDS = REDRIVE_WINDOW_DAYS * DAY
@@ -112,7 +114,8 @@ def _redrive_execution(clock: Clock) -> Any:
             raise ExecutionNotRedrivable(
                 f"{arn} ended more than {REDRIVE_WINDOW_DAYS} days ago: it can no longer be redriven"
             )
-        raise NotImplementedError("RedriveExecution: moto cannot resume an execution")
+        resume_at_failed_state(execution)
+        return ActionResult({"redriveDate": datetime.datetime.fromtimestamp(clock(), tz=datetime.UTC)})
 
     return redrive_execution
 

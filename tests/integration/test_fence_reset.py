@@ -1,4 +1,4 @@
-"""An operator's fence reset: the next redrive re-runs that step, and only that step."""
+"""An operator's fence reset, then a restart (same token, first state): that step runs again, only it."""
 
 from __future__ import annotations
 
@@ -8,7 +8,7 @@ import pytest
 
 from ops.idem import Idem, describe_fence, fence_record_id
 from ops.invariants import check
-from ops.redrive import redrive_execution
+from ops.redrive import Method, redrive_execution
 from reliability.crashpoints import CrashPlan
 from simulator.cloud import Clock, InProcessCloud, running_cloud
 
@@ -33,7 +33,7 @@ def _fence_writes(cloud: InProcessCloud, order_id: str) -> dict[str, str]:
     return written
 
 
-def test_a_fence_reset_makes_the_next_redrive_rerun_that_step_and_only_that_step(assembly):
+def test_a_fence_reset_then_a_restart_reruns_that_step_and_only_that_step(assembly):
     clock = Clock()
     plan = CrashPlan.parse(f"fence:after-effect:PublishEvents={CRASHES}", mode="raise")
     with running_cloud(assembly, crash_plan=plan, clock=clock) as cloud:
@@ -48,7 +48,7 @@ def test_a_fence_reset_makes_the_next_redrive_rerun_that_step_and_only_that_step
         assert status["steps"] == dict.fromkeys(COMPLETED_BEFORE, "DONE")
         before = _fence_writes(cloud, order_id)
 
-        # When an operator resets ChargePayment's fence (fence-reset, confirmed) and redrives
+        # When an operator resets ChargePayment's fence (fence-reset, confirmed) and restarts
         record_id, _ = fence_record_id(order_id, "ChargePayment", stage=STAGE)
         console = io.StringIO()
         idem = Idem(
@@ -61,7 +61,11 @@ def test_a_fence_reset_makes_the_next_redrive_rerun_that_step_and_only_that_step
         assert idem.forget(record_id, lambda item: describe_fence(item, now=clock()), what="fence")
         assert "state    COMPLETED" in console.getvalue()  # it printed what it deleted
         clock.advance(cloud.functions[cloud.function("PublishEvents")].timeout + 1)  # the dead lease
-        second = cloud.wait(redrive_execution(cloud.sfn, execution_arn=first["executionArn"]).execution_arn)
+        # (a plain redrive resumes at PublishEvents, as AWS's does, and never enters ChargePayment
+        # again: an earlier step runs again only from the first state, under the same token)
+        restart = redrive_execution(cloud.sfn, execution_arn=first["executionArn"], restart=True)
+        assert restart.method == Method.RESTART
+        second = cloud.wait(restart.execution_arn)
         cloud.settle()
 
         # Then ChargePayment ran again (a new fence record, a second call to the provider); the other

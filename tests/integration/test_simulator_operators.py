@@ -7,6 +7,7 @@ import pytest
 from botocore.exceptions import ClientError
 
 from ops.invariants import check
+from ops.redrive import RESTART_SAFE_SECONDS, Method
 from orders.errors import RerunRefused
 from simulator.cloud import InProcessCloud
 
@@ -39,24 +40,46 @@ def test_a_stop_during_an_invocation_then_a_redrive_days_later_completes_once(cl
 
     # When an operator redrives it 13 days later
     cloud.advance(13 * DAY)
-    cloud.redrive(arn)
+    redriven = cloud.redrive(arn)
     cloud.settle()
 
-    # Then the order completes with the one charge (the fence skips ChargePayment)
+    # Then the same execution resumes at the state it was stopped in, as RedriveExecution does
+    assert (redriven.method, redriven.execution_arn) == (Method.REDRIVE_EXECUTION, arn)
+    events = cloud.sfn.get_execution_history(executionArn=arn)["events"]
+    entered = [e["stateEnteredEventDetails"]["name"] for e in events if "stateEnteredEventDetails" in e]
+    assert entered[0] == "ChargePayment"
+    assert cloud.sfn.describe_execution(executionArn=arn)["status"] == "SUCCEEDED"
+    # And the order completes with the one charge (the fence skips ChargePayment)
     report = check(cloud.stores())
     row = report.row(order_id)
     assert (row.status, row.charges) == ("COMPLETED", 1)
     assert not report.violations
 
 
-def test_a_redrive_past_the_14_day_window_is_refused(cloud: InProcessCloud) -> None:
+def test_past_the_14_day_window_the_redrive_restarts_under_the_same_token(cloud: InProcessCloud) -> None:
     # Given an execution stopped while ChargePayment ran, 15 days ago
     order_id, arn = _stopped_after_the_charge(cloud)
     cloud.advance(15 * DAY)
 
-    # When an operator redrives it, Step Functions refuses, as on AWS
+    # When an operator redrives it: Step Functions refuses, as on AWS
     with pytest.raises(ClientError, match="ExecutionNotRedrivable"):
-        cloud.redrive(arn)
+        cloud.sfn.redrive_execution(executionArn=arn)
+    redriven = cloud.redrive(arn)
+    cloud.settle()
+
+    # Then ops.redrive restarted it under the same token (its fences still live): one charge
+    assert redriven.method == Method.RESTART
+    row = check(cloud.stores()).row(order_id)
+    assert (row.status, row.charges) == ("COMPLETED", 1)
+
+
+def test_once_its_fences_may_be_gone_the_redrive_is_refused(cloud: InProcessCloud) -> None:
+    # Given an execution stopped while ChargePayment ran, longer ago than its fences surely live
+    order_id, arn = _stopped_after_the_charge(cloud)
+    cloud.advance(RESTART_SAFE_SECONDS + DAY)
+
+    # When an operator redrives it, it is refused: a restart could repeat effects
+    assert cloud.redrive(arn).method == Method.REFUSED
 
     # Then nothing ran again
     assert len(cloud.executions()) == 1
