@@ -32,13 +32,10 @@ def test_mutant_names_are_unique():
     assert len({m.name for m in MUTANTS}) == len(MUTANTS)
 
 
-# Schedules a mutant's search found that main fails too: findings, pinned until fixed. Fixed:
-# provider-reconcile's reproducer (a declined order whose sku leaves the catalog while it holds a
-# reservation, never compensated) passes on main since ReleaseInventory's stock return to a removed
-# sku is optional (DEVELOPERS.md, "A sku removed while an order holds stock of it"). It caught its
-# mutant only through that finding, so it catches nothing now: the mutant needs a new reproducer.
+# Schedules a mutant's search found that main fails too: findings, pinned until fixed (none now;
+# provider-reconcile's earlier reproducer caught it only through such a finding, the removed sku
+# never compensated, fixed since: DEVELOPERS.md, "A sku removed while an order holds stock of it").
 FOUND_ON_MAIN: dict[str, str] = {}
-FIXED_ON_MAIN = {"provider-reconcile"}
 
 RECORDED = [r for r in load() if r["caught"] and r["reproducer"]]
 
@@ -51,9 +48,6 @@ def test_each_recorded_reproducer_catches_its_mutant_and_main_passes_it(assembly
     clean = replay(assembly, recorded["reproducer"], None)
 
     # Then the mutant is caught, and main is not (but for a finding on main the search met on the way)
-    if recorded["name"] in FIXED_ON_MAIN:
-        assert clean == [] == caught
-        return
     assert caught, f"{recorded['name']}: the reproducer no longer catches it ({recorded['found_by']})"
     if recorded["name"] in FOUND_ON_MAIN:
         assert any(FOUND_ON_MAIN[recorded["name"]] in v for v in clean), clean
