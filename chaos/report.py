@@ -229,7 +229,8 @@ def markdown(data: dict[str, Any]) -> str:
         "expiries, 1-15 day jumps (the platform first comes to rest by itself, sweeper included; then "
         "DynamoDB TTL deletion, provider keys "
         "aging), price changes and sku removals, a message for an order's next run nobody decided on, "
-        "redrives, restarts with the same token and DLQ redrives; half the fault points drawn at effect "
+        "redrives, restarts with the same token and DLQ redrives, throttled event-source polls; half the "
+        "fault points drawn at effect "
         "boundaries (seed below; chunk i of the run uses seed + i);",
         "- **concurrency**: two attempts of the same request, message or step, interleaved at every storage "
         "call, all interleavings (depth-first, each from the just-deployed world);",

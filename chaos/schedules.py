@@ -8,6 +8,10 @@ recorded catalogue (any function, any point, any occurrence), then plays up to 1
   item), as a client that edits its order after a crash would: never a 2xx once the key was
   answered (422, or 409 while the first is in progress);
 - `deliver`: one poll of a queue with 0-4 duplicate deliveries of the same records (up to 5);
+- `throttled-poll`: one poll of a queue whose function is throttled (`cloud.throttled_poll`): the
+  batch is received, never invoked, and comes back after the visibility timeout with its
+  ApproximateReceiveCount raised; past maxReceiveCount the queue's redrive policy dead-letters it
+  (after a time-travel, this is the event source mapping's redelivery days later);
 - `lease-expiry`: the clock jumps one lease, so a live attempt's fence can be taken over;
 - `wait`: let running executions finish;
 - `redrive`: an operator redrives failed executions (`ops.redrive`, resumed at the failed state);
@@ -71,6 +75,7 @@ class Action:
             "change-body": f"client reuses order {self.order}'s key with another body",
             "stray-run": f"a message for order {self.order}'s next run",
             "deliver": f"deliver {self.queue} x{1 + self.duplicates}",
+            "throttled-poll": f"throttled poll of {self.queue}",
         }
         return said.get(self.kind, self.kind)
 
@@ -155,6 +160,7 @@ def schedules(catalogue: Sequence[PointHit], queues: Sequence[str]) -> st.Search
             queue=st.sampled_from(list(queues)),
             duplicates=st.integers(0, MAX_DUPLICATES),
         ),
+        st.builds(Action, kind=st.just("throttled-poll"), queue=st.sampled_from(list(queues))),
         *(st.just(Action(k)) for k in ("lease-expiry", "wait", "redrive", "restart", "dlq-redrive")),
         *(st.builds(Action, kind=st.just(k), order=order) for k in ("price-change", "remove-sku")),
     )
@@ -190,8 +196,22 @@ def _at_boundary(hit: PointHit) -> bool:
     )
 
 
+# What an action does to the cloud alone (the others need the schedule's orders).
+_CLOUD_ACTIONS: dict[str, Callable[[ChaosCloud, Action], object]] = {
+    "time-travel": lambda cloud, a: cloud.pass_time(a.days * DAY),  # at rest, then TTL deletion
+    "deliver": lambda cloud, a: cloud.deliver(a.queue, duplicates=a.duplicates),
+    "throttled-poll": lambda cloud, a: cloud.throttled_poll(a.queue),
+    "wait": lambda cloud, _: cloud.wait_all(),
+    "redrive": lambda cloud, _: cloud.redrive_failed(),
+    "restart": lambda cloud, _: cloud.restart_same_token(),
+    "dlq-redrive": lambda cloud, _: cloud.redrive_dlqs(),
+}
+
+
 def _play(cloud: ChaosCloud, action: Action, keys: list[tuple[str, str]], placed: list[PlacedOrder]) -> None:
-    if action.kind == "retry":
+    if action.kind in _CLOUD_ACTIONS:
+        _CLOUD_ACTIONS[action.kind](cloud, action)
+    elif action.kind == "retry":
         kind, key = keys[action.order % len(keys)]
         cloud.post_order(key, _body(kind, action.order % len(keys)))
     elif action.kind == "change-body":
@@ -203,24 +223,12 @@ def _play(cloud: ChaosCloud, action: Action, keys: list[tuple[str, str]], placed
         order_id = placed[action.order % len(placed)].order_id
         if order_id is not None:
             cloud.send_next_run(order_id)
-    elif action.kind == "time-travel":
-        cloud.pass_time(action.days * DAY)  # at rest, then TTL deletion as DynamoDB does it
     elif action.kind in ("price-change", "remove-sku"):
         kind, _ = keys[action.order % len(keys)]
         _change_catalog(cloud, _body(kind, action.order % len(keys))["items"][0]["sku"], action.kind)
-    elif action.kind == "deliver":
-        cloud.deliver(action.queue, duplicates=action.duplicates)
     elif action.kind == "lease-expiry":
         cloud.clock.advance(cloud.step_lease_seconds() + 1)
         cloud.recovery.lease_expiries += 1
-    elif action.kind == "wait":
-        cloud.wait_all()
-    elif action.kind == "redrive":
-        cloud.redrive_failed()
-    elif action.kind == "restart":
-        cloud.restart_same_token()
-    elif action.kind == "dlq-redrive":
-        cloud.redrive_dlqs()
 
 
 def _change_catalog(cloud: ChaosCloud, sku: str, change: str) -> None:

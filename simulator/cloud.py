@@ -116,7 +116,7 @@ class InProcessCloud(HandlerRunner, EventSourceMapping):
         return self.client("dynamodb")
 
     def stores(self) -> Stores:
-        return Stores.from_outputs(self.outputs, self.client)
+        return Stores.from_outputs(self.outputs, self.client, clock=self.clock)
 
     # --- simulated time -------------------------------------------------------------------------
     def advance(self, seconds: float, *, pollers_off: bool = False) -> int:

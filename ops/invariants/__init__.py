@@ -32,7 +32,10 @@ import argparse
 import json
 from collections import Counter, defaultdict
 from collections.abc import Iterable
+from datetime import datetime
+from typing import Any
 
+from infra.config import FENCE_WINDOWS, outlived
 from ops.invariants.report import OrderRow, Report
 from ops.invariants.rules import (
     check_aggregates,
@@ -89,7 +92,8 @@ def check(stores: Stores, *, allow_in_flight: bool = False) -> Report:
     for order in sorted(orders, key=lambda o: (o.get("created_at", ""), o["order_id"])):
         row = check_order(order, counts[order["order_id"]], dead_by_order[order["order_id"]], allow_in_flight)
         if row.status in (OrderStatus.COMPLETED, OrderStatus.FAILED):
-            row.violations.extend(check_steps(row, fences_of(order, fences)))
+            may_be_gone = older_than_fence_windows(order, stores.clock())
+            row.violations.extend(check_steps(row, fences_of(order, fences), fences_may_be_gone=may_be_gone))
         elif dead_by_order[order["order_id"]] and (standing := left_standing(row)):
             row.violations.append(
                 f"{row.status}, in a DLQ, but {', '.join(standing)} still standing (not compensated)"
@@ -101,6 +105,14 @@ def check(stores: Stores, *, allow_in_flight: bool = False) -> Report:
         for order_id in sorted(set(counts) - known)
     )
     return Report(orders=rows, dead_letters=dead, global_violations=global_violations)
+
+
+def older_than_fence_windows(order: dict[str, Any], now: float) -> bool:
+    """Every fence of the order was written after it was created and must live at least the fence
+    windows (infra.config; synth refuses a shorter TTL): younger than that, a missing fence is a
+    violation; older, TTL may have deleted it."""
+    created = datetime.fromisoformat(str(order["created_at"])).timestamp()
+    return now - created >= outlived(FENCE_WINDOWS)
 
 
 def main(argv: Iterable[str] | None = None) -> int:

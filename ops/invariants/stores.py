@@ -4,6 +4,7 @@ letters peeked without consuming them, and the saga fences of an order's run."""
 from __future__ import annotations
 
 import json
+import time
 from collections import defaultdict
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
@@ -33,9 +34,13 @@ class Stores:
     notify_dlq_url: str | None = None
     analytics_dlq_url: str | None = None
     fence_table: str | None = None
+    # What "now" is for the stores (the simulator's clock when time is simulated).
+    clock: Callable[[], float] = time.time
 
     @classmethod
-    def from_outputs(cls, outputs: Mapping[str, str], client: Callable[[str], Any]) -> Stores:
+    def from_outputs(
+        cls, outputs: Mapping[str, str], client: Callable[[str], Any], clock: Callable[[], float] = time.time
+    ) -> Stores:
         return cls(
             dynamodb=client("dynamodb"),
             sqs=client("sqs"),
@@ -49,6 +54,7 @@ class Stores:
             notify_dlq_url=outputs.get("NotifyDlqUrl"),
             analytics_dlq_url=outputs.get("AnalyticsDlqUrl"),
             fence_table=outputs.get("FenceTableName"),
+            clock=clock,
         )
 
 

@@ -3,7 +3,10 @@ letter excuses an unfinished order only when nothing it did is left standing."""
 
 from __future__ import annotations
 
-from ops.invariants import OrderRow
+from datetime import datetime
+
+from infra.config import FENCE_WINDOWS, outlived
+from ops.invariants import OrderRow, older_than_fence_windows
 from ops.invariants.rules import check_steps, left_standing
 from ops.invariants.stores import fences_of
 
@@ -44,6 +47,23 @@ def test_an_effect_without_its_step_and_a_step_without_its_effect_are_named():
     assert "a reservation without step ReserveInventory recorded done (it is absent)" in check_steps(
         _completed(), {k: v for k, v in DONE.items() if k != "ReserveInventory"}
     )
+
+
+def test_once_the_fences_may_have_expired_an_absent_fence_is_no_evidence_but_a_wrong_one_still_is():
+    # Given an order older than the fence windows: DynamoDB TTL may have deleted any of its fences
+    gone = {k: v for k, v in DONE.items() if k != "ReserveInventory"}
+    assert check_steps(_completed(), gone, fences_may_be_gone=True) == []
+    # Then a fence that is still there must still agree with the effects
+    assert check_steps(_completed(), {**gone, "RecordLedger": "FAILED"}, fences_may_be_gone=True) == [
+        "a ledger entry without step RecordLedger recorded done (it is FAILED)"
+    ]
+
+
+def test_an_order_is_old_enough_to_lose_its_fences_only_past_the_fence_windows():
+    created = {"created_at": "2026-11-01T00:00:00+00:00"}
+    start = datetime.fromisoformat(created["created_at"]).timestamp()
+    assert not older_than_fence_windows(created, start + outlived(FENCE_WINDOWS) - 1)
+    assert older_than_fence_windows(created, start + outlived(FENCE_WINDOWS))
 
 
 def test_a_declined_charge_belongs_to_a_failed_order_whose_charge_step_failed_once():
