@@ -15,12 +15,15 @@ import json
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from enum import Enum, StrEnum
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from boto3.dynamodb.types import TypeDeserializer
 
 from reliability.errors import BusinessError, ResultTooLarge
 from reliability.keys import Key, canonical_json
+
+if TYPE_CHECKING:
+    from botocore.exceptions import ClientError
 
 # Step Functions limits a state's payload to 256 KiB; a result that big can never be handed on.
 # DynamoDB's 400 KB item limit is then never the binding one for a fence record.
@@ -152,6 +155,18 @@ class FenceRecord:
         return BusinessError.restore(
             self.error_type or "BusinessError", self.error_message or "", self.error_details
         )
+
+
+@dataclass(frozen=True)
+class Refused:
+    """A write whose condition failed. ``old``: the fence record's ALL_OLD item when its own
+    condition failed (None when it held, or when no item came back); ``reasons``: a transaction's
+    cancellation reasons, the record's first."""
+
+    error: ClientError
+    record_refused: bool
+    old: Mapping[str, Any] | None
+    reasons: Sequence[Mapping[str, Any]] = ()
 
 
 @dataclass(frozen=True)

@@ -48,12 +48,13 @@ from reliability.record import (
     FenceState,
     Outcome,
     Refusal,
+    Refused,
     StepId,
     encode_result,
     error_attributes,
     meta_attributes,
 )
-from reliability.store import FenceRecords, Refused
+from reliability.store import FenceRecords
 from reliability.telemetry import Decision
 
 Produced = Mapping[str, Any] | AtomicEffect

@@ -12,7 +12,6 @@ from __future__ import annotations
 import json
 import time
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass
 from typing import Any
 
 from botocore.exceptions import ClientError
@@ -37,6 +36,7 @@ from reliability.record import (
     FenceState,
     Outcome,
     Refusal,
+    Refused,
     StepId,
     encode_result,
     error_attributes,
@@ -53,18 +53,6 @@ _CLAIMABLE = "attribute_not_exists(#id) OR (#state = :in_progress AND #lease < :
 _OWNED = "#state = :in_progress AND #fence = :token"
 
 
-@dataclass(frozen=True)
-class Refused:
-    """A write whose condition failed. ``old``: the fence record's ALL_OLD item when its own
-    condition failed (None when it held, or when no item came back); ``reasons``: a transaction's
-    cancellation reasons, the record's first."""
-
-    error: ClientError
-    record_refused: bool
-    old: Mapping[str, Any] | None
-    reasons: Sequence[Mapping[str, Any]] = ()
-
-
 class FenceRecords:
     def __init__(
         self,
@@ -79,8 +67,7 @@ class FenceRecords:
         crash_plan: CrashPlan | None = None,
         max_result_bytes: int = MAX_RESULT_BYTES,
     ) -> None:
-        """``stage`` defaults to "-" because execution tokens already carry it; ``crash_plan``
-        defaults to the cold-start plan of ``reliability.crashpoints``."""
+        """``stage`` is "-" by default (execution tokens carry it); ``crash_plan``: the cold start's."""
         self._client = client
         self._table = table_name
         self._ttl = ttl_seconds
