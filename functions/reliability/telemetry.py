@@ -7,10 +7,14 @@ Every decision the layer takes (dedup hit, replay, fence claim, ...) goes throug
 idempotency key hash, execution token, step, attempt and run. They come from the call, else from
 what the caller bound for the invocation (``Telemetry.bind``), else from the key and token
 themselves (``reliability.keys.key_parts``: a token or event id names its business id and run).
-A log line also keeps the full stored ``key``; a trace is found by ``key_hash`` (annotations are
-indexed, so they carry the hash, never a raw key).
+A log line also keeps the full stored ``key`` unless its own step and token spell it (a fence's
+or a consumer's dedup record: ``<namespace>#<stage>#r<run>#v:{"step", "token"}``); a trace is
+found by ``key_hash`` (annotations are indexed, so they carry the hash, never a raw key).
 
-What it costs (logs are billed by the byte ingested; bench/telemetry.py measures bytes per order):
+What it costs (logs are billed by the byte ingested; bench/cost.py measures bytes per order):
+
+- A decision line's message is the decision's name; it leaves out what Powertools appends that
+  says nothing about the decision (``_UNREPEATED``) and a correlation id that is its own token.
 
 - Metrics: inside a handler wrapped by ``metrics_per_invocation`` the decisions are counted and
   written at the end as one EMF document per step dimension (one per invocation: a function serves
@@ -44,7 +48,7 @@ from typing import Any, TypeVar
 from aws_lambda_powertools import Logger, Metrics, Tracer
 from aws_lambda_powertools.metrics import EphemeralMetrics, MetricUnit
 
-from reliability.keys import key_parts
+from reliability.keys import canonical_json, key_parts
 
 # The keys in every signal, in this order in log lines and as X-Ray annotation names.
 KEY_FIELDS = ("order_id", "key_hash", "token", "step", "attempt", "run")
@@ -113,6 +117,11 @@ _ROUTINE = frozenset({Decision.FENCE_CLAIMED, Decision.FENCE_COMPLETED})
 # `<namespace>#<stage>#r<n>#v:<label>`): a line that has the key does not repeat them.
 _SPELLED_IN_KEY = ("label", "namespace")
 
+# Fields Powertools puts on every line that a decision line does not repeat (Powertools drops a
+# key whose value is None, and a line's `extra` wins over its appended keys): the function's ARN
+# and memory size (the log group and the function's configuration say them).
+_UNREPEATED: dict[str, Any] = {"function_arn": None, "function_memory_size": None}
+
 _BOUND: ContextVar[dict[str, Any]] = ContextVar("retrysafe_telemetry_keys", default={})  # noqa: B039 - never mutated
 
 
@@ -155,6 +164,14 @@ def metrics_per_invocation(handler: Handler) -> Handler:
             invocation.flush()
 
     return wrapper  # type: ignore[return-value]
+
+
+def _spelled_by_step_and_token(key: str | None, keys: dict[str, Any]) -> bool:
+    """Whether a stored key is `<namespace>#<stage>#r<run>#v:{"step":..,"token":..}` of the line's
+    own step and token (a fence's, a consumer's dedup record): the line has them, and ``key_hash``."""
+    if not key or not keys["step"] or not keys["token"]:
+        return False
+    return key.endswith("#v:" + canonical_json({"step": keys["step"], "token": keys["token"]}))
 
 
 def key_hash(key: str) -> str:
@@ -241,9 +258,19 @@ class Telemetry:
         if self._writes_line(outcome, keys, invocation):
             if key:
                 fields = {k: v for k, v in fields.items() if k not in _SPELLED_IN_KEY or str(v) not in key}
+            unrepeated = dict(_UNREPEATED)
+            if keys["token"] and self.logger.get_correlation_id() == keys["token"]:
+                unrepeated["correlation_id"] = None  # a step's correlation id is its token
             self.logger.info(
-                f"reliability decision: {outcome.value}",
-                extra={"decision": outcome.value, "kind": outcome.kind.value, "key": key, **keys, **fields},
+                outcome.value,
+                extra={
+                    **unrepeated,
+                    "decision": outcome.value,
+                    "kind": outcome.kind.value,
+                    "key": None if _spelled_by_step_and_token(key, keys) else key,
+                    **keys,
+                    **fields,
+                },
             )
         self._annotate(outcome, keys)
         group = (self.metrics.namespace or self.service, self.service, keys["step"] or "-")

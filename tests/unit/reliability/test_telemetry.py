@@ -198,3 +198,39 @@ def test_a_line_with_the_key_does_not_repeat_what_the_key_spells(capsys: pytest.
     assert "label" not in with_key
     assert "namespace" not in with_key
     assert (without_key["label"], without_key["namespace"]) == (label, "saga")
+
+
+def test_a_step_decision_line_does_not_repeat_what_the_invocation_and_its_keys_say(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    # Given a step handler whose correlation id is its token (as orders.handlers.steps sets it)
+    telemetry = make_telemetry()
+    context = type(
+        "Context",
+        (),
+        {
+            "function_name": "fn",
+            "memory_limit_in_mb": 256,
+            "invoked_function_arn": "arn:aws:lambda:us-east-1:123456789012:function:fn",
+            "aws_request_id": "req-1",
+        },
+    )()
+
+    @telemetry.logger.inject_lambda_context(correlation_id_path="token")
+    def step(_event: Any, _context: Any) -> None:
+        telemetry.decision(
+            Decision.FENCE_SKIPPED,
+            key='saga#dev#r1#v:{"step":"ChargePayment","token":"dev.o-1.r1"}',
+            token="dev.o-1.r1",
+            step="ChargePayment",
+        )
+
+    # When it decides
+    step({"token": "dev.o-1.r1"}, context)
+    # Then its line names the function, the request, the decision and its keys, once each
+    [line] = read_emitted(capsys.readouterr().out).decisions()
+    named = ("function_name", "function_request_id", "message", "token", "step", "order_id", "run")
+    expected = ["fn", "req-1", "FenceSkipped", "dev.o-1.r1", "ChargePayment", "o-1", 1]
+    assert [line[k] for k in named] == expected
+    for repeated in ("function_arn", "function_memory_size", "correlation_id", "key"):
+        assert repeated not in line
