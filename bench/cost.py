@@ -18,7 +18,9 @@ GB-seconds, state transitions, SQS and API Gateway requests from the synthesized
 (``scale.sheet.per_order``, the model ``make scale-sheet`` prices with); prices from
 ``ops.costs``. Without the layer: no call or item on the idempotency and fence tables, the
 business item of a transaction that exists only for the fence written at the plain rate (two or
-more business writes keep their transaction), no decision lines or metric documents;
+more business writes keep their transaction), a business item that carries a fence record
+(``Write.carries_record``) without the units the record's bytes add, no decision lines or metric
+documents;
 everything else as measured (the cheapest app that could do the same work unguarded). The
 layer's extra Lambda duration (its calls' milliseconds) is not priced: about $0.2 per million
 orders at 5 ms a call.
@@ -80,6 +82,23 @@ def item_bytes(item: Mapping[str, Any]) -> int:
     return sum(len(name) + value_bytes(value) for name, value in item.items())
 
 
+def written_bytes(body: Mapping[str, Any]) -> tuple[int, int]:
+    """The bytes a write puts on its item, and how many of them are a fence record it carries
+    (``reliability.record.carried_entry``: the values ``:id`` and ``:c<n>``). A Put: its item; an
+    Update: its key plus each value given, named by its ``#x`` placeholder's attribute for ``:x``."""
+    if "Item" in body:
+        return item_bytes(body["Item"]), 0
+    names = body.get("ExpressionAttributeNames", {})
+    carried = "fencing_token" in names.values() and ":id" in body.get("ExpressionAttributeValues", {})
+    total, record = item_bytes(body.get("Key") or {}), 0
+    for placeholder, value in body.get("ExpressionAttributeValues", {}).items():
+        size = item_bytes({names.get("#" + placeholder[1:], placeholder[1:]): value})
+        total += size
+        if carried and (placeholder == ":id" or placeholder.startswith(":c")):
+            record += size
+    return total, record
+
+
 @dataclass
 class Usage:
     """What the handlers did over the run: calls and capacity units, by function."""
@@ -127,14 +146,18 @@ class Meter:
         self.usage.layer_calls += any(table in self._layer_tables for table in tables)
 
     def _write(self, function: str, body: Mapping[str, Any], *, transactional: bool, premium: bool) -> None:
-        size = item_bytes(body.get("Item") or {})
+        size, record = written_bytes(body)
         self.usage.largest_item = max(self.usage.largest_item, size)
-        wru = (2.0 if transactional else 1.0) * max(1, math.ceil(size / WRU_BYTES))
+        rate = 2.0 if transactional else 1.0
+        wru = rate * max(1, math.ceil(size / WRU_BYTES))
         self.usage.wru[function] += wru
         self.usage.wru_by_table[body["TableName"]] += wru
         if body["TableName"] in self._layer_tables:
             self.usage.layer_wru += wru
-        elif transactional and premium:
+            return
+        # A business item that carries a fence record: the units its record's bytes add are the layer's
+        self.usage.layer_wru += wru - rate * max(1, math.ceil((size - record) / WRU_BYTES))
+        if transactional and premium:
             self.usage.transaction_premium_wru += wru / 2
 
     def _reads(self, function: str, params: Mapping[str, Any], parsed: Mapping[str, Any]) -> None:
@@ -351,7 +374,7 @@ def render(measured: Measured, costs: dict[str, dict[str, float]]) -> str:
         f"| AWS calls by handlers | {sum(measured.calls_per_order.values()):g} |",
         f"| of which on the idempotency and fence tables | {measured.layer_calls_per_order:g} |",
         f"| DynamoDB write units (modelled from the items written) | {measured.wru_per_order:g} |",
-        f"| of which the layer's (its items, and the transaction premium on business items) | "
+        f"| of which the layer's (its items, records carried by business items, transaction premium) | "
         f"{measured.layer_wru_per_order + measured.transaction_premium_wru_per_order:g} |",
         f"| DynamoDB read units (modelled from the items returned) | {measured.rru_per_order:g} |",
         f"| of which the layer's | {measured.layer_rru_per_order:g} |",

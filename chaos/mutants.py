@@ -111,18 +111,28 @@ def replace_condition(old: str, new: str | None, *, operations: Iterable[str] = 
     return rewrite
 
 
+def _carries_record(update: Params | None) -> bool:
+    """An Update of a business item that sets a fence record on it (`Write.carries_record`)."""
+    names = (update or {}).get("ExpressionAttributeNames", {}).values()
+    return "state" in names and "fencing_token" in names
+
+
 def drop_fence_put_condition(_function: str, operation: str, params: Params, _client: Any = None) -> bool:
-    """A fence record written terminal in a transaction (`run_atomic`) without `attribute_not_exists`."""
-    if operation != "TransactWriteItems":
+    """A fence record written terminal (`run_atomic`) without `attribute_not_exists`: its Put in a
+    transaction, or the Update of the business item that carries it (alone or heading one)."""
+    if operation == "UpdateItem":
+        entries = [params]
+    elif operation == "TransactWriteItems":
+        entries = [e.get("Put") or e.get("Update") for e in params.get("TransactItems", [])]
+    else:
         return False
     changed = False
-    for entry in params.get("TransactItems", []):
-        put = entry.get("Put")
-        conditional = put is not None and put.get("ConditionExpression") == "attribute_not_exists(#id)"
-        if put is not None and conditional and is_fence(put.get("Item")):
-            del put["ConditionExpression"]
-            put.pop("ReturnValuesOnConditionCheckFailure", None)
-            prune(put)
+    for entry in entries:
+        conditional = entry is not None and entry.get("ConditionExpression") == "attribute_not_exists(#id)"
+        if conditional and (is_fence(entry.get("Item")) or _carries_record(entry)):
+            del entry["ConditionExpression"]
+            entry.pop("ReturnValuesOnConditionCheckFailure", None)
+            prune(entry)
             changed = True
     return changed
 

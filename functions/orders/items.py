@@ -5,7 +5,8 @@
                  `order#<id>` / `reservation#<token>` and `release#<token>`
 - payments:      `order#<id>` / `charge#<key>[#<n>]`, `order#<id>` / `call#<time>#<uuid>`
 - ledger:        `order#<id>` / `entry#<token>`
-- notifications: `order#<id>` / `notification#<uuid>` (one per send, so a duplicate is visible)
+- notifications: `order#<id>` / `notification#<event id>` (one per event; `sends` counts its sends,
+                 so a duplicate is visible; it carries the notify consumer's dedup record)
 - daily-aggregates: `day#<yyyy-mm-dd>` / `total` (the ADD counter),
                  `day#<yyyy-mm-dd>` / `event#<event id>#<uuid>` (one per counted event)
 
@@ -25,6 +26,7 @@ CHARGE = "charge#"
 CALL = "call#"
 ENTRY = "entry#"
 NOTIFICATION = "notification#"
+SENDS = "sends"  # a notification's send count
 EVENT = "event#"
 _ORDER = "order#"
 

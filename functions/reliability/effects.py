@@ -37,11 +37,19 @@ class Write:
     ``optional``: the write applies only where its condition holds. A transaction cannot skip one
     entry, so when optional writes alone fail their conditions the whole transaction is sent again
     without them: a second round trip, on that path only (e.g. stock returned to a sku an operator
-    removed meanwhile: DEVELOPERS.md, "Inventory")."""
+    removed meanwhile: DEVELOPERS.md, "Inventory").
+
+    ``carries_record``: an ``Update`` of the business item that IS the step's once-only effect
+    (one item per step, keyed by it): the fence record's attributes are set on that item, under
+    the record's own condition, instead of a record of its own in the fence table
+    (``FenceStore.run_atomic``): one write instead of a transaction of two. Its own condition is
+    the record's (``attribute_not_exists(id)``); the effect's ``build()`` raises no BusinessError
+    (a FAILED answer is a record of its own in the fence table, which this write would not see)."""
 
     entry: dict[str, Any]
     on_condition_failed: BusinessError | None = None
     optional: bool = False
+    carries_record: bool = False
 
 
 @dataclass(frozen=True)
@@ -63,7 +71,7 @@ class AtomicEffect:
         for index, write in enumerate(self.writes):
             if isinstance(write, Write):
                 failure = write.on_condition_failed or self.on_condition_failure.get(index)
-                out.append(Write(write.entry, failure, write.optional))
+                out.append(Write(write.entry, failure, write.optional, write.carries_record))
             else:
                 out.append(Write(write, self.on_condition_failure.get(index)))
         if len(out) > MAX_EFFECT_WRITES:

@@ -275,3 +275,27 @@ def update_entry(
         },
         "ReturnValuesOnConditionCheckFailure": "ALL_OLD",
     }
+
+
+def carried_entry(update: Mapping[str, Any], record: Mapping[str, Any]) -> dict[str, Any]:
+    """A business item's ``Update`` that also sets the terminal ``record`` attributes (``id``
+    included) on that item, only where no record is on it yet (ALL_OLD otherwise): the record
+    carried by the item its step writes (``Write.carries_record``). No ``expiration``: the record
+    lives as long as the item, and a business table has no TTL."""
+    names = {("#id" if name == "id" else f"#c{i}"): name for i, name in enumerate(record)}
+    sets = ", ".join(f"{placeholder} = :{placeholder[1:]}" for placeholder in names)
+    text = str(update["UpdateExpression"]).strip()
+    text = f"SET {sets}, {text[4:]}" if text.upper().startswith("SET ") else f"SET {sets} {text}"
+    if "ConditionExpression" in update:
+        raise TypeError("a write that carries the record has no condition but the record's")
+    return {
+        **update,
+        "UpdateExpression": text,
+        "ConditionExpression": "attribute_not_exists(#id)",
+        "ExpressionAttributeNames": {**update.get("ExpressionAttributeNames", {}), **names},
+        "ExpressionAttributeValues": {
+            **update.get("ExpressionAttributeValues", {}),
+            **{f":{ph[1:]}": value for ph, value in zip(names, record.values(), strict=True)},
+        },
+        "ReturnValuesOnConditionCheckFailure": "ALL_OLD",
+    }

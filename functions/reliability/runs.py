@@ -38,7 +38,7 @@ from collections.abc import Callable, Mapping
 from typing import Any
 
 from reliability.crashpoints import crash_point
-from reliability.effects import AtomicEffect, ExternalEffect, cancellation_error
+from reliability.effects import AtomicEffect, ExternalEffect, Write, cancellation_error
 from reliability.errors import BusinessError, ExternalKeyExpired, FenceBusy, ReliabilityError, StaleFence
 from reliability.record import (
     CLAIM_REFUSED,
@@ -50,6 +50,7 @@ from reliability.record import (
     Refusal,
     Refused,
     StepId,
+    carried_entry,
     encode_result,
     error_attributes,
     meta_attributes,
@@ -78,8 +79,12 @@ class FenceStore(FenceRecords):
             raise TypeError("build() must return an AtomicEffect")
         writes = effect.normalized()
         text = encode_result(effect.result, self._max_result)
-        put = self._put(fence, {"state": {"S": FenceState.COMPLETED.value}, "result": {"S": text}})
-        response, writes = self._transact({"Put": put}, writes)
+        completed = {"state": {"S": FenceState.COMPLETED.value}, "result": {"S": text}}
+        carriers = [w for w in writes if w.carries_record]
+        if carriers:
+            response, writes = self._commit_carried(fence, completed, carriers, writes)
+        else:
+            response, writes = self._transact({"Put": self._put(fence, completed)}, writes)
         if isinstance(response, Refused):
             if response.record_refused:
                 return self._answer(fence, response)
@@ -89,6 +94,22 @@ class FenceStore(FenceRecords):
             raise failure from response.error
         self._log(Decision.FENCE_COMPLETED, fence, mode="atomic")
         return Outcome(result=json.loads(text), skipped=False, fencing_token=0)
+
+    def _commit_carried(
+        self, fence: Fence, completed: Mapping[str, Any], carriers: list[Write], writes: list[Write]
+    ) -> tuple[dict[str, Any] | Refused, list[Write]]:
+        """The COMPLETED record set on the item its one carrier write updates (``carried_entry``):
+        one UpdateItem when that is the only write, else the head of the effect's transaction."""
+        if len(carriers) != 1 or "Update" not in carriers[0].entry:
+            raise TypeError("at most one write carries the record, and it must be an Update")
+        meta = meta_attributes(fence, self._clock(), self._ttl)
+        meta.pop("expiration")
+        record = {"id": {"S": fence.key.value}, "fencing_token": {"N": "0"}, **completed, **meta}
+        head = carried_entry(carriers[0].entry["Update"], record)
+        rest = [w for w in writes if not w.carries_record]
+        if not rest:
+            return self._send("update_item", **head), rest
+        return self._transact({"Update": head}, rest)
 
     def _put(self, fence: Fence, attributes: Mapping[str, Any]) -> dict[str, Any]:
         """A terminal record for ``run_atomic``, only where none exists (the stored one is ALL_OLD)."""

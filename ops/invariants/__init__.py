@@ -71,7 +71,8 @@ def check(stores: Stores, *, allow_in_flight: bool = False) -> Report:
     ledger = scan(db, stores.ledger_table)
     tally_payments(payments, counts)
     tally_rows(ledger, layout.ENTRY, "ledger", counts)
-    tally_rows(scan(db, stores.notifications_table), layout.NOTIFICATION, "notification", counts)
+    notifications = scan(db, stores.notifications_table)
+    tally_rows(notifications, layout.NOTIFICATION, "notification", counts, times=layout.SENDS)
     global_violations = check_aggregates(aggregates, counts) + check_stock(inventory, net_by_sku)
     global_violations += check_amounts(orders, payments, ledger, aggregates)
 

@@ -42,12 +42,19 @@ def tally_payments(items: Iterable[Mapping[str, Any]], counts: dict[str, Counter
 
 
 def tally_rows(
-    items: Iterable[Mapping[str, Any]], prefix: str, name: str, counts: dict[str, Counter[str]]
+    items: Iterable[Mapping[str, Any]],
+    prefix: str,
+    name: str,
+    counts: dict[str, Counter[str]],
+    *,
+    times: str | None = None,
 ) -> None:
+    """Count an order's items under ``prefix``; each counts ``item[times]`` times when it says
+    (a notification's ``sends``: one item per event, a duplicate send is a count of 2)."""
     for item in items:
         order_id = layout.order_id_of(item["pk"])
         if order_id is not None and item["sk"].startswith(prefix):
-            counts[order_id][name] += 1
+            counts[order_id][name] += int(item.get(times, 1)) if times else 1
 
 
 def check_aggregates(items: Iterable[Mapping[str, Any]], counts: dict[str, Counter[str]]) -> list[str]:

@@ -24,7 +24,7 @@ def test_a_storm_of_faults_on_one_order_keeps_every_invariant(assembly):
         crashes=(
             PointHit.parse("worker:after:SFN.StartExecution#1"),
             PointHit.parse("charge-payment:fence:after-effect:ChargePayment#1"),
-            PointHit.parse("notify:after:DynamoDB.TransactWriteItems#1"),
+            PointHit.parse("notify:after:DynamoDB.UpdateItem#1"),  # its dedup record rides on the item
         ),
         actions=(
             Action("retry", order=0),

@@ -21,6 +21,7 @@ from orders.items import (
     NOTIFICATION,
     ORDER_SK,
     RESERVATION,
+    SENDS,
     day_pk,
     key,
     order_pk,
@@ -349,31 +350,37 @@ class DynamoLedger:
 
 
 class DynamoNotifications:
-    """The fake notification channel: one item per send, so a duplicate send is visible."""
+    """The fake notification channel: one item per event, whose ``sends`` counts the sends, so a
+    duplicate send is visible; the item carries the consumer's dedup record (``carries_record``)."""
 
     def __init__(self, *, table_name: str) -> None:
         self._table = table_name
 
     def notification_writes(self, event: Mapping[str, Any]) -> list[Write]:
+        fields = {
+            "order_id": event["order_id"],
+            "event_id": event["event_id"],
+            "customer_id": event["customer_id"],
+            "channel": "email",
+            "template": event["type"],
+            "sent_at": _now(),
+        }
         return [
             Write(
                 entry={
-                    "Put": {
+                    "Update": {
                         "TableName": self._table,
-                        "Item": to_item(
-                            {
-                                "pk": order_pk(event["order_id"]),
-                                "sk": f"{NOTIFICATION}{uuid.uuid4()}",
-                                "order_id": event["order_id"],
-                                "event_id": event["event_id"],
-                                "customer_id": event["customer_id"],
-                                "channel": "email",
-                                "template": event["type"],
-                                "sent_at": _now(),
-                            }
+                        "Key": key(order_pk(event["order_id"]), f"{NOTIFICATION}{event['event_id']}"),
+                        "UpdateExpression": "SET "
+                        + ", ".join(f"#n{i} = :n{i}" for i in range(len(fields)))
+                        + f" ADD {SENDS} :one",
+                        "ExpressionAttributeNames": {f"#n{i}": name for i, name in enumerate(fields)},
+                        "ExpressionAttributeValues": to_item(
+                            {":one": 1, **{f":n{i}": value for i, value in enumerate(fields.values())}}
                         ),
                     }
-                }
+                },
+                carries_record=True,
             )
         ]
 
