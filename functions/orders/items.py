@@ -8,7 +8,9 @@
 - notifications: `order#<id>` / `notification#<event id>` (one per event; `sends` counts its sends,
                  so a duplicate is visible; it carries the notify consumer's dedup record)
 - daily-aggregates: `day#<yyyy-mm-dd>` / `total` (the ADD counter),
-                 `day#<yyyy-mm-dd>` / `event#<event id>#<uuid>` (one per counted event)
+                 `event#<event id>` / `marker` (one per counted event, whatever day it is counted on,
+                 with its `day`; `counted` says how often, so a duplicate is visible; it carries the
+                 analytics consumer's dedup record, so its key must not depend on the day)
 
 Standard library only: the adapters, the ops tools, the simulator and chaos all import it.
 """
@@ -27,7 +29,9 @@ CALL = "call#"
 ENTRY = "entry#"
 NOTIFICATION = "notification#"
 SENDS = "sends"  # a notification's send count
+COUNTED = "counted"  # how often an event marker was counted
 EVENT = "event#"
+MARKER_SK = "marker"
 _ORDER = "order#"
 
 
@@ -46,6 +50,10 @@ def sku_pk(sku: str) -> str:
 
 def day_pk(day: str) -> str:
     return f"day#{day}"
+
+
+def event_pk(event_id: str) -> str:
+    return f"{EVENT}{event_id}"
 
 
 def key(pk: str, sk: str) -> dict[str, Any]:

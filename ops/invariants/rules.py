@@ -62,9 +62,10 @@ def check_aggregates(items: Iterable[Mapping[str, Any]], counts: dict[str, Count
     markers: Counter[str] = Counter()
     totals: dict[str, int] = {}
     for item in items:
-        if item["sk"].startswith(layout.EVENT):
-            counts[str(item.get("order_id"))]["aggregate"] += 1
-            markers[item["pk"]] += 1
+        if item["sk"] == layout.MARKER_SK:
+            times = int(item.get(layout.COUNTED, 1))  # a marker counted twice is two counts
+            counts[str(item.get("order_id"))]["aggregate"] += times
+            markers[layout.day_pk(str(item["day"]))] += times
         elif item["sk"] == layout.AGGREGATE_SK:
             totals[item["pk"]] = int(item.get("orders", 0))
     return [
@@ -97,7 +98,7 @@ def check_amounts(
     recorded (against that charge's id) and what the daily aggregate counted for it."""
     charged = _by_order(payments, layout.CHARGE, lambda item: item.get("status") == "SUCCEEDED")
     entries = _by_order(ledger, layout.ENTRY, lambda _: True)
-    counted = _by_order(aggregates, layout.EVENT, lambda item: "total_cents" in item)
+    counted = _by_order(aggregates, layout.MARKER_SK, lambda item: "total_cents" in item)
     violations: list[str] = []
     for order in orders:
         if order.get("status") != OrderStatus.COMPLETED:

@@ -3,7 +3,6 @@ a step's status is its fence, not an item here)."""
 
 from __future__ import annotations
 
-import uuid
 from collections.abc import Mapping, Sequence
 from datetime import UTC, datetime
 from typing import Any
@@ -16,13 +15,15 @@ from orders.errors import OrderConflict, OutOfStock, RerunRefused
 from orders.items import (
     AGGREGATE_SK,
     CATALOG_SK,
+    COUNTED,
     ENTRY,
-    EVENT,
+    MARKER_SK,
     NOTIFICATION,
     ORDER_SK,
     RESERVATION,
     SENDS,
     day_pk,
+    event_pk,
     key,
     order_pk,
     sku_pk,
@@ -349,9 +350,32 @@ class DynamoLedger:
         ]
 
 
+def counted_write(table: str, item_key: dict[str, Any], fields: Mapping[str, Any], *, count: str) -> Write:
+    """One item per event that carries the consumer's dedup record (``carries_record``) and counts
+    how often it was written (ADD ``count``), so an event applied twice is visible."""
+    names = {f"#n{i}": name for i, name in enumerate(fields)}
+    return Write(
+        entry={
+            "Update": {
+                "TableName": table,
+                "Key": item_key,
+                "UpdateExpression": f"SET {', '.join(f'{n} = :{n[1:]}' for n in names)} ADD #count :one",
+                "ExpressionAttributeNames": {**names, "#count": count},
+                "ExpressionAttributeValues": to_item(
+                    {
+                        ":one": 1,
+                        **{f":{n[1:]}": value for n, value in zip(names, fields.values(), strict=True)},
+                    }
+                ),
+            }
+        },
+        carries_record=True,
+    )
+
+
 class DynamoNotifications:
     """The fake notification channel: one item per event, whose ``sends`` counts the sends, so a
-    duplicate send is visible; the item carries the consumer's dedup record (``carries_record``)."""
+    duplicate send is visible; the item carries the consumer's dedup record."""
 
     def __init__(self, *, table_name: str) -> None:
         self._table = table_name
@@ -365,24 +389,8 @@ class DynamoNotifications:
             "template": event["type"],
             "sent_at": _now(),
         }
-        return [
-            Write(
-                entry={
-                    "Update": {
-                        "TableName": self._table,
-                        "Key": key(order_pk(event["order_id"]), f"{NOTIFICATION}{event['event_id']}"),
-                        "UpdateExpression": "SET "
-                        + ", ".join(f"#n{i} = :n{i}" for i in range(len(fields)))
-                        + f" ADD {SENDS} :one",
-                        "ExpressionAttributeNames": {f"#n{i}": name for i, name in enumerate(fields)},
-                        "ExpressionAttributeValues": to_item(
-                            {":one": 1, **{f":n{i}": value for i, value in enumerate(fields.values())}}
-                        ),
-                    }
-                },
-                carries_record=True,
-            )
-        ]
+        item_key = key(order_pk(event["order_id"]), f"{NOTIFICATION}{event['event_id']}")
+        return [counted_write(self._table, item_key, fields, count=SENDS)]
 
 
 def event_day(event: Mapping[str, Any]) -> str:
@@ -390,7 +398,8 @@ def event_day(event: Mapping[str, Any]) -> str:
 
 
 class DynamoAggregates:
-    """A daily counter with the classic non-idempotent ADD, plus one marker per counted event."""
+    """A daily counter with the classic non-idempotent ADD, plus one marker per counted event that
+    carries the consumer's dedup record and counts how often it was counted (``counted``)."""
 
     def __init__(self, *, table_name: str) -> None:
         self._table = table_name
@@ -411,20 +420,15 @@ class DynamoAggregates:
                     }
                 }
             ),
-            Write(
-                entry={
-                    "Put": {
-                        "TableName": self._table,
-                        "Item": to_item(
-                            {
-                                "pk": day_pk(day),
-                                "sk": f"{EVENT}{event['event_id']}#{uuid.uuid4()}",
-                                "event_id": event["event_id"],
-                                "order_id": event["order_id"],
-                                "total_cents": int(event["total_cents"]),
-                            }
-                        ),
-                    }
-                }
+            counted_write(
+                self._table,
+                key(event_pk(event["event_id"]), MARKER_SK),
+                {
+                    "day": day,
+                    "event_id": event["event_id"],
+                    "order_id": event["order_id"],
+                    "total_cents": int(event["total_cents"]),
+                },
+                count=COUNTED,
             ),
         ]

@@ -13,7 +13,7 @@ CHARGE = {
     "amount_cents": 398,
 }
 ENTRY = {"pk": "order#o-1", "sk": "entry#t", "charge_id": "ch_1", "amount_cents": 398}
-COUNTED = {"pk": "day#2026-11-23", "sk": "event#e#u", "order_id": "o-1", "total_cents": 398}
+COUNTED = {"pk": "event#e", "sk": "marker", "day": "2026-11-23", "order_id": "o-1", "total_cents": 398}
 
 
 def test_agreeing_amounts_pass():

@@ -76,7 +76,11 @@ def _completed(ddb: Any, order_id: str, *, charges: int = 1, notifications: int 
     _put(ddb, "ledger", {"pk": f"order#{order_id}", "sk": "entry#t"})
     for n in range(notifications):
         _put(ddb, "notifications", {"pk": f"order#{order_id}", "sk": f"notification#{n}"})
-    _put(ddb, "aggregates", {"pk": "day#2026-11-22", "sk": f"event#{order_id}", "order_id": order_id})
+    _put(
+        ddb,
+        "aggregates",
+        {"pk": f"event#{order_id}", "sk": "marker", "day": "2026-11-22", "order_id": order_id},
+    )
     ddb.update_item(
         TableName="aggregates",
         Key={"pk": {"S": "day#2026-11-22"}, "sk": {"S": "total"}},
