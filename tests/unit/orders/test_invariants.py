@@ -44,7 +44,13 @@ def _order(ddb: Any, order_id: str, status: str) -> None:
     _put(
         ddb,
         "orders",
-        {"pk": f"order#{order_id}", "sk": "order", "order_id": order_id, "status": status, "created_at": "t"},
+        {
+            "pk": f"order#{order_id}",
+            "sk": "order",
+            "order_id": order_id,
+            "status": status,
+            "created_at": "2026-11-22T00:00:00+00:00",
+        },
     )
 
 
