@@ -115,7 +115,9 @@ def process_batch(
 class ConsumerDedup:
     """Exactly-once application of an event by one consumer, on the fence mechanism.
 
-    Build the ``FenceStore`` on the dedup (idempotency) table with ``namespace=<consumer>``.
+    Build the ``FenceStore`` on the dedup (idempotency) table with ``namespace=<consumer>``. A
+    consumer whose effect writes one item per event lets that item carry the record
+    (``Write.carries_record``): then the table holds none of its records.
     """
 
     def __init__(self, *, fences: FenceStore, consumer: str, telemetry: Telemetry) -> None:

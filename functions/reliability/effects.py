@@ -1,7 +1,8 @@
 """What a fenced step does: DynamoDB writes that commit with its record, or an external effect.
 
 ``AtomicEffect(result, writes)``: the writes commit in ONE ``TransactWriteItems`` with the fence
-record (``run_atomic``, or a leased step's completion). When a write's own condition fails, the
+record (``run_atomic``, or a leased step's completion), or carry it themselves
+(``Write.carries_record``, ``run_atomic`` only). When a write's own condition fails, the
 ``BusinessError`` attached to it (``Write.on_condition_failed`` or
 ``AtomicEffect.on_condition_failure``) is the answer (``cancellation_error``); when only
 ``optional`` writes fail theirs, the transaction is sent again without them (``dropped``).

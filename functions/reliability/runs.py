@@ -17,7 +17,10 @@ so losing costs no second read. The record is ``reliability.record``; the primit
     ``TransactWriteItems``: a Put of the COMPLETED record conditioned on
     ``attribute_not_exists(id)`` plus the effect writes. First run: 1 round trip. Replay: 1
     round trip; the stored record comes back in the cancellation reason (ALL_OLD). When an effect
-    write's own condition fails, its ``BusinessError`` is recorded as FAILED and raised.
+    write's own condition fails, its ``BusinessError`` is recorded as FAILED and raised. When one
+    write ``carries_record`` (the Update of the one item per step the effect writes), the record is
+    set on that item instead (``reliability.record.carried_entry``): one UpdateItem alone, or the
+    head of the effect's transaction; no record in the fence table.
 
 ``run_leased(step, attempt_id=..., lease_seconds=..., effect=...)``
     For external effects. claim (one conditional UpdateItem, ALL_NEW / ALL_OLD) -> effect(key)

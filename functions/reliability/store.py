@@ -213,6 +213,8 @@ class FenceRecords:
         fence = self.fence(step)
         if isinstance(result, AtomicEffect):
             text, writes = encode_result(result.result, self._max_result), result.normalized()
+            if any(write.carries_record for write in writes):  # a leased record is its own item
+                raise TypeError("a leased step's completion has no write that carries its record")
         else:
             text, writes = encode_result(result, self._max_result), []
         sets = {"state": {"S": FenceState.COMPLETED.value}, "result": {"S": text}}

@@ -95,3 +95,14 @@ def test_a_carrier_is_one_unconditioned_update(fences: FenceStore) -> None:
 
         with pytest.raises(TypeError):
             fences.run_atomic(STEP, build)
+
+
+def test_a_leased_completion_carries_no_record(fences: FenceStore) -> None:
+    # Given a leased step whose effect would hand back a write that carries the record
+    def effect(_key: str) -> AtomicEffect:
+        return AtomicEffect({}, [sent_once()])
+
+    # When it completes, Then it is refused (a leased record is its own item), the claim released
+    with pytest.raises(TypeError):
+        fences.run_leased(STEP, attempt_id="a-1", lease_seconds=5, effect=effect)
+    assert fences.read(STEP) is not None
