@@ -10,8 +10,9 @@ from collections import Counter
 from dataclasses import dataclass
 
 from ops.redrive import REDRIVABLE_STATUSES, Method, redrive_dlq, redrive_failed_executions
+from orders.errors import RerunRefused
 from orders.items import order_key
-from simulator.cloud import InProcessCloud, LambdaError
+from simulator.cloud import InProcessCloud, Invocation, LambdaError
 
 _UNIT_SECONDS = {"minute": 60, "hour": 3600, "day": 86_400}  # an EventBridge rate() expression's units
 
@@ -32,6 +33,8 @@ class Recovery:
     refused_redrives: int = 0  # past the 14-day redrive window: the execution stays as it stopped
     stops: int = 0
     stray_runs: int = 0
+    reruns: int = 0  # `make rerun` started run N+1 of a FAILED order
+    refused_reruns: int = 0  # `make rerun` of an order that was not FAILED: the tool refuses
 
     def add(self, other: Recovery) -> None:
         for name, value in vars(other).items():
@@ -105,6 +108,16 @@ class RecoveringCloud(InProcessCloud):
         self.recovery.dlq_redrives += moved
         return moved
 
+    def rerun_order(self, order_id: str) -> None:
+        """An operator's `make rerun` of the order (`ops.rerun`): run N+1 when its run N ended FAILED;
+        for any other order the tool refuses, which is counted, not a fault."""
+        try:
+            self.rerun(order_id)
+        except RerunRefused:
+            self.recovery.refused_reruns += 1
+        else:
+            self.recovery.reruns += 1
+
     def send_next_run(self, order_id: str) -> None:
         """A message for the order's next run (`{"order_id", "run", "idempotency_key"}`) that no
         operator decided on: an old tool, a replayed export. Only `make rerun` may start a run."""
@@ -169,16 +182,16 @@ class RecoveringCloud(InProcessCloud):
         the queues, executions run, and once everything is quiet the scheduled functions run
         (the sweeper, when its bound has passed); with `operator`, failed executions are also
         redriven."""
-        swept = False
+        tick_due = True  # again only while the last tick failed: EventBridge fires the next one
         for _ in range(rounds):
             moved = self.drain_queue("OrdersQueueUrl")
             self.wait_all()
             moved += sum(self.drain_queue(q) for q in self.queue_consumers if q != "OrdersQueueUrl")
             if operator:
                 moved += self.redrive_failed()
-            if moved == 0 and not swept:
-                swept = True
-                moved = self.run_scheduled()
+            if moved == 0 and tick_due:
+                ticked = self.run_scheduled()
+                moved, tick_due = len(ticked), any(i.error_type for i in ticked)
             if moved == 0:
                 break
         self.wait_all()
@@ -207,14 +220,14 @@ class RecoveringCloud(InProcessCloud):
                 out.append((name, period + age))
         return out
 
-    def run_scheduled(self) -> int:
+    def run_scheduled(self) -> list[Invocation]:
         """Let the scheduled functions' time come (the simulator fires each schedule whose tick
-        the jump crosses, `simulator.rules`); returns how many invocations that made."""
+        the jump crosses, `simulator.rules`); returns the invocations that made."""
         due = self.scheduled()
         before = len(self.invocations)
         if due:
             self.advance(max(wait for _, wait in due))
-        return len(self.invocations) - before
+        return self.invocations[before:]
 
     def invocation_errors(self) -> Counter[str]:
         return Counter(i.error_type for i in self.invocations if i.error_type)

@@ -227,10 +227,9 @@ def markdown(data: dict[str, Any]) -> str:
         "an operator's StopExecution while an invocation runs, up to 5 deliveries of one message, "
         "clients that retry, reuse their key with another body or give up after one attempt, lease "
         "expiries, 1-15 day jumps (the platform first comes to rest by itself, sweeper included; then "
-        "DynamoDB TTL deletion, provider keys "
-        "aging), price changes and sku removals, a message for an order's next run nobody decided on, "
-        "redrives, restarts with the same token and DLQ redrives, throttled event-source polls; half the "
-        "fault points drawn at effect "
+        "DynamoDB TTL deletion, provider keys aging), price changes and sku removals, a message for an "
+        "order's next run nobody decided on, `make rerun` of an order, redrives, restarts with the same "
+        "token and DLQ redrives, throttled event-source polls; half the fault points drawn at effect "
         "boundaries (seed below; chunk i of the run uses seed + i);",
         "- **concurrency**: two attempts of the same request, message or step, interleaved at every storage "
         "call, all interleavings (depth-first, each from the just-deployed world);",

@@ -22,6 +22,8 @@ recorded catalogue (any function, any point, any occurrence), then plays up to 1
   with DynamoDB TTL deletion and provider keys aging, so what follows (a redrive, a restart, a
   client retry, a DLQ redrive) comes back after keys may have expired;
 - a client may give up: its first request fails and it never retries (the sweeper's case);
+- `rerun`: an operator's `make rerun` of an order: run N+1 if its run N ended FAILED (the tool
+  refuses any other order); each run's effects are judged on their own (`ops.invariants`);
 - `stray-run`: a message for an order's next run arrives that no operator decided on (a run
   starts only through `make rerun` of a FAILED order);
 - `price-change` / `remove-sku`: the catalog changes between retries;
@@ -74,6 +76,7 @@ class Action:
             "retry": f"client retry of order {self.order}",
             "change-body": f"client reuses order {self.order}'s key with another body",
             "stray-run": f"a message for order {self.order}'s next run",
+            "rerun": f"operator reruns order {self.order} (make rerun)",
             "deliver": f"deliver {self.queue} x{1 + self.duplicates}",
             "throttled-poll": f"throttled poll of {self.queue}",
         }
@@ -153,7 +156,10 @@ def schedules(catalogue: Sequence[PointHit], queues: Sequence[str]) -> st.Search
     # One branch per kind, so each kind is about as likely as any other (a kind nested in a
     # branch with others would be drawn that many times more rarely).
     actions = st.one_of(
-        *(st.builds(Action, kind=st.just(k), order=order) for k in ("retry", "change-body", "stray-run")),
+        *(
+            st.builds(Action, kind=st.just(k), order=order)
+            for k in ("retry", "change-body", "stray-run", "rerun")
+        ),
         st.builds(
             Action,
             kind=st.just("deliver"),
@@ -219,10 +225,10 @@ def _play(cloud: ChaosCloud, action: Action, keys: list[tuple[str, str]], placed
         body = _body(kind, action.order % len(keys))
         body["items"] = [{**item, "quantity": item["quantity"] + 1} for item in body["items"]]
         cloud.post_order(key, body)
-    elif action.kind == "stray-run":
+    elif action.kind in ("stray-run", "rerun"):
         order_id = placed[action.order % len(placed)].order_id
         if order_id is not None:
-            cloud.send_next_run(order_id)
+            (cloud.send_next_run if action.kind == "stray-run" else cloud.rerun_order)(order_id)
     elif action.kind in ("price-change", "remove-sku"):
         kind, _ = keys[action.order % len(keys)]
         _change_catalog(cloud, _body(kind, action.order % len(keys))["items"][0]["sku"], action.kind)

@@ -50,7 +50,7 @@ from simulator.observe import Observer
 from simulator.operators import StopDuring, redrive, redrive_queue, rerun
 from simulator.patches import EXECUTION_ENDED
 from simulator.queues import expire_messages
-from simulator.rules import ScheduledRule, due, scheduled_event
+from simulator.rules import ASYNC_ATTEMPTS, ScheduledRule, due, scheduled_event
 from simulator.templates import queue_consumers
 from simulator.world import deployed
 
@@ -138,7 +138,10 @@ class InProcessCloud(HandlerRunner, EventSourceMapping):
         for rule in due(self.rules, self.clock()):
             event = scheduled_event(rule, self.clock(), region=REGION, account=ACCOUNT)
             for function in rule.functions:
-                lam.invoke(FunctionName=function, Payload=json.dumps(event).encode())
+                for _ in range(ASYNC_ATTEMPTS):  # Lambda retries an asynchronous invocation's error
+                    response = lam.invoke(FunctionName=function, Payload=json.dumps(event).encode())
+                    if "FunctionError" not in response:
+                        break
 
     def expire(self, *, pollers_off: bool = False) -> int:
         """Apply TTL deletion and queue retention at the clock's current time (what `advance` does)."""

@@ -5,9 +5,11 @@ with a `rate(...)` ScheduleExpression and Lambda targets (the `sweep-accepted` f
 minutes) and, when `InProcessCloud.advance` moves the clock past a rule's next tick, invokes each
 target once with a Scheduled Event, after the expiries of the jump (TTL deletion, queue retention).
 A jump over many ticks fires once, at its end: nothing else runs during a jump (no poller consumes
-what a tick re-sends), so the earlier ticks' effects would be what the last one does again. A failed
-invocation is not retried (the rules' RetryPolicy is MaximumRetryAttempts 0 or unset: what
-EventBridge retries is an invocation it could not deliver, never a function error).
+what a tick re-sends), so the earlier ticks' effects would be what the last one does again.
+EventBridge invokes a function target asynchronously, so a function error (a crash, a timeout) is
+retried by Lambda: `ASYNC_ATTEMPTS` in all, Lambda's default without an EventInvokeConfig (the
+minutes between them elided). EventBridge's own RetryPolicy is only for an invocation it could not
+deliver.
 """
 
 from __future__ import annotations
@@ -21,6 +23,7 @@ from typing import Any
 
 _RATE = re.compile(r"^rate\((\d+) (minute|minutes|hour|hours|day|days)\)$")
 _UNIT = {"minute": 60, "hour": 3600, "day": 86_400}
+ASYNC_ATTEMPTS = 3  # an asynchronous invocation and Lambda's 2 retries of a function error
 
 
 @dataclass

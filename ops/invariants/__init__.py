@@ -2,7 +2,10 @@
 
     python -m ops.invariants            # against the target ops.target resolves; exit 1 on violations
 
-Per order (see `rules.check_order`):
+Per order and run (`make rerun` starts run N+1 of a FAILED order; each effect item says its run, see
+`rules.run_of`): the current run is judged by the order's status, each earlier run as the
+compensated FAILED run it was, and an effect of a run the order never reached is a violation.
+Per run (see `rules.check_order`):
 - stock decremented once: at most one reservation, and a FAILED order's reservation released
   (reservations minus releases is 0); per sku, `seeded_stock - stock` equals the sum of
   reservations minus releases of every order;
@@ -30,9 +33,10 @@ from __future__ import annotations
 
 import argparse
 import json
-from collections import Counter, defaultdict
+from collections import defaultdict
 from collections.abc import Iterable
 from datetime import datetime
+from functools import partial
 from typing import Any
 
 from infra.config import FENCE_WINDOWS, outlived
@@ -40,10 +44,9 @@ from ops.invariants.report import OrderRow, Report
 from ops.invariants.rules import (
     check_aggregates,
     check_amounts,
-    check_order,
-    check_steps,
+    check_runs,
     check_stock,
-    left_standing,
+    new_counts,
     tally_inventory,
     tally_payments,
     tally_rows,
@@ -51,7 +54,6 @@ from ops.invariants.rules import (
 from ops.invariants.stores import DeadLetter, Stores, fences_by_token, fences_of, peek_dead_letters, scan
 from ops.target import Target
 from orders import items as layout
-from orders.domain import OrderStatus
 
 __all__ = ["DeadLetter", "OrderRow", "Report", "Stores", "check", "main", "peek_dead_letters"]
 
@@ -65,7 +67,7 @@ def check(stores: Stores, *, allow_in_flight: bool = False) -> Report:
     fences = fences_by_token(scan(db, stores.fence_table)) if stores.fence_table else {}
     inventory = scan(db, stores.inventory_table)
     aggregates = scan(db, stores.aggregates_table)
-    counts: dict[str, Counter[str]] = defaultdict(Counter)
+    counts = new_counts()
     net_by_sku = tally_inventory(inventory, counts)
     payments = scan(db, stores.payments_table)
     ledger = scan(db, stores.ledger_table)
@@ -89,17 +91,17 @@ def check(stores: Stores, *, allow_in_flight: bool = False) -> Report:
         if letter.order_id:
             dead_by_order[letter.order_id].append(letter)
 
-    rows = []
-    for order in sorted(orders, key=lambda o: (o.get("created_at", ""), o["order_id"])):
-        row = check_order(order, counts[order["order_id"]], dead_by_order[order["order_id"]], allow_in_flight)
-        if row.status in (OrderStatus.COMPLETED, OrderStatus.FAILED):
-            may_be_gone = older_than_fence_windows(order, stores.clock())
-            row.violations.extend(check_steps(row, fences_of(order, fences), fences_may_be_gone=may_be_gone))
-        elif dead_by_order[order["order_id"]] and (standing := left_standing(row)):
-            row.violations.append(
-                f"{row.status}, in a DLQ, but {', '.join(standing)} still standing (not compensated)"
-            )
-        rows.append(row)
+    rows = [
+        check_runs(
+            order,
+            counts[order["order_id"]],
+            dead_by_order[order["order_id"]],
+            partial(fences_of, order, fences),
+            allow_in_flight=allow_in_flight,
+            fences_may_be_gone=older_than_fence_windows(order, stores.clock()),
+        )
+        for order in sorted(orders, key=lambda o: (o.get("created_at", ""), o["order_id"]))
+    ]
     known = {row.order_id for row in rows}
     global_violations.extend(
         f"{order_id}: effects recorded for an order that does not exist"

@@ -13,6 +13,7 @@ from orders.domain import OrderStatus
 class OrderRow:
     order_id: str
     status: str
+    run: int = 1  # the order's current run; an earlier run's violations are prefixed with its number
     reservations: int = 0
     releases: int = 0
     charges: int = 0

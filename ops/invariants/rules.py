@@ -1,5 +1,5 @@
-"""The invariants themselves, over what `ops.invariants.stores` read: effects counted per order,
-then each rule (per sku, per day, per order, per step) as a list of violations."""
+"""The invariants themselves, over what `ops.invariants.stores` read: effects counted per order and
+run, then each rule (per sku, per day, per order and run, per step) as a list of violations."""
 
 from __future__ import annotations
 
@@ -13,39 +13,64 @@ from orders import items as layout
 from orders.domain import OrderStatus, StepStatus
 from orders.saga import step_statuses
 from reliability import FenceState
+from reliability.keys import key_parts
+
+# Effects counted per order id, then per run (`make rerun` starts run N+1 of a FAILED order, and
+# each run has its own effects); run 0 holds what no run can be told from (a provider call).
+Counts = dict[str, dict[int, Counter[str]]]
+UNATTRIBUTED = 0
 
 
-def tally_inventory(items: Iterable[Mapping[str, Any]], counts: dict[str, Counter[str]]) -> Counter[str]:
-    """Count reservations/releases per order; return the net quantity taken per sku."""
+def new_counts() -> Counts:
+    return defaultdict(lambda: defaultdict(Counter))
+
+
+def run_of(item: Mapping[str, Any]) -> int:
+    """The run an effect item belongs to, from the execution token or derived key it carries: a
+    reservation's or release's `token`, a charge's `reference`, an event's `event_id` (notification,
+    aggregate marker), else its sort key's tail (a ledger entry's `entry#<token>`)."""
+    for value in (
+        item.get("token"),
+        item.get("reference"),
+        item.get("event_id"),
+        item["sk"].partition("#")[2],
+    ):
+        if value and (parts := key_parts(str(value))):
+            return parts.run
+    return UNATTRIBUTED
+
+
+def tally_inventory(items: Iterable[Mapping[str, Any]], counts: Counts) -> Counter[str]:
+    """Count reservations/releases per order and run; return the net quantity taken per sku."""
     net_by_sku: Counter[str] = Counter()
     for item in items:
         order_id = layout.order_id_of(item["pk"])
         kind = item.get("kind")
         if order_id is None or kind not in ("reservation", "release"):
             continue
-        counts[order_id][str(kind)] += 1
+        counts[order_id][run_of(item)][str(kind)] += 1
         sign = 1 if kind == "reservation" else -1
         for sku, quantity in (item.get("lines") or {}).items():
             net_by_sku[sku] += sign * int(quantity)
     return net_by_sku
 
 
-def tally_payments(items: Iterable[Mapping[str, Any]], counts: dict[str, Counter[str]]) -> None:
+def tally_payments(items: Iterable[Mapping[str, Any]], counts: Counts) -> None:
     for item in items:
         order_id = layout.order_id_of(item["pk"])
         if order_id is None:
             continue
         if item["sk"].startswith(layout.CHARGE):
-            counts[order_id]["charge" if item.get("status") == "SUCCEEDED" else "declined"] += 1
+            counts[order_id][run_of(item)]["charge" if item.get("status") == "SUCCEEDED" else "declined"] += 1
         elif item["sk"].startswith(layout.CALL):
-            counts[order_id]["call"] += 1
+            counts[order_id][UNATTRIBUTED]["call"] += 1
 
 
 def tally_rows(
     items: Iterable[Mapping[str, Any]],
     prefix: str,
     name: str,
-    counts: dict[str, Counter[str]],
+    counts: Counts,
     *,
     times: str | None = None,
 ) -> None:
@@ -54,17 +79,17 @@ def tally_rows(
     for item in items:
         order_id = layout.order_id_of(item["pk"])
         if order_id is not None and item["sk"].startswith(prefix):
-            counts[order_id][name] += int(item.get(times, 1)) if times else 1
+            counts[order_id][run_of(item)][name] += int(item.get(times, 1)) if times else 1
 
 
-def check_aggregates(items: Iterable[Mapping[str, Any]], counts: dict[str, Counter[str]]) -> list[str]:
+def check_aggregates(items: Iterable[Mapping[str, Any]], counts: Counts) -> list[str]:
     """Per day, the ADD counter must equal the events it counted (one marker per counted event)."""
     markers: Counter[str] = Counter()
     totals: dict[str, int] = {}
     for item in items:
         if item["sk"] == layout.MARKER_SK:
             times = int(item.get(layout.COUNTED, 1))  # a marker counted twice is two counts
-            counts[str(item.get("order_id"))]["aggregate"] += times
+            counts[str(item.get("order_id"))][run_of(item)]["aggregate"] += times
             markers[layout.day_pk(str(item["day"]))] += times
         elif item["sk"] == layout.AGGREGATE_SK:
             totals[item["pk"]] = int(item.get("orders", 0))
@@ -140,6 +165,7 @@ def check_order(
     row = OrderRow(
         order_id=order["order_id"],
         status=str(order.get("status")),
+        run=int(order.get("run", 1)),
         reservations=c["reservation"],
         releases=c["release"],
         charges=c["charge"],
@@ -243,3 +269,42 @@ def check_steps(row: OrderRow, fences: Mapping[str, str], *, fences_may_be_gone:
 def _expect_one(violations: list[str], name: str, value: int) -> None:
     if value != 1:
         violations.append(f"{value} {name}(s), expected 1")
+
+
+def check_runs(
+    order: Mapping[str, Any],
+    runs: Mapping[int, Counter[str]],
+    dead: Sequence[DeadLetter],
+    fences_of_run: Callable[[int], Mapping[str, str]],
+    *,
+    allow_in_flight: bool,
+    fences_may_be_gone: bool,
+) -> OrderRow:
+    """One order, run by run. Its current run is judged by the order's status (`check_order`, and
+    `check_steps` once finished; a dead-lettered one only with nothing left standing). Each earlier
+    run ended FAILED, since `make rerun` starts run N+1 only then: it must be a compensated FAILED
+    run with its steps agreeing. No effect may belong to a run the order never reached."""
+    current = int(order.get("run", 1))
+    row = check_order(
+        order, runs.get(current, Counter()) + runs.get(UNATTRIBUTED, Counter()), dead, allow_in_flight
+    )
+    if row.status in (OrderStatus.COMPLETED, OrderStatus.FAILED):
+        row.violations.extend(check_steps(row, fences_of_run(current), fences_may_be_gone=fences_may_be_gone))
+    elif dead and (standing := left_standing(row)):
+        row.violations.append(
+            f"{row.status}, in a DLQ, but {', '.join(standing)} still standing (not compensated)"
+        )
+    for run in range(1, current):
+        earlier = check_order(
+            {**order, "status": OrderStatus.FAILED}, runs.get(run, Counter()), (), allow_in_flight
+        )
+        earlier.violations.extend(
+            check_steps(earlier, fences_of_run(run), fences_may_be_gone=fences_may_be_gone)
+        )
+        row.violations.extend(f"run {run} (before the rerun): {v}" for v in earlier.violations)
+    row.violations.extend(
+        f"effects of run {run}, which the order never reached (it is on run {current}): {dict(counted)}"
+        for run, counted in sorted(runs.items())
+        if run > current and +counted
+    )
+    return row

@@ -139,10 +139,14 @@ def fences_by_token(items: Iterable[Mapping[str, Any]]) -> dict[str, dict[str, s
     return out
 
 
-def fences_of(order: Mapping[str, Any], fences: Mapping[str, dict[str, str]]) -> dict[str, str]:
-    """The fences of the order's current run (its token; the stage is the token's first segment)."""
+def fences_of(
+    order: Mapping[str, Any], fences: Mapping[str, dict[str, str]], run: int | None = None
+) -> dict[str, str]:
+    """The fences of one run of the order (its current run unless `run` says; found by the run's
+    token, whose first segment is the stage)."""
+    wanted = int(order.get("run", 1)) if run is None else run
     for token, by_step in fences.items():
         stage = token.split(".", 1)[0]
-        if token == execution_token(stage=stage, business_id=order["order_id"], run=int(order.get("run", 1))):
+        if token == execution_token(stage=stage, business_id=order["order_id"], run=wanted):
             return by_step
     return {}

@@ -60,3 +60,19 @@ def test_the_sweeper_resends_an_order_stranded_past_the_bound_and_leaves_a_young
         report = check(cloud.stores())
         assert report.ok, report.to_text()
         assert [report.row(o).charges for o in (old, young)] == [1, 1]
+
+
+def test_a_sweep_that_dies_is_retried_as_lambda_retries_an_asynchronous_invocation(assembly):
+    # Given a stranded order, and a sweeper that dies after its Scan twice
+    plan = CrashPlan.parse("before:SQS.SendMessage@api=1,after:DynamoDB.Scan@sweep-accepted=2", mode="raise")
+    with running_cloud(assembly, crash_plan=plan) as cloud:
+        sweeper = cloud.function("SweepAccepted")
+        bound = int(cloud.functions[sweeper].environment["STRANDED_AFTER_SECONDS"])
+        order_id = _crash_before_the_enqueue(cloud, "stranded-sweeper-dies")
+        # When the clock passes the bound: EventBridge invokes the sweeper asynchronously
+        cloud.advance(bound + 300)
+        # Then Lambda retries each error (3 attempts of the one tick), and the third re-sends it
+        sweeps = [i.error_type for i in cloud.invocations if i.function == sweeper]
+        assert sweeps[-3:] == ["Runtime.ExitError", "Runtime.ExitError", None]
+        cloud.settle()
+        assert check(cloud.stores()).row(order_id).status == "COMPLETED"
