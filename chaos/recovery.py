@@ -8,6 +8,7 @@ from __future__ import annotations
 import json
 from collections import Counter
 from dataclasses import dataclass
+from typing import Any
 
 from ops.redrive import REDRIVABLE_STATUSES, Method, redrive_dlq, redrive_failed_executions
 from orders.errors import RerunRefused
@@ -34,7 +35,7 @@ class Recovery:
     stops: int = 0
     stray_runs: int = 0
     reruns: int = 0  # `make rerun` started run N+1 of a FAILED order
-    refused_reruns: int = 0  # `make rerun` of an order that was not FAILED: the tool refuses
+    refused_reruns: int = 0  # `make rerun` of a RUNNING or finished order: the tool refuses
 
     def add(self, other: Recovery) -> None:
         for name, value in vars(other).items():
@@ -109,29 +110,37 @@ class RecoveringCloud(InProcessCloud):
         return moved
 
     def rerun_order(self, order_id: str) -> None:
-        """An operator's `make rerun` of the order (`ops.rerun`): run N+1 when its run N ended FAILED;
-        for any other order the tool refuses, which is counted, not a fault."""
+        """An operator's `make rerun` of the order (`ops.rerun`), once the platform has come to rest
+        by itself (the operator reruns an order seen FAILED): run N+1 when its run N ended FAILED
+        (counted in `reruns`); an ACCEPTED order's message is sent again; any other order the tool
+        refuses, which is counted, not a fault. What run N left behind (a message in a DLQ, a failed
+        execution) can still come back after it: later actions redrive, restart and deliver."""
+        self.rest()
+        before = self._order_item(order_id)
         try:
-            self.rerun(order_id)
+            order = self.rerun(order_id)
         except RerunRefused:
             self.recovery.refused_reruns += 1
-        else:
+            return
+        if before is not None and order.run > int(before["run"]["N"]):
             self.recovery.reruns += 1
 
     def send_next_run(self, order_id: str) -> None:
         """A message for the order's next run (`{"order_id", "run", "idempotency_key"}`) that no
         operator decided on: an old tool, a replayed export. Only `make rerun` may start a run."""
-        item = self.dynamodb.get_item(
-            TableName=self.outputs["OrdersTableName"],
-            Key=order_key(order_id),
-            ConsistentRead=True,
-        ).get("Item")
+        item = self._order_item(order_id)
         if item is None:
             return
         run, key = int(item["run"]["N"]) + 1, item["idempotency_key"]["S"]
         message = {"order_id": order_id, "run": run, "idempotency_key": key}
         self.sqs.send_message(QueueUrl=self.outputs["OrdersQueueUrl"], MessageBody=json.dumps(message))
         self.recovery.stray_runs += 1
+
+    def _order_item(self, order_id: str) -> dict[str, Any] | None:
+        item: dict[str, Any] | None = self.dynamodb.get_item(
+            TableName=self.outputs["OrdersTableName"], Key=order_key(order_id), ConsistentRead=True
+        ).get("Item")
+        return item
 
     # --- Step Functions -------------------------------------------------------------------------
     def step_lease_seconds(self) -> int:
