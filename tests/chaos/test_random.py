@@ -43,3 +43,44 @@ def test_a_storm_of_faults_on_one_order_keeps_every_invariant(assembly):
     assert result.violations == []
     assert len(result.fired) == 3
     assert result.recovery.duplicate_deliveries >= 8
+
+
+def test_a_rerun_after_a_declined_run_and_the_first_runs_leftovers_keep_every_invariant(assembly):
+    # Given a declined order whose run 1 crashed after its charge, an operator's rerun (run 2),
+    # then run 1 coming back: a restart of its execution under the same token, a stray message
+    # for a run nobody started, a DLQ redrive and 16 days passing
+    schedule = Schedule(
+        orders=("declined",),
+        crashes=(PointHit.parse("charge-payment:fence:after-effect:ChargePayment#1"),),
+        actions=(
+            Action("rerun"),
+            Action("restart"),
+            Action("stray-run"),
+            Action("rerun"),
+            Action("dlq-redrive"),
+            Action("time-travel", days=16),
+            Action("redrive"),
+        ),
+    )
+    # When it runs to rest
+    result = run_schedule(assembly, schedule)
+    # Then both runs started, each judged on its own effects, and nothing is violated
+    assert result.violations == []
+    assert result.recovery.reruns == 2
+    assert result.recovery.stray_runs == 1
+
+
+def test_a_sweep_that_dies_does_not_strand_an_order(assembly):
+    # Given the API dies after writing the order, its client gives up, and the sweep times out
+    # (found by the random search once the schedule's rest ticked only once)
+    schedule = Schedule(
+        orders=("completed",),
+        crashes=(PointHit.parse("api:after:DynamoDB.PutItem#2"),),
+        timeouts=(PointHit.parse("sweep-accepted:after:DynamoDB.Scan#1"),),
+        gives_up=(0,),
+        actions=(Action("wait"),),
+    )
+    # Then Lambda's retry of the scheduled invocation (or the next tick) re-sends it, and it completes
+    result = run_schedule(assembly, schedule)
+    assert result.violations == []
+    assert len(result.fired) == 2
