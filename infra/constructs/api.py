@@ -8,13 +8,12 @@ import json
 from pathlib import Path
 from typing import Any, cast
 
-from aws_cdk import RemovalPolicy
 from aws_cdk import aws_apigateway as apigw
 from aws_cdk import aws_lambda as lambda_
-from aws_cdk import aws_logs as logs
 from constructs import Construct
 
 from infra.config import ApiAuth, ApiThrottle
+from infra.constructs.log_group import log_group
 from infra.nag import acknowledge
 
 # The published OpenAPI description (written by `make openapi` from the contract models in
@@ -68,12 +67,8 @@ class OrdersApi(Construct):
         retain_logs: bool,
     ) -> None:
         super().__init__(scope, construct_id)
-        self.access_logs = logs.LogGroup(
-            self,
-            "AccessLogs",
-            log_group_name=f"/aws/apigateway/{api_name}/access",
-            retention=logs.RetentionDays.ONE_MONTH,
-            removal_policy=RemovalPolicy.RETAIN if retain_logs else RemovalPolicy.DESTROY,
+        self.access_logs = log_group(
+            self, "AccessLogs", name=f"/aws/apigateway/{api_name}/access", retain=retain_logs
         )
         authorization = apigw.AuthorizationType.IAM if auth is ApiAuth.IAM else apigw.AuthorizationType.NONE
         self.api = apigw.RestApi(

@@ -4,13 +4,13 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 
-from aws_cdk import Duration, RemovalPolicy
+from aws_cdk import Duration
 from aws_cdk import aws_cloudwatch as cloudwatch
 from aws_cdk import aws_iam as iam
 from aws_cdk import aws_lambda as lambda_
-from aws_cdk import aws_logs as logs
 from constructs import Construct
 
+from infra.constructs.log_group import log_group
 from infra.nag import acknowledge
 from infra.sizing import FunctionSizing
 
@@ -24,7 +24,6 @@ ARCHITECTURE = lambda_.Architecture.ARM_64
 # template with that parameter overridden (`ops.deploy`, LocalStack) or answer the name themselves
 # (the local cloud), so there is one template per stage whatever the target.
 POWERTOOLS_LAYER_PARAMETER = "/aws/service/powertools/python/arm64/python3.14/latest"
-LOG_RETENTION = logs.RetentionDays.ONE_MONTH
 # Lambda's own log level names (the application log level filter of JSON logging).
 _LAMBDA_LOG_LEVEL = {
     "DEBUG": lambda_.ApplicationLogLevel.DEBUG,
@@ -53,13 +52,7 @@ class ServiceFunction(Construct):
         reserved_concurrency: int | None = None,
     ) -> None:
         super().__init__(scope, construct_id)
-        self.log_group = logs.LogGroup(
-            self,
-            "Logs",
-            log_group_name=f"/aws/lambda/{function_name}",
-            retention=LOG_RETENTION,
-            removal_policy=RemovalPolicy.RETAIN if retain_logs else RemovalPolicy.DESTROY,
-        )
+        self.log_group = log_group(self, "Logs", name=f"/aws/lambda/{function_name}", retain=retain_logs)
         # A role of our own instead of the default one, which carries the managed
         # AWSLambdaBasicExecutionRole (logs:* on every log group in the account).
         self.role = iam.Role(

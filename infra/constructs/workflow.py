@@ -12,14 +12,14 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 
-from aws_cdk import CfnElement, Duration, RemovalPolicy, Stack
+from aws_cdk import CfnElement, Duration, Stack
 from aws_cdk import aws_cloudwatch as cloudwatch
 from aws_cdk import aws_lambda as lambda_
-from aws_cdk import aws_logs as logs
 from aws_cdk import aws_stepfunctions as sfn
 from aws_cdk import aws_stepfunctions_tasks as tasks
 from constructs import Construct
 
+from infra.constructs.log_group import log_group
 from infra.nag import acknowledge
 
 # Transient failures only: the Lambda service, the runtime dying, an unavailable store. Business
@@ -118,12 +118,8 @@ class FencedWorkflow(Construct):
                 task.add_catch(states[target], errors=list(errors), result_path="$.error")
             task.next(states[step.next] if step.next else done)
 
-        self.log_group = logs.LogGroup(
-            self,
-            "Logs",
-            log_group_name=f"/aws/vendedlogs/states/{state_machine_name}",
-            retention=logs.RetentionDays.ONE_MONTH,
-            removal_policy=RemovalPolicy.RETAIN if retain_logs else RemovalPolicy.DESTROY,
+        self.log_group = log_group(
+            self, "Logs", name=f"/aws/vendedlogs/states/{state_machine_name}", retain=retain_logs
         )
         self.state_machine = sfn.StateMachine(
             self,
