@@ -97,6 +97,7 @@ class Report:
     pairs: list[PairResult] = field(default_factory=list)
     control: Section = field(default_factory=Section)
     exercised: set[str] = field(default_factory=set)
+    errored: set[str] = field(default_factory=set)  # AWS calls answered with an injected error
     wall_seconds: float = 0.0
 
     def add_pair(self, pair: PairResult, *, zombie: bool) -> None:
@@ -109,7 +110,12 @@ class Report:
             for hit in hits:
                 points.setdefault(hit.function, set()).add(hit.label)
         per_function = {
-            function: {"points": len(labels), "exercised": len(labels & self.exercised)}
+            function: {
+                "points": len(labels),
+                "exercised": len(labels & self.exercised),
+                "calls": len(_calls(labels)),
+                "errored": len(_calls(labels) & self.errored),
+            }
             for function, labels in sorted(points.items())
         }
         every = set().union(*points.values()) if points else set()
@@ -118,6 +124,9 @@ class Report:
             "points": len(every),
             "exercised": len(every & self.exercised),
             "missing": sorted(every - self.exercised)[:MAX_LISTED],
+            "calls": len(_calls(every)),
+            "errored": len(_calls(every) & self.errored),
+            "calls_never_errored": sorted(_calls(every) - self.errored)[:MAX_LISTED],
             "per_function": per_function,
         }
 
@@ -260,12 +269,19 @@ def markdown(data: dict[str, Any]) -> str:
     lines += [
         "",
         f"Crash points: {points['exercised']} of {points['points']} exercised (a crash injected there at "
-        f"least once) across {points['functions']} functions.",
+        f"least once) across {points['functions']} functions. Error responses: {points['errored']} of "
+        f"{points['calls']} AWS calls (the crash points before or after a call) answered at least once "
+        "with an injected error by the random schedules"
+        + (f"; never: {', '.join(points['calls_never_errored'])}" if points["calls_never_errored"] else "")
+        + ".",
         "",
     ]
     lines += _rows(
-        ("function", "crash points", "exercised"),
-        [(f, p["points"], p["exercised"]) for f, p in points["per_function"].items()],
+        ("function", "crash points", "exercised", "AWS calls", "error injected"),
+        [
+            (f, *(p[k] for k in ("points", "exercised", "calls", "errored")))
+            for f, p in points["per_function"].items()
+        ],
     )
     lines += ["", f"## Interleavings ({data['interleavings']['total']} in all)", ""]
     lines += _rows(
@@ -297,3 +313,9 @@ def markdown(data: dict[str, Any]) -> str:
         lines += ["", "## Violations in the real run", ""]
         lines += [f"- {_short(v)}" for v in real[:MAX_LISTED]]
     return "\n".join(lines) + "\n"
+
+
+def _calls(labels: set[str]) -> set[str]:
+    """The crash points at an AWS call (`function:before:Service.Operation#n`, or `after:`), where an
+    error response can be injected; the others sit between an external effect and its record."""
+    return {label for label in labels if label.split(":", 2)[1] in ("before", "after")}

@@ -170,6 +170,7 @@ def main(argv: list[str] | None = None) -> int:
                 section.add(result)
                 if not job.kind.startswith("control"):
                     report.exercised.update(result.fired)
+                    report.errored.update(result.errored)
             if pair_result is not None:
                 if job.kind == "control-pair":
                     report.control.add_pair(pair_result)

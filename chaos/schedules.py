@@ -285,6 +285,7 @@ def run_schedule(
         faults=schedule.faults(),
         fired=[h.label for h in controller.fired],
         violations=judged.violations,
+        errored=[h.label for h, _ in controller.failed],
         recovery=recovery,
         points={h.label for h in controller.reached},
         simulated_seconds=simulated,

@@ -62,3 +62,14 @@ def test_violations_are_classified_by_the_effect_repeated():
     assert classify("o-1: RUNNING: neither completed, compensated, nor in a DLQ with a reason") == (
         "order not finished"
     )
+
+
+def test_the_report_says_which_aws_calls_an_error_response_was_injected_at():
+    # Given two points at one AWS call, one of them answered with an injected error by a schedule
+    report = Report(command="make chaos", seed=1, catalogue=POINTS)
+    report.errored.add(POINTS["completed"][1].label)
+    # Then the report counts the calls and names the one never errored
+    points = report.crash_points()
+    assert (points["calls"], points["errored"]) == (2, 1)
+    assert points["calls_never_errored"] == [POINTS["completed"][0].label]
+    assert points["per_function"]["api"] == {"points": 2, "exercised": 0, "calls": 2, "errored": 1}
