@@ -42,11 +42,39 @@ class PointHit:
     def label(self) -> str:
         return f"{self.function}:{self.point}#{self.occurrence}"
 
+    @property
+    def at_call(self) -> bool:
+        """Before or after an AWS call, where an error response can be injected (the others sit
+        between an external effect and its record)."""
+        return self.point.startswith(("before:", "after:"))
+
     @classmethod
     def parse(cls, label: str) -> PointHit:
         function, _, rest = label.partition(":")
         point, _, occurrence = rest.rpartition("#")
         return cls(function, point, int(occurrence))
+
+
+# The transient errors each service answers with (what botocore raises once its own retries give
+# up), plus transport failures; injected at `before:` (nothing happened) or `after:` (it happened,
+# the response was lost) points of the catalogue.
+TRANSIENT_ERRORS: dict[str, tuple[str, ...]] = {
+    "DynamoDB": (
+        "ThrottlingException",
+        "ProvisionedThroughputExceededException",
+        "InternalServerError",
+        "TransactionConflictException",
+        "ReadTimeout",
+    ),
+    "SQS": ("InternalError", "ServiceUnavailable", "RequestThrottled", "ReadTimeout"),
+    "SFN": ("ThrottlingException", "ServiceUnavailable", "InternalFailure", "ConnectTimeout"),
+}
+
+
+def errors_at(hit: PointHit) -> tuple[str, ...]:
+    """The transient errors the service of `hit`'s call answers with."""
+    service = hit.point.split(":", 1)[1].split(".", 1)[0] if ":" in hit.point else ""
+    return TRANSIENT_ERRORS.get(service, ("InternalFailure",))
 
 
 @dataclass

@@ -316,6 +316,5 @@ def markdown(data: dict[str, Any]) -> str:
 
 
 def _calls(labels: set[str]) -> set[str]:
-    """The crash points at an AWS call (`function:before:Service.Operation#n`, or `after:`), where an
-    error response can be injected; the others sit between an external effect and its record."""
-    return {label for label in labels if label.split(":", 2)[1] in ("before", "after")}
+    """The crash points at an AWS call, where an error response can be injected."""
+    return {label for label in labels if PointHit.parse(label).at_call}

@@ -28,7 +28,7 @@ recorded catalogue (any function, any point, any occurrence), then plays up to 1
   starts only through `make rerun` of a FAILED order);
 - `price-change` / `remove-sku`: the catalog changes between retries;
 
-with up to three injected error responses (each service's transient codes, `TRANSIENT_ERRORS`,
+with up to three injected error responses (each service's transient codes, `chaos.points.TRANSIENT_ERRORS`,
 before or after the call), at most one invocation that times out (Sandbox.Timedout) and at most
 one that an operator stops with its execution (StopExecution while it runs; it dies there),
 
@@ -49,7 +49,7 @@ from hypothesis import strategies as st
 
 from chaos.cloud import ChaosCloud, chaos_cloud
 from chaos.mutants import Mutant
-from chaos.points import CrashController, PointHit
+from chaos.points import CrashController, PointHit, errors_at
 from chaos.scenarios import KINDS, PlacedOrder, place, verdict
 from chaos.single import ScheduleResult
 from orders.items import catalog_key
@@ -83,26 +83,7 @@ class Action:
         return said.get(self.kind, self.kind)
 
 
-# The transient errors each service answers with (what botocore raises once its own retries give
-# up), plus transport failures; injected at `before:` (nothing happened) or `after:` (it happened,
-# the response was lost) points of the catalogue.
-TRANSIENT_ERRORS: dict[str, tuple[str, ...]] = {
-    "DynamoDB": (
-        "ThrottlingException",
-        "ProvisionedThroughputExceededException",
-        "InternalServerError",
-        "TransactionConflictException",
-        "ReadTimeout",
-    ),
-    "SQS": ("InternalError", "ServiceUnavailable", "RequestThrottled", "ReadTimeout"),
-    "SFN": ("ThrottlingException", "ServiceUnavailable", "InternalFailure", "ConnectTimeout"),
-}
 DAY = 86_400
-
-
-def _errors_at(hit: PointHit) -> tuple[str, ...]:
-    service = hit.point.split(":", 1)[1].split(".", 1)[0] if ":" in hit.point else ""
-    return TRANSIENT_ERRORS.get(service, ("InternalFailure",))
 
 
 @dataclass(frozen=True)
@@ -173,9 +154,9 @@ def schedules(catalogue: Sequence[PointHit], queues: Sequence[str]) -> st.Search
     # Time is what issue 12 is about: half the actions let days pass.
     actions = st.one_of(actions, st.builds(Action, kind=st.just("time-travel"), days=st.integers(1, 15)))
     points = _points(catalogue)
-    calls = [hit for hit in catalogue if hit.point.startswith(("before:", "after:"))]
+    calls = [hit for hit in catalogue if hit.at_call]
     errors = st.sampled_from(calls).flatmap(
-        lambda hit: st.tuples(st.just(hit), st.sampled_from(_errors_at(hit)))
+        lambda hit: st.tuples(st.just(hit), st.sampled_from(errors_at(hit)))
     )
     return st.builds(
         Schedule,

@@ -1,4 +1,6 @@
-"""Exhaustive single faults: one crash at each crash point of each function, then recovery.
+"""Exhaustive single faults: one crash at each crash point of each function, and one error response
+at each AWS call (each service's transient codes in turn, `chaos.points.TRANSIENT_ERRORS`), then
+recovery.
 
 The catalogue comes from a *recording run* per order kind: the same schedule with nothing armed,
 every point reached recorded as (function, point, occurrence). Each catalogue entry is then a
@@ -10,12 +12,12 @@ redrive what is left failed; then judge with `chaos.scenarios.verdict`.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
 from chaos.cloud import chaos_cloud
-from chaos.points import CrashController, PointHit
+from chaos.points import CrashController, PointHit, errors_at
 from chaos.recovery import Recovery
 from chaos.scenarios import KINDS, run_orders
 from simulator.world import reusing
@@ -58,24 +60,45 @@ def catalogue(
         return {kind: record(assembly, kind, control=control) for kind in kinds}
 
 
-def run_single(assembly: Path, kind: str, hit: PointHit, *, control: bool = False) -> ScheduleResult:
+def run_single(
+    assembly: Path, kind: str, hit: PointHit, *, error: str | None = None, control: bool = False
+) -> ScheduleResult:
+    """One `kind` order with a crash at `hit` (or, with `error`, that AWS error response there)."""
     controller = CrashController()
-    controller.arm([hit])
+    if error is None:
+        controller.arm([hit])
+    else:
+        controller.arm_errors([(hit, error)])
     with chaos_cloud(assembly, controller=controller, control=control) as cloud:
         verdict = run_orders(cloud, [kind], prefix="single")
         recovery = cloud.recovery
     violations = list(verdict.violations)
-    if not controller.fired:
+    if not (controller.fired or controller.failed):
         violations.append(f"harness: {hit.label} was never reached, so nothing was tested")
+    fault = f"crash {hit.label}" if error is None else f"error {error} at {hit.label}"
     return ScheduleResult(
         category="single",
-        name=f"{kind} / {hit.label}",
-        faults=[f"crash {hit.label}"],
+        name=f"{kind} / {fault}",
+        faults=[fault],
         fired=[h.label for h in controller.fired],
         violations=violations,
         recovery=recovery,
         points={h.label for h in controller.reached},
+        errored=[h.label for h, _ in controller.failed],
     )
+
+
+def faults_at(hits: Sequence[PointHit], *, control: bool) -> list[tuple[PointHit, str | None]]:
+    """Each hit's crash, and at each AWS call an error response too (the service's transient codes
+    taken in turn along the hits, so every code is drawn; not in the control, which only shows
+    what the guards prevent)."""
+    faults: list[tuple[PointHit, str | None]] = []
+    for index, hit in enumerate(hits):
+        faults.append((hit, None))
+        if hit.at_call and not control:
+            codes = errors_at(hit)
+            faults.append((hit, codes[index % len(codes)]))
+    return faults
 
 
 def run_all(
@@ -89,10 +112,8 @@ def run_all(
     results = []
     with reusing():  # one moto world for all the schedules, reset between them
         for kind, hits in points.items():
-            for hit in hits:
-                if not select(kind, hit):
-                    continue
-                result = run_single(assembly, kind, hit, control=control)
+            for hit, error in faults_at([hit for hit in hits if select(kind, hit)], control=control):
+                result = run_single(assembly, kind, hit, error=error, control=control)
                 results.append(result)
                 if progress is not None:
                     progress(result)
