@@ -227,10 +227,11 @@ def markdown(data: dict[str, Any]) -> str:
         "## Schedules",
         "",
         "- **single faults**: one crash at each crash point of each function (before and after every AWS "
-        "call, and between each external effect and its record), for each order kind (completed, "
-        "declined, out-of-stock), then the platform's recovery (client retry with the same key, SQS "
-        "redelivery after the visibility timeout, the state machine's Retry on Runtime.ExitError) and an "
-        "operator redrive where the execution gave up;",
+        "call, and between each external effect and its record), and one error response at each AWS call "
+        "(its service's transient codes in turn), for each order kind (completed, declined, "
+        "out-of-stock), then the platform's recovery (client retry with the same key, SQS redelivery "
+        "after the visibility timeout, the state machine's Retry) and an operator redrive where the "
+        "execution gave up;",
         "- **random schedules**: hypothesis-drawn mixes of 1-3 orders, up to 3 crashes, up to 3 injected "
         "error responses (each service's transient codes, before or after the call), a Sandbox.Timedout, "
         "an operator's StopExecution while an invocation runs, up to 5 deliveries of one message, "
@@ -271,7 +272,7 @@ def markdown(data: dict[str, Any]) -> str:
         f"Crash points: {points['exercised']} of {points['points']} exercised (a crash injected there at "
         f"least once) across {points['functions']} functions. Error responses: {points['errored']} of "
         f"{points['calls']} AWS calls (the crash points before or after a call) answered at least once "
-        "with an injected error by the random schedules"
+        "with an injected error (single faults and random schedules)"
         + (f"; never: {', '.join(points['calls_never_errored'])}" if points["calls_never_errored"] else "")
         + ".",
         "",
