@@ -24,7 +24,7 @@ from botocore.exceptions import ClientError
 
 from orders.config import FunctionSettings
 from orders.runtime import Runtime
-from reliability import AtomicEffect, FenceStore, Outcome, StepId
+from reliability import AtomicEffect, FenceStore, Outcome, RecordOn, StepId
 from reliability.errors import BusinessError, EffectConditionFailed
 from reliability.http import HttpIdempotency, HttpResponse
 from reliability.keys import Key
@@ -33,7 +33,13 @@ from reliability.keys import Key
 class PassThroughFences(FenceStore):
     """A fence store that guards nothing: the effect and its writes happen on every call."""
 
-    def run_atomic(self, step: StepId, build: Callable[[], AtomicEffect]) -> Outcome:  # noqa: ARG002
+    def run_atomic(
+        self,
+        step: StepId,  # noqa: ARG002
+        build: Callable[[], AtomicEffect],
+        *,
+        record_on: RecordOn | None = None,  # noqa: ARG002 - no record anywhere
+    ) -> Outcome:
         effect = build()
         self._apply(effect)
         return Outcome(result=dict(effect.result), skipped=False, fencing_token=0)

@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING, Any
 if TYPE_CHECKING:
     from reliability.batch import ConsumerDedup, DeadLetters, PoisonMessage, parse_body, process_batch
     from reliability.crashpoints import CrashPlan, SimulatedCrash, active_plan, crash_point, instrument
-    from reliability.effects import AtomicEffect, ExternalEffect, Write
+    from reliability.effects import AtomicEffect, ExternalEffect, RecordOn, Write
     from reliability.errors import (
         BusinessError,
         EffectConditionFailed,
@@ -70,6 +70,7 @@ _SOURCES = {
     "StoreError": "errors",
     "Telemetry": "telemetry",
     "TransientError": "errors",
+    "RecordOn": "effects",
     "Write": "effects",
     "active_plan": "crashpoints",
     "canonical_json": "keys",
@@ -108,6 +109,7 @@ __all__ = [
     "Key",
     "Outcome",
     "PoisonMessage",
+    "RecordOn",
     "ReliabilityError",
     "ResultTooLarge",
     "RetryableError",

@@ -7,6 +7,12 @@ record (``run_atomic``, or a leased step's completion), or carry it themselves
 ``AtomicEffect.on_condition_failure``) is the answer (``cancellation_error``); when only
 ``optional`` writes fail theirs, the transaction is sent again without them (``dropped``).
 
+``RecordOn(table, key)``: where a step's record lives when a business item carries it (the one
+item its effect writes at that key, ``run_atomic(..., record_on=)``): its COMPLETED record is set
+on that item by the write to it (marked ``carries_record``; a Put becomes the Update that sets
+the same attributes), and a FAILED record is an item of its own at that key (so a replay's write
+to the item sees it), never in the fence table.
+
 ``ExternalEffect(act, reconcile=, key_lifetime_seconds=)``: ``act(key)`` with the idempotency key
 every attempt of the step shares; a takeover reconciles first (``FenceStore.run_leased``).
 """
@@ -44,13 +50,50 @@ class Write:
     (one item per step, keyed by it): the fence record's attributes are set on that item, under
     the record's own condition, instead of a record of its own in the fence table
     (``FenceStore.run_atomic``): one write instead of a transaction of two. Its own condition is
-    the record's (``attribute_not_exists(id)``); the effect's ``build()`` raises no BusinessError
-    (a FAILED answer is a record of its own in the fence table, which this write would not see)."""
+    the record's (``attribute_not_exists(id)``). Without ``RecordOn`` (a consumer's dedup), the
+    effect's ``build()`` raises no BusinessError (a FAILED answer is then a record of its own in
+    the fence table, which this write would not see); with it, the FAILED record is at the item's
+    key."""
 
     entry: dict[str, Any]
     on_condition_failed: BusinessError | None = None
     optional: bool = False
     carries_record: bool = False
+
+
+@dataclass(frozen=True)
+class RecordOn:
+    """The business item that carries a step's record: its table's name and its key (the
+    low-level client's shape, e.g. ``{"pk": {"S": ...}, "sk": {"S": ...}}``)."""
+
+    table: str
+    key: Mapping[str, Any]
+
+    def mark(self, writes: Sequence[Write]) -> list[Write]:
+        """``writes`` with the one that writes this item marked ``carries_record``; TypeError
+        unless exactly one does (the step's entry and its effect disagree) or another already
+        carries a record."""
+        if any(write.carries_record for write in writes):
+            raise TypeError("a step whose record is on a business item marks no write itself")
+        hits = [i for i, write in enumerate(writes) if self._writes_it(write.entry)]
+        if len(hits) != 1:
+            raise TypeError(
+                f"the effect writes the item {dict(self.key)} of {self.table} {len(hits)} times; "
+                "the item that carries the step's record must be written exactly once"
+            )
+        out = list(writes)
+        write = out[hits[0]]
+        if write.on_condition_failed is not None or write.optional:
+            raise TypeError("the write that carries the record has no BusinessError and is not optional")
+        out[hits[0]] = Write(write.entry, carries_record=True)
+        return out
+
+    def _writes_it(self, entry: Mapping[str, Any]) -> bool:
+        kind, body = next(iter(entry.items()))
+        if kind not in ("Put", "Update") or body.get("TableName") != self.table:
+            return False
+        found = body["Item"] if kind == "Put" else body.get("Key", {})
+        return {name: found.get(name) for name in self.key} == dict(self.key)
 
 
 @dataclass(frozen=True)

@@ -277,6 +277,31 @@ def update_entry(
     }
 
 
+def put_as_update(
+    put: Mapping[str, Any], key_names: Sequence[str], record: Mapping[str, Any]
+) -> dict[str, Any]:
+    """A ``Put`` of a business item as the ``Update`` that sets the same attributes (for
+    ``carried_entry``): an attribute the record also sets must hold the record's value (then the
+    record sets it); the Put's own condition may only be the item's absence, which the record's
+    condition stands for (the item is only ever written with its record)."""
+    item = put["Item"]
+    condition = put.get("ConditionExpression")
+    if condition is not None and condition not in {f"attribute_not_exists({name})" for name in key_names}:
+        raise TypeError(f"a Put that carries the record has no condition but the item's absence: {condition}")
+    fields = {name: value for name, value in item.items() if name not in key_names}
+    clash = [name for name in fields if name in record and fields[name] != record[name]]
+    if clash:
+        raise TypeError(f"the item's {clash} would be overwritten by its record's")
+    names = {f"#p{i}": name for i, name in enumerate(n for n in fields if n not in record)}
+    return {
+        "TableName": put["TableName"],
+        "Key": {name: item[name] for name in key_names},
+        "UpdateExpression": "SET " + ", ".join(f"{ph} = :{ph[1:]}" for ph in names) if names else "",
+        "ExpressionAttributeNames": names,
+        "ExpressionAttributeValues": {f":{ph[1:]}": fields[name] for ph, name in names.items()},
+    }
+
+
 def carried_entry(update: Mapping[str, Any], record: Mapping[str, Any]) -> dict[str, Any]:
     """A business item's ``Update`` that also sets the terminal ``record`` attributes (``id``
     included) on that item, only where no record is on it yet (ALL_OLD otherwise): the record
@@ -285,7 +310,7 @@ def carried_entry(update: Mapping[str, Any], record: Mapping[str, Any]) -> dict[
     names = {("#id" if name == "id" else f"#c{i}"): name for i, name in enumerate(record)}
     sets = ", ".join(f"{placeholder} = :{placeholder[1:]}" for placeholder in names)
     text = str(update["UpdateExpression"]).strip()
-    text = f"SET {sets}, {text[4:]}" if text.upper().startswith("SET ") else f"SET {sets} {text}"
+    text = f"SET {sets}, {text[4:]}" if text.upper().startswith("SET ") else f"SET {sets} {text}".rstrip()
     if "ConditionExpression" in update:
         raise TypeError("a write that carries the record has no condition but the record's")
     return {

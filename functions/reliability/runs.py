@@ -20,7 +20,10 @@ so losing costs no second read. The record is ``reliability.record``; the primit
     write's own condition fails, its ``BusinessError`` is recorded as FAILED and raised. When one
     write ``carries_record`` (the Update of the one item per step the effect writes), the record is
     set on that item instead (``reliability.record.carried_entry``): one UpdateItem alone, or the
-    head of the effect's transaction; no record in the fence table.
+    head of the effect's transaction; no record in the fence table. ``record_on`` (``RecordOn``)
+    names that item for a step: the write to it carries the record, and a FAILED record is an
+    item of its own at its key (a replay's write to the item is refused by it), so every record
+    of the step is where its effect is.
 
 ``run_leased(step, attempt_id=..., lease_seconds=..., effect=...)``
     For external effects. claim (one conditional UpdateItem, ALL_NEW / ALL_OLD) -> effect(key)
@@ -41,8 +44,15 @@ from collections.abc import Callable, Mapping
 from typing import Any
 
 from reliability.crashpoints import crash_point
-from reliability.effects import AtomicEffect, ExternalEffect, Write, cancellation_error
-from reliability.errors import BusinessError, ExternalKeyExpired, FenceBusy, ReliabilityError, StaleFence
+from reliability.effects import AtomicEffect, ExternalEffect, RecordOn, Write, cancellation_error
+from reliability.errors import (
+    BusinessError,
+    ExternalKeyExpired,
+    FenceBusy,
+    ReliabilityError,
+    StaleFence,
+    StoreError,
+)
 from reliability.record import (
     CLAIM_REFUSED,
     Claim,
@@ -57,6 +67,7 @@ from reliability.record import (
     encode_result,
     error_attributes,
     meta_attributes,
+    put_as_update,
 )
 from reliability.store import FenceRecords
 from reliability.telemetry import Decision
@@ -68,8 +79,11 @@ class FenceStore(FenceRecords):
     """The fence table's primitives (``FenceRecords``) and the two ways to run a step on them."""
 
     # --------------------------------------------------------------- atomic
-    def run_atomic(self, step: StepId, build: Callable[[], AtomicEffect]) -> Outcome:
-        """Effect writes + COMPLETED record in ONE TransactWriteItems; a replay costs one round trip."""
+    def run_atomic(
+        self, step: StepId, build: Callable[[], AtomicEffect], *, record_on: RecordOn | None = None
+    ) -> Outcome:
+        """Effect writes + COMPLETED record in ONE TransactWriteItems; a replay costs one round trip.
+        ``record_on``: the business item its effect writes carries the record (module doc)."""
         fence = self.fence(step)
         try:
             effect = build()
@@ -77,15 +91,17 @@ class FenceStore(FenceRecords):
             # build() decided from state it read (e.g. stock). On a replay that state may already
             # include this step's own effect, so the fence answers first: one conditional put of
             # FAILED that yields to any stored record (ALL_OLD).
-            return self._put_failed(fence, refused)
+            return self._put_failed(fence, refused, record_on)
         if not isinstance(effect, AtomicEffect):
             raise TypeError("build() must return an AtomicEffect")
         writes = effect.normalized()
+        if record_on is not None:
+            writes = record_on.mark(writes)
         text = encode_result(effect.result, self._max_result)
         completed = {"state": {"S": FenceState.COMPLETED.value}, "result": {"S": text}}
         carriers = [w for w in writes if w.carries_record]
         if carriers:
-            response, writes = self._commit_carried(fence, completed, carriers, writes)
+            response, writes = self._commit_carried(fence, completed, carriers, writes, record_on)
         else:
             response, writes = self._transact({"Put": self._put(fence, completed)}, writes)
         if isinstance(response, Refused):
@@ -93,22 +109,31 @@ class FenceStore(FenceRecords):
                 return self._answer(fence, response)
             failure = cancellation_error(writes, response.reasons)
             if isinstance(failure, BusinessError):
-                return self._put_failed(fence, failure)
+                return self._put_failed(fence, failure, record_on)
             raise failure from response.error
         self._log(Decision.FENCE_COMPLETED, fence, mode="atomic")
         return Outcome(result=json.loads(text), skipped=False, fencing_token=0)
 
     def _commit_carried(
-        self, fence: Fence, completed: Mapping[str, Any], carriers: list[Write], writes: list[Write]
+        self,
+        fence: Fence,
+        completed: Mapping[str, Any],
+        carriers: list[Write],
+        writes: list[Write],
+        record_on: RecordOn | None,
     ) -> tuple[dict[str, Any] | Refused, list[Write]]:
         """The COMPLETED record set on the item its one carrier write updates (``carried_entry``):
-        one UpdateItem when that is the only write, else the head of the effect's transaction."""
-        if len(carriers) != 1 or "Update" not in carriers[0].entry:
-            raise TypeError("at most one write carries the record, and it must be an Update")
-        meta = meta_attributes(fence, self._clock(), self._ttl)
-        meta.pop("expiration")
-        record = {"id": {"S": fence.key.value}, "fencing_token": {"N": "0"}, **completed, **meta}
-        head = carried_entry(carriers[0].entry["Update"], record)
+        one UpdateItem when that is the only write, else the head of the effect's transaction. A
+        Put carries it as the Update that writes the same item (keyed as ``record_on`` says)."""
+        entry = carriers[0].entry
+        record = self._carried_record(fence, completed)
+        if len(carriers) == 1 and "Update" in entry:
+            update = entry["Update"]
+        elif len(carriers) == 1 and "Put" in entry and record_on is not None:
+            update = put_as_update(entry["Put"], list(record_on.key), record)
+        else:
+            raise TypeError("at most one write carries the record: an Update, or the Put of a RecordOn item")
+        head = carried_entry(update, record)
         rest = [w for w in writes if not w.carries_record]
         if not rest:
             return self._send("update_item", **head), rest
@@ -130,10 +155,22 @@ class FenceStore(FenceRecords):
             "ReturnValuesOnConditionCheckFailure": "ALL_OLD",
         }
 
-    def _put_failed(self, fence: Fence, failure: BusinessError) -> Outcome:
-        """ABSENT -> FAILED (a second round trip, on the business-failure path only), then raise."""
+    def _carried_record(self, fence: Fence, attributes: Mapping[str, Any]) -> dict[str, Any]:
+        """A terminal record's attributes on a business item: no ``expiration`` (it lives as long
+        as the item; a business table has no TTL)."""
+        meta = meta_attributes(fence, self._clock(), self._ttl)
+        meta.pop("expiration")
+        return {"id": {"S": fence.key.value}, "fencing_token": {"N": "0"}, **attributes, **meta}
+
+    def _put_failed(self, fence: Fence, failure: BusinessError, record_on: RecordOn | None = None) -> Outcome:
+        """ABSENT -> FAILED (a second round trip, on the business-failure path only), then raise.
+        With ``record_on`` the FAILED record is an item of its own at that item's key."""
         attributes = {"state": {"S": FenceState.FAILED.value}, **error_attributes(failure)}
-        response = self._send("put_item", **self._put(fence, attributes))
+        put = self._put(fence, attributes)
+        if record_on is not None:
+            put["TableName"] = record_on.table
+            put["Item"] = {**record_on.key, **self._carried_record(fence, attributes)}
+        response = self._send("put_item", **put)
         if isinstance(response, Refused):
             return self._answer(fence, response)  # another attempt recorded first: its answer
         self._log(Decision.FENCE_FAILED, fence, error_type=type(failure).__name__, mode="atomic")
@@ -143,6 +180,8 @@ class FenceStore(FenceRecords):
         """The stored record's answer to a refused atomic write: its result, its error, or busy."""
         if not refused.old:
             raise FenceBusy(f"fence {fence.key.value} refused the commit") from refused.error
+        if "state" not in refused.old:
+            raise StoreError(f"the item that carries {fence.key.value} exists without its record")
         record = FenceRecord.from_item(refused.old)
         if CLAIM_REFUSED[record.state] is Refusal.BUSY:
             self._log(Decision.FENCE_BUSY, fence, owner=record.owner, mode="atomic")

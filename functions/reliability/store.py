@@ -17,7 +17,7 @@ from typing import Any
 from botocore.exceptions import ClientError
 
 from reliability.crashpoints import CrashPlan
-from reliability.effects import AtomicEffect, Write, cancellation_error, dropped
+from reliability.effects import AtomicEffect, RecordOn, Write, cancellation_error, dropped
 from reliability.errors import (
     CONNECTION_ERRORS,
     BusinessError,
@@ -143,21 +143,32 @@ class FenceRecords:
         item = response.get("Item") if isinstance(response, dict) else None
         return FenceRecord.from_item(item) if item else None
 
-    def read_many(self, steps: Sequence[StepId]) -> dict[StepId, FenceRecord]:
+    def read_many(
+        self, steps: Sequence[StepId], *, record_on: Mapping[StepId, RecordOn] | None = None
+    ) -> dict[StepId, FenceRecord]:
         """Consistent reads of up to 100 records in one BatchGetItem (plus a retry of any keys
-        DynamoDB left unprocessed); steps without a record are absent from the answer."""
+        DynamoDB left unprocessed); steps without a record are absent from the answer. A step in
+        ``record_on`` is read from the business item that carries its record (same call)."""
+        carried = record_on or {}
         by_key = {self.fence(step).key.value: step for step in steps}
         if len(by_key) > MAX_BATCH_READ:
             raise ValueError(f"read_many reads at most {MAX_BATCH_READ} records, got {len(by_key)}")
+        pending: Any = {}
+        for value, step in by_key.items():
+            on = carried.get(step)
+            table, item_key = (on.table, dict(on.key)) if on else (self._table, {"id": {"S": value}})
+            pending.setdefault(table, {"Keys": [], "ConsistentRead": True})["Keys"].append(item_key)
         found: dict[StepId, FenceRecord] = {}
-        pending: Any = {self._table: {"Keys": [{"id": {"S": k}} for k in by_key], "ConsistentRead": True}}
         while pending:
             response = self._send("batch_get_item", RequestItems=pending)
             if not isinstance(response, dict):
                 raise store_error(response.error) from response.error
-            for item in response.get("Responses", {}).get(self._table, []):
-                record = FenceRecord.from_item(item)
-                found[by_key[record.key]] = record
+            for items in response.get("Responses", {}).values():
+                for item in items:
+                    if "state" not in item or item.get("id", {}).get("S") not in by_key:
+                        continue  # a business item without a record (yet)
+                    record = FenceRecord.from_item(item)
+                    found[by_key[record.key]] = record
             pending = response.get("UnprocessedKeys")
         return found
 

@@ -7,8 +7,8 @@ from typing import Any
 
 import pytest
 
-from reliability import AtomicEffect, FenceStore, StepId, Write
-from tests.unit.reliability.helpers import LEDGER, CallCounter, counter_add, counter_value
+from reliability import AtomicEffect, BusinessError, FenceStore, RecordOn, StepId, Write
+from tests.unit.reliability.helpers import INVENTORY, LEDGER, CallCounter, counter_add, counter_value
 
 STEP = StepId(token="OrderCompleted#dev#r1#v:o-1", step="notify")
 ITEM = {"pk": {"S": "order#o-1"}, "sk": {"S": "notification#1"}}
@@ -106,3 +106,126 @@ def test_a_leased_completion_carries_no_record(fences: FenceStore) -> None:
     with pytest.raises(TypeError):
         fences.run_leased(STEP, attempt_id="a-1", lease_seconds=5, effect=effect)
     assert fences.read(STEP) is not None
+
+
+# --- a step's record on the item its effect writes (RecordOn) -----------------------------------
+
+STEP_ON = StepId(token="dev.o-1.r1", step="ReserveInventory")
+RESERVED = {"pk": {"S": "order#o-1"}, "sk": {"S": "reservation#dev.o-1.r1"}}
+ON = RecordOn(INVENTORY, RESERVED)
+
+
+def reservation_put() -> Write:
+    """The item the step writes once per run, as the adapter writes it: a Put of a new item."""
+    return Write(
+        entry={
+            "Put": {
+                "TableName": INVENTORY,
+                "Item": {**RESERVED, "kind": {"S": "reservation"}, "token": {"S": STEP_ON.token}},
+                "ConditionExpression": "attribute_not_exists(pk)",
+            }
+        }
+    )
+
+
+def take_stock(limit: int) -> Write:
+    """A write whose condition is business: the stock must suffice (OutOfStock otherwise)."""
+    return Write(
+        entry={
+            "Update": {
+                "TableName": LEDGER,
+                "Key": {"pk": {"S": "COUNTER#stock"}, "sk": {"S": "COUNTER"}},
+                "UpdateExpression": "ADD applied :one",
+                "ConditionExpression": "attribute_not_exists(applied) OR applied < :limit",
+                "ExpressionAttributeValues": {":one": {"N": "1"}, ":limit": {"N": str(limit)}},
+            }
+        },
+        on_condition_failed=BusinessError("out of stock"),
+    )
+
+
+def stored(ddb: Any) -> dict[str, Any] | None:
+    found: dict[str, Any] | None = ddb.get_item(TableName=INVENTORY, Key=RESERVED, ConsistentRead=True).get(
+        "Item"
+    )
+    return found
+
+
+def test_a_record_on_the_written_item_carries_completed_and_replays(fences: FenceStore, ddb: Any) -> None:
+    # Given a step whose record is on the item its effect Puts, beside another write
+    def build() -> AtomicEffect:
+        return AtomicEffect({"reserved": 1}, [take_stock(10), reservation_put()])
+
+    calls = CallCounter(ddb)
+    # When it runs, and again
+    first = fences.run_atomic(STEP_ON, build, record_on=ON)
+    replay = fences.run_atomic(STEP_ON, build, record_on=ON)
+    # Then one transaction each, the item holds its own attributes and the COMPLETED record (no
+    # TTL), the fence table nothing, and the replay applied nothing
+    assert calls.take() == ["TransactWriteItems", "TransactWriteItems"]
+    assert (first.skipped, replay.skipped, replay.result) == (False, True, {"reserved": 1})
+    item = stored(ddb)
+    assert item is not None
+    assert (item["kind"], item["state"], item["token"]) == (
+        {"S": "reservation"},
+        {"S": "COMPLETED"},
+        {"S": STEP_ON.token},
+    )
+    assert "expiration" not in item
+    assert fences.read(STEP_ON) is None
+    assert counter_value(ddb, "stock") == 1
+    assert fences.read_many([STEP_ON], record_on={STEP_ON: ON})[STEP_ON].result == {"reserved": 1}
+
+
+def test_a_business_failure_is_recorded_at_the_items_key_and_outlives_a_change(
+    fences: FenceStore, ddb: Any
+) -> None:
+    # Given a step that fails its business condition (no stock left)
+    ddb.update_item(
+        TableName=LEDGER,
+        Key={"pk": {"S": "COUNTER#stock"}, "sk": {"S": "COUNTER"}},
+        UpdateExpression="SET applied = :n",
+        ExpressionAttributeValues={":n": {"N": "5"}},
+    )
+
+    def build(limit: int) -> AtomicEffect:
+        return AtomicEffect({"reserved": 1}, [take_stock(limit), reservation_put()])
+
+    with pytest.raises(BusinessError):
+        fences.run_atomic(STEP_ON, lambda: build(5), record_on=ON)
+    # When a late duplicate runs after the condition would hold (stock came back)
+    with pytest.raises(BusinessError):
+        fences.run_atomic(STEP_ON, lambda: build(100), record_on=ON)
+    # Then the FAILED record at the item's key refused it: nothing applied, and that record is not
+    # the item (none of its attributes), nor in the fence table
+    assert counter_value(ddb, "stock") == 5
+    item = stored(ddb)
+    assert item is not None
+    assert item["state"] == {"S": "FAILED"}
+    assert "kind" not in item
+    assert fences.read(STEP_ON) is None
+
+
+def test_a_build_failure_with_a_record_on_an_item_is_recorded_there(fences: FenceStore, ddb: Any) -> None:
+    def refuse() -> AtomicEffect:
+        raise BusinessError("refused before any write")
+
+    for _ in range(2):
+        with pytest.raises(BusinessError):
+            fences.run_atomic(STEP_ON, refuse, record_on=ON)
+    item = stored(ddb)
+    assert item is not None
+    assert item["state"] == {"S": "FAILED"}
+    assert fences.read(STEP_ON) is None
+
+
+def test_the_item_a_record_is_on_must_be_written_exactly_once_and_plainly(fences: FenceStore) -> None:
+    marked = Write(reservation_put().entry, carries_record=True)
+    failing = Write(reservation_put().entry, on_condition_failed=BusinessError("x"))
+    for writes in ([take_stock(1)], [reservation_put(), reservation_put()], [marked], [failing]):
+
+        def build(writes: list[Write] = writes) -> AtomicEffect:
+            return AtomicEffect({}, writes)
+
+        with pytest.raises(TypeError):
+            fences.run_atomic(STEP_ON, build, record_on=ON)
