@@ -27,7 +27,7 @@ from typing import IO, Any
 
 from botocore.exceptions import ClientError
 
-from ops.story.collect import CREATE_ROUTE, FENCE_NAMESPACE, plain
+from ops.story.collect import CREATE_ROUTE, FENCE_NAMESPACE, plain, record_location
 from ops.target import DEFAULT_STAGE, Target, local_state_dir
 from reliability import FenceRecord, FenceState
 from reliability.http import RECORD_PREFIX
@@ -65,6 +65,8 @@ class Shown:
     condition: str
     names: dict[str, str]
     values: dict[str, Any]
+    # Why it may never be deleted (None: it may, once confirmed and not live).
+    refused: str | None = None
 
 
 def _when(epoch: float | None, now: float) -> str:
@@ -113,7 +115,9 @@ def describe_http(item: Mapping[str, Any], *, raw_key: str, scoped: str, now: fl
     )
 
 
-def describe_fence(item: Mapping[str, Any], *, now: float) -> Shown:
+def describe_fence(item: Mapping[str, Any], *, now: float, carried: bool = False) -> Shown:
+    """`carried`: the record is on the business item its step's effect wrote
+    (`orders.items.record_at`): a COMPLETED one IS that effect's item, never deleted here."""
     record = FenceRecord.from_item(item)
     live = record.lease_live(now)
     lines = [
@@ -129,12 +133,22 @@ def describe_fence(item: Mapping[str, Any], *, now: float) -> Shown:
     if record.error_type:
         lines.append(f"error    {record.error_type}: {record.error_message}")
     lines.append(f"input    {record.label}")
+    refused = None
+    if carried:
+        lines.append("on       the business item its effect wrote (no TTL: it lives as long as the item)")
+        if record.state is FenceState.COMPLETED:
+            refused = (
+                "refused: this record is carried by the item its step's effect wrote; deleting it "
+                "would delete the effect's item, and a restart would apply the effect again "
+                "(README, 'When to reset a fence')"
+            )
     return Shown(
         lines,
         live,
         "#s = :s AND #f = :f",
         {"#s": "state", "#f": "fencing_token"},
         {":s": item["state"], ":f": item.get("fencing_token", {"N": "0"})},
+        refused,
     )
 
 
@@ -149,25 +163,29 @@ class Idem:
     audit_log: Path | None = None
     clock: Callable[[], float] = time.time
 
-    def get(self, record_id: str) -> dict[str, Any] | None:
-        item = self.dynamodb.get_item(TableName=self.table, Key={"id": {"S": record_id}}, ConsistentRead=True)
+    def get(self, record_id: RecordKey) -> dict[str, Any] | None:
+        item = self.dynamodb.get_item(TableName=self.table, Key=_key(record_id), ConsistentRead=True)
         found = item.get("Item")
         return dict(found) if found else None
 
-    def show(self, record_id: str, describe: Callable[[Mapping[str, Any]], Shown]) -> Shown | None:
+    def show(self, record_id: RecordKey, describe: Callable[[Mapping[str, Any]], Shown]) -> Shown | None:
         item = self.get(record_id)
-        if item is None:
-            self.console.write(f"no record {record_id} in {self.table}\n")
+        if item is None or (not isinstance(record_id, str) and "state" not in item):  # no record on it
+            self.console.write(f"no record {_shown(record_id)} in {self.table}\n")
             return None
         shown = describe(item)
         self.console.write("\n".join(shown.lines) + "\n")
         return shown
 
-    def forget(self, record_id: str, describe: Callable[[Mapping[str, Any]], Shown], *, what: str) -> bool:
+    def forget(
+        self, record_id: RecordKey, describe: Callable[[Mapping[str, Any]], Shown], *, what: str
+    ) -> bool:
         """Print, refuse a live record, confirm, delete exactly what was shown, audit. True: deleted."""
         shown = self.show(record_id, describe)
         if shown is None:
             return False
+        if shown.refused:
+            raise Refused(shown.refused)
         if shown.live:
             raise Refused(f"refused: {what} is IN_PROGRESS with a live lease; a request or attempt holds it")
         if not self.confirm(f"delete this {what} from {self.table}?"):
@@ -176,7 +194,7 @@ class Idem:
         try:
             self.dynamodb.delete_item(
                 TableName=self.table,
-                Key={"id": {"S": record_id}},
+                Key=_key(record_id),
                 ConditionExpression=shown.condition,
                 ExpressionAttributeNames=shown.names,
                 ExpressionAttributeValues=shown.values,
@@ -190,11 +208,11 @@ class Idem:
                 "event": "idempotency-state-deleted",
                 "what": what,
                 "table": self.table,
-                "id": record_id,
+                "id": _shown(record_id),
                 "record": shown.lines,
             }
         )
-        self.console.write(f"deleted {record_id}\n")
+        self.console.write(f"deleted {_shown(record_id)}\n")
         return True
 
     def audit(self, event: Mapping[str, Any]) -> None:
@@ -212,6 +230,18 @@ class Idem:
             self.audit_log.parent.mkdir(parents=True, exist_ok=True)
             with self.audit_log.open("a") as log:
                 log.write(line + "\n")
+
+
+# A record's id (the fence and idempotency tables' key), or the key of the item that carries it.
+RecordKey = str | Mapping[str, Any]
+
+
+def _key(record_id: RecordKey) -> dict[str, Any]:
+    return {"id": {"S": record_id}} if isinstance(record_id, str) else dict(record_id)
+
+
+def _shown(record_id: RecordKey) -> str:
+    return record_id if isinstance(record_id, str) else "/".join(str(v["S"]) for v in record_id.values())
 
 
 def _operator() -> str:
@@ -245,7 +275,13 @@ def main(argv: list[str] | None = None) -> int:
         parser.error("fence-show/fence-reset need --order and --step")
     if not fence and not args.key:
         parser.error("show/forget need --key")
-    table = target.output("FenceTableName" if fence else "IdempotencyTableName")
+    record: RecordKey
+    if fence:
+        record_id, token = fence_record_id(args.order, args.step, stage=stage, run=args.run)
+        table, record = record_location(target.outputs, order_id=args.order, token=token, step=args.step)
+        carried = table != target.output("FenceTableName")
+    else:
+        table = target.output("IdempotencyTableName")
     idem = Idem(
         dynamodb=target.client("dynamodb"),
         table=table,
@@ -255,17 +291,18 @@ def main(argv: list[str] | None = None) -> int:
     )
     now = time.time()
     if fence:
-        record_id, _token = fence_record_id(args.order, args.step, stage=stage, run=args.run)
-        describe: Callable[[Mapping[str, Any]], Shown] = lambda item: describe_fence(item, now=now)  # noqa: E731
-        what = f"fence of {args.step} (order {args.order}, run {args.run})"
+        describe: Callable[[Mapping[str, Any]], Shown] = lambda item: describe_fence(  # noqa: E731
+            item, now=now, carried=carried
+        )
+        what = f"fence of {args.step} (order {args.order}, run {args.run}; record {record_id})"
     else:
-        record_id, scoped = http_record_id(args.key, stage=stage)
+        record, scoped = http_record_id(args.key, stage=stage)
         describe = lambda item: describe_http(item, raw_key=args.key, scoped=scoped, now=now)  # noqa: E731
         what = f"idempotency record of key {args.key!r}"
     try:
         if args.command in ("show", "fence-show"):
-            return 0 if idem.show(record_id, describe) else 1
-        return 0 if idem.forget(record_id, describe, what=what) else 1
+            return 0 if idem.show(record, describe) else 1
+        return 0 if idem.forget(record, describe, what=what) else 1
     except Refused as refused:
         print(str(refused), file=sys.stderr)
         return 3

@@ -137,7 +137,8 @@ class FunctionSettings:
 class ApiSettings(FunctionSettings):
     """The API: HTTP idempotency, orders, and the reads behind `GET /orders/{id}`."""
 
-    TABLES = ("idempotency", "orders", "inventory", "payments", "fences")
+    # Every table a step record may be on (orders.items.record_tables) is read by GET /orders/{id}.
+    TABLES = ("idempotency", "orders", "inventory", "payments", "ledger", "fences")
     QUEUES = ("orders",)
 
 

@@ -213,6 +213,7 @@ class Runtime(Generic[S_co]):
             clock=self.now,
             stage=self.settings.stage,
             fences=self.fences(SAGA_NAMESPACE),
+            table_name=self.table_name,
         )
 
     @cached_property
@@ -287,6 +288,7 @@ class Runtime(Generic[S_co]):
                 else []
             ),
             event_dedup_seconds=s.dedup_ttl_seconds,
+            tables=dict(s.tables),
         )
 
 

@@ -6,7 +6,9 @@ The steps are declared in `orders.workflow.STEPS` (data) and their effects live 
 in the workflow state (`WorkflowInput`), and the fence record is the step's status
 (`step_statuses`, what `GET /orders/{id}` shows).
 - `AtomicStep`s are DynamoDB writes computed from the input: the effect and the fence commit in
-  one transaction (`FenceStore.run_atomic`): 1 call, first run and replay.
+  one transaction (`FenceStore.run_atomic`): 1 call, first run and replay. A step whose entry
+  names a `record` has it on the business item its effect writes (`orders.items.record_at`):
+  the write to that item carries it (`RecordOn`), no record in the fence table.
 - `LeasedStep`s have an external effect (the payment provider, SQS): the fence is claimed with a
   lease and a fencing counter, the external system gets a key derived from (token, step) so it can
   dedupe, and completion is conditional on the counter (`FenceStore.run_leased`): claim + effect +
@@ -25,11 +27,12 @@ from datetime import datetime
 from functools import cache
 from typing import Any
 
+from orders import items
 from orders import workflow as declared
 from orders.domain import OrderTerms, StepStatus, WorkflowInput
 from orders.errors import UnknownOrder
 from orders.ports import Inventory, Ledger, OrderStore, PaymentProvider, Queue
-from reliability import AtomicEffect, ExternalEffect, FenceState, FenceStore, StepId, Write
+from reliability import AtomicEffect, ExternalEffect, FenceState, FenceStore, RecordOn, StepId, Write
 
 # The fence namespace of every saga step (DEVELOPERS.md, "Steps, fences and statuses").
 SAGA_NAMESPACE = "saga"
@@ -80,6 +83,8 @@ class SagaContext:
     event_queues: list[Queue] = field(default_factory=list)
     # How long the event consumers remember an event id: the "key lifetime" of PublishEvents.
     event_dedup_seconds: float | None = None
+    # The physical names of this function's tables, by short name (where a carried record is).
+    tables: Mapping[str, str] = field(default_factory=dict)
 
     def need(self, port: Any, name: str) -> Any:
         if port is None:
@@ -166,6 +171,17 @@ def step_statuses(states: Mapping[str, FenceState]) -> dict[str, StepStatus]:
     return statuses
 
 
+def record_on(ctx: SagaContext, step: str, order_id: str, token: str) -> RecordOn | None:
+    """The business item that carries `step`'s record on this run (`orders.items.record_at`), by
+    its physical table; None when the record is in the fence table."""
+    carrier = items.carrier_of(step)
+    if carrier is None:
+        return None
+    if carrier.table not in ctx.tables:
+        raise RuntimeError(f"this function is not configured with the {carrier.table} table")
+    return RecordOn(ctx.tables[carrier.table], carrier.key(order_id, token))
+
+
 # --- the one generic runner -------------------------------------------------------------------
 
 
@@ -185,7 +201,8 @@ def run_step(ctx: SagaContext, fences: FenceStore, name: str, request: StepReque
             effect = atomic.build(ctx, order, request)
             return AtomicEffect(result=effect.result, writes=effect.writes)
 
-        return dict(fences.run_atomic(fence, build).result)
+        carrier = record_on(ctx, name, order.order_id, workflow.token)
+        return dict(fences.run_atomic(fence, build, record_on=carrier).result)
     leased = step
 
     def external(external_key: str) -> dict[str, Any]:

@@ -6,6 +6,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 
+from orders import items
 from orders.contract import CreateOrderRequest, OrderAccepted, OrderView
 from orders.domain import (
     TERMINAL_STATUSES,
@@ -28,7 +29,7 @@ from orders.ports import (
 )
 from orders.saga import step_statuses
 from orders.workflow import STEPS
-from reliability import FenceStore, StepId
+from reliability import FenceStore, RecordOn, StepId
 from reliability.batch import PoisonMessage
 from reliability.keys import execution_token
 from reliability.telemetry import Decision, Telemetry
@@ -45,6 +46,8 @@ class OrderService:
     clock: Callable[[], datetime]
     stage: str
     fences: FenceStore  # the saga's step fences: each step's status on the order's current run
+    # A table's physical name by its short name (where a step's record is carried, orders.items).
+    table_name: Callable[[str], str] = str
 
     def place(self, request: CreateOrderRequest, *, stored_key: str, status_base: str = "") -> OrderAccepted:
         """Price, store (idempotently, keyed by the stored idempotency key) and enqueue an order.
@@ -67,13 +70,19 @@ class OrderService:
         return OrderAccepted(order_id=order.order_id, status_url=f"{status_base}/orders/{order.order_id}")
 
     def view(self, order_id: str) -> OrderView:
-        """Three reads: the order, its current run's step fences (one batch), the provider's
-        record of the order (one query)."""
+        """Three reads: the order, its current run's step records (one batch, wherever
+        `orders.items.record_at` says each is), the provider's record of the order (one query)."""
         order = self.orders.get(order_id)
         if order is None:
             raise OrderNotFound(order_id)
         token = execution_token(stage=self.stage, business_id=order_id, run=order.run)
-        records = self.fences.read_many([StepId(token=token, step=entry.name) for entry in STEPS])
+        steps = [StepId(token=token, step=entry.name) for entry in STEPS]
+        carried = {
+            step: RecordOn(self.table_name(carrier.table), carrier.key(order_id, token))
+            for step in steps
+            if (carrier := items.carrier_of(step.step)) is not None
+        }
+        records = self.fences.read_many(steps, record_on=carried)
         charges, calls = self.payments.history(order_id)
         return OrderView(
             order_id=order.order_id,

@@ -47,6 +47,10 @@ class Step:
     `next`: the state after it; by default the following entry, `None` ends the workflow.
     `catch`: state name -> the error names (exception class names) that route there.
     `compensates`: the step this one undoes; once it completes, that step shows COMPENSATED.
+    `record`: where its fence record lives when not in the fence table: a kind of business item
+    in `orders.items.CARRIERS` that its (atomic) effect writes exactly once per run; that item
+    then carries the record (no TTL, one write instead of a transaction with a record). Only for
+    an item no other step or run writes: `orders.items.record_at` is the map every reader uses.
     """
 
     name: str
@@ -58,6 +62,7 @@ class Step:
     catch: Mapping[str, tuple[str, ...]] = field(default_factory=dict)
     reconcile: str | None = None
     compensates: str | None = None
+    record: str | None = None
     timeout_seconds: int = STEP_TIMEOUT_SECONDS
 
 
@@ -106,6 +111,7 @@ STEPS: tuple[Step, ...] = (
         description="Workflow step: reserve stock (fenced)",
         ports=("inventory",),
         catch={"MarkFailed": ("OutOfStock",)},
+        record="reservation",
     ),
     Step(
         name="ChargePayment",
@@ -122,6 +128,7 @@ STEPS: tuple[Step, ...] = (
         effect="orders.effects:record_ledger",
         description="Workflow step: write ledger entries (fenced)",
         ports=("ledger",),
+        record="ledger-entry",
     ),
     # SQS has no lookup; a republish is harmless while the consumers still remember the event id.
     Step(
@@ -131,6 +138,8 @@ STEPS: tuple[Step, ...] = (
         description="Workflow step: fan OrderCompleted out to the consumer queues (fenced)",
         ports=(EVENTS,),
     ),
+    # Its record stays in the fence table: the order item it writes is also MarkFailed's and every
+    # run's (a record carried there would refuse the next run's and the other step's).
     Step(
         name="MarkCompleted",
         kind="atomic",

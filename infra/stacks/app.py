@@ -68,7 +68,10 @@ def _consumer_access(consumer: Any) -> Access:
 
 ACCESS: dict[str, Access] = {
     "api": Access(
-        read_write=("idempotency", "orders"), read=("inventory", "payments", "fences"), send=("orders",)
+        # GET /orders/{id} reads each step's record where orders.items.record_at says it is.
+        read_write=("idempotency", "orders"),
+        read=("inventory", "payments", "ledger", "fences"),
+        send=("orders",),
     ),
     # The worker's one dedup is the execution name (orders.service.WorkflowStarter): no idempotency table.
     "worker": Access(read_write=("orders",), send=("orders-dlq",), consume="orders"),

@@ -289,8 +289,8 @@ class Demo:
 
     def lease_expiry(self, execution_arn: str) -> float | None:
         """When the ChargePayment fence of the execution's run stops being held (None: not held)."""
-        token = json.loads(self.sfn.describe_execution(executionArn=execution_arn)["input"])["token"]
-        fence = self.story.fence(token, "ChargePayment")
+        state = json.loads(self.sfn.describe_execution(executionArn=execution_arn)["input"])
+        fence = self.story.fence(state["token"], "ChargePayment", state["order_id"])
         return float(fence["lease_expires"]) if fence.get("state") == "IN_PROGRESS" else None
 
     def settle(self) -> Report:

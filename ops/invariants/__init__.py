@@ -51,7 +51,7 @@ from ops.invariants.rules import (
     tally_payments,
     tally_rows,
 )
-from ops.invariants.stores import DeadLetter, Stores, fences_by_token, fences_of, peek_dead_letters, scan
+from ops.invariants.stores import DeadLetter, Stores, fences_of, peek_dead_letters, scan, step_records
 from ops.target import Target
 from orders import items as layout
 
@@ -64,7 +64,7 @@ def check(stores: Stores, *, allow_in_flight: bool = False) -> Report:
     db = stores.dynamodb
     order_items = scan(db, stores.orders_table)
     orders = [i for i in order_items if i.get("sk") == "order"]
-    fences = fences_by_token(scan(db, stores.fence_table)) if stores.fence_table else {}
+    fences = step_records(stores)
     inventory = scan(db, stores.inventory_table)
     aggregates = scan(db, stores.aggregates_table)
     counts = new_counts()

@@ -1,5 +1,6 @@
 """Where the invariant checker reads, and how: whole tables (consistent scans, plain values), dead
-letters peeked without consuming them, and the saga fences of an order's run."""
+letters peeked without consuming them, and the saga step records of an order's run (wherever
+`orders.items.record_at` puts them)."""
 
 from __future__ import annotations
 
@@ -12,6 +13,8 @@ from typing import Any
 
 from boto3.dynamodb.types import TypeDeserializer
 
+from orders import items as layout
+from orders.workflow import STEPS
 from reliability.keys import execution_token
 
 _deserializer = TypeDeserializer()
@@ -128,6 +131,26 @@ def _body_order_id(body: str) -> str | None:
         return None
     value = data.get("order_id") if isinstance(data, dict) else None
     return value if isinstance(value, str) else None
+
+
+def step_records(stores: Stores) -> dict[str, dict[str, str]]:
+    """Saga step records by execution token, {token: {step: state}}, each read where
+    `orders.items.record_at` says its step's record lives: the fence table (TTL may have deleted
+    some) or the business items that carry one (as long as the item lives)."""
+    found: dict[str, dict[str, str]] = defaultdict(dict)
+    for table in layout.record_tables():
+        name = stores.fence_table if table == layout.FENCES else getattr(stores, f"{table}_table")
+        if name is None:
+            continue
+        for token, by_step in fences_by_token(scan(stores.dynamodb, name)).items():
+            for step, state in by_step.items():
+                carrier = layout.carrier_of(step) if step in _STEP_NAMES else None
+                if (carrier.table if carrier else layout.FENCES) == table:
+                    found[token][step] = state
+    return found
+
+
+_STEP_NAMES = frozenset(step.name for step in STEPS)
 
 
 def fences_by_token(items: Iterable[Mapping[str, Any]]) -> dict[str, dict[str, str]]:

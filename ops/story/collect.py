@@ -46,6 +46,23 @@ class OrderNotFound(LookupError):
     pass
 
 
+def table_output(table: str) -> str:
+    """A table's stack output by its short name (`ledger` -> `LedgerTableName`, `fences` ->
+    `FenceTableName`; infra/stacks/data.py)."""
+    return "FenceTableName" if table == layout.FENCES else f"{table.capitalize()}TableName"
+
+
+def record_location(
+    outputs: Mapping[str, str], *, order_id: str, token: str, step: str
+) -> tuple[str, dict[str, Any]]:
+    """(physical table, key) of a saga step's record on the run `token` of `order_id`: the one
+    map, `orders.items.record_at` (the fence table, or the business item that carries it)."""
+    stage = token.split(".", 1)[0]
+    fence_id = derive_key(FENCE_NAMESPACE, stage=stage, identity={"token": token, "step": step}).value
+    at = layout.record_at(step, order_id=order_id, token=token, fence_id=fence_id)
+    return outputs[table_output(at.table)], at.key
+
+
 def plain(item: Mapping[str, Any] | None) -> dict[str, Any]:
     return {k: _DESERIALIZER.deserialize(v) for k, v in (item or {}).items()}
 
@@ -141,13 +158,11 @@ class Collector:
                 found.append({**described, "failures": failures(events)})
         return sorted(found, key=lambda e: epoch(e.get("startDate")) or 0)
 
-    def fence(self, token: str, step: str) -> dict[str, Any]:
-        stage = token.split(".", 1)[0]
-        key = derive_key(FENCE_NAMESPACE, stage=stage, identity={"token": token, "step": step})
-        item = self.ddb.get_item(
-            TableName=self.outputs["FenceTableName"], Key={"id": {"S": key.value}}, ConsistentRead=True
-        ).get("Item")
-        return plain(item)
+    def fence(self, token: str, step: str, order_id: str) -> dict[str, Any]:
+        """The step's record on the run `token`, wherever `orders.items.record_at` puts it."""
+        table, key = record_location(self.outputs, order_id=order_id, token=token, step=step)
+        item = self.ddb.get_item(TableName=table, Key=key, ConsistentRead=True).get("Item")
+        return plain(item) if item and "state" in item else {}
 
     def collect(self, order_id: str) -> Story:
         order = self.order(order_id)
@@ -168,7 +183,7 @@ class Collector:
         invocations = self.logs.invocations(physical, needles)
         entries = log_entries(invocations, step_of)
         entries += execution_entries(executions)
-        fences = {step: self.fence(tokens[-1], step) for step in workflow.steps} if tokens else {}
+        fences = {step: self.fence(tokens[-1], step, order_id) for step in workflow.steps} if tokens else {}
         # Each step's status on the latest run, derived from its fence as GET /orders/{id} does it
         statuses = step_statuses({step: FenceState(f["state"]) for step, f in fences.items() if f})
         steps = {name: {"status": status.value} for name, status in statuses.items()}

@@ -15,7 +15,7 @@ from infra.config import (
 )
 from infra.constructs.function import POWERTOOLS_LAYER_PARAMETER
 from infra.sizing import FUNCTIONS, pascal
-from orders import workflow
+from orders import items, workflow
 from simulator.templates import exports_of, function_specs
 
 COMMON_ENV = {
@@ -60,6 +60,7 @@ CONTRACT_ENV = {
         "ORDERS_TABLE",
         "INVENTORY_TABLE",
         "PAYMENTS_TABLE",
+        "LEDGER_TABLE",  # GET /orders/{id}: RecordLedger's record is on its ledger entry
         "FENCE_TABLE",
         "ORDERS_QUEUE_URL",
     },
@@ -80,7 +81,17 @@ CONTRACT_HANDLERS = {
     **{consumer.name: "orders.handlers.consumers.handler" for consumer in workflow.CONSUMERS},
     "sweep-accepted": "orders.handlers.sweep.handler",
 }
-READ_ONLY = {"api": {"INVENTORY_TABLE", "PAYMENTS_TABLE", "FENCE_TABLE"}, "sweep-accepted": {"ORDERS_TABLE"}}
+READ_ONLY = {
+    "api": {"INVENTORY_TABLE", "PAYMENTS_TABLE", "LEDGER_TABLE", "FENCE_TABLE"},
+    "sweep-accepted": {"ORDERS_TABLE"},
+}
+
+
+def test_the_api_reads_every_table_a_step_record_is_on():
+    # GET /orders/{id} reads each step's record where orders.items.record_at puts it
+    assert {workflow.table_env(table) for table in items.record_tables()} <= READ_ONLY["api"]
+
+
 DYNAMODB_WRITES = {
     "dynamodb:PutItem",
     "dynamodb:UpdateItem",

@@ -9,6 +9,7 @@ import pytest
 from ops.idem import Idem, describe_fence, fence_record_id
 from ops.invariants import check
 from ops.redrive import Method, redrive_execution
+from ops.story.collect import record_location
 from reliability.crashpoints import CrashPlan
 from simulator.cloud import Clock, InProcessCloud, running_cloud
 
@@ -23,12 +24,13 @@ COMPLETED_BEFORE = ("ReserveInventory", "ChargePayment", "RecordLedger")
 
 
 def _fence_writes(cloud: InProcessCloud, order_id: str) -> dict[str, str]:
-    """When each step's fence record was last written (a fence skip writes nothing)."""
-    table = cloud.outputs["FenceTableName"]
+    """When each step's record was last written, wherever orders.items.record_at puts it (a fence
+    skip writes nothing)."""
     written = {}
     for step in (*COMPLETED_BEFORE, "PublishEvents"):
-        record_id, _ = fence_record_id(order_id, step, stage=STAGE)
-        item = cloud.dynamodb.get_item(TableName=table, Key={"id": {"S": record_id}}, ConsistentRead=True)
+        _, token = fence_record_id(order_id, step, stage=STAGE)
+        table, key = record_location(cloud.outputs, order_id=order_id, token=token, step=step)
+        item = cloud.dynamodb.get_item(TableName=table, Key=key, ConsistentRead=True)
         written[step] = item["Item"]["updated_at"]["N"]
     return written
 

@@ -20,12 +20,23 @@ def runs(assembly: Path) -> dict[str, OrderRun]:
     return {run.scenario: run for run in measure_order(assembly)}
 
 
-def test_an_atomic_step_is_one_transaction_first_run_and_replay(runs: dict[str, OrderRun]) -> None:
-    for scenario, steps in (("completed", ATOMIC), ("declined", ("ReleaseInventory", "MarkFailed"))):
+# Their records are carried by the item their effect writes (orders.items.record_at): no fence call.
+CARRIED = {"ReserveInventory": "TransactWriteItems Inventory", "RecordLedger": "UpdateItem Ledger"}
+
+
+def test_an_atomic_step_is_one_write_first_run_and_replay(runs: dict[str, OrderRun]) -> None:
+    for scenario, steps in (
+        ("completed", ATOMIC),
+        ("declined", ("ReserveInventory", "ReleaseInventory", "MarkFailed")),
+    ):
         for step in steps:
             first, replay = runs[scenario].of(step)
             assert len(first.calls) == len(replay.calls) == 1, (step, first, replay)
-            assert first.calls[0].startswith("TransactWriteItems Fence+")
+            if step in CARRIED:
+                assert first.calls == [CARRIED[step]], (step, first)
+                assert first.layer_calls == [], (step, first)
+            else:
+                assert first.calls[0].startswith("TransactWriteItems Fence+")
             assert replay.calls == first.calls
 
 
@@ -60,4 +71,5 @@ def test_the_order_totals_and_its_view(runs: dict[str, OrderRun]) -> None:
     assert (completed.total(completed.first), completed.total(completed.replays)) == (21, 9)
     # api 5 + worker 3 + reserve 1 + declined charge 4 + release 1 + mark failed 1
     assert (declined.total(declined.first), declined.total(declined.replays)) == (15, 6)
-    assert completed.view == ["GetItem Orders", "BatchGetItem Fence", "Query Payments"]
+    # every step's record in one batch, wherever orders.items.record_at puts it
+    assert completed.view == ["GetItem Orders", "BatchGetItem Inventory+Fence+Ledger", "Query Payments"]

@@ -1,5 +1,6 @@
 """DynamoDB adapters for the business tables (all keyed `pk` + `sk`; the layout is `orders.items`;
-a step's status is its fence, not an item here)."""
+a step's status is its record, where `orders.items.record_at` puts it: the fence table, or the
+reservation / ledger entry written here, which `orders.saga` marks to carry it)."""
 
 from __future__ import annotations
 
@@ -106,14 +107,15 @@ class DynamoCatalog:
             )
             for line in order.lines
         ]
-        # Only what this token reserved can be released: the reservation must exist.
+        # Only what this token reserved can be released: the reservation must exist (its `kind`:
+        # a record-only item at its key is ReserveInventory's FAILED record, orders.items).
         writes.append(
             Write(
                 entry={
                     "ConditionCheck": {
                         "TableName": self._table,
                         "Key": key(order_pk(order.order_id), f"{RESERVATION}{token}"),
-                        "ConditionExpression": "attribute_exists(pk)",
+                        "ConditionExpression": "attribute_exists(kind)",
                     }
                 }
             )

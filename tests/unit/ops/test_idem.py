@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import io
 import json
 import time
@@ -14,11 +15,13 @@ from aws_lambda_powertools.utilities.idempotency import DynamoDBPersistenceLayer
 from moto import mock_aws
 
 from ops.idem import Idem, Refused, describe_fence, describe_http, fence_record_id, http_record_id
-from reliability import FenceStore, StepId
+from ops.story.collect import record_location
+from reliability import AtomicEffect, BusinessError, FenceStore, RecordOn, StepId
 from reliability.http import HttpIdempotency, HttpResponse
 from tests.unit.reliability.helpers import (
     FENCES,
     IDEMPOTENCY,
+    INVENTORY,
     REGION,
     FakeClock,
     create_tables,
@@ -206,3 +209,47 @@ def test_a_fence_that_changed_after_it_was_shown_is_not_deleted(ddb):
     record = fences.read(step)
     assert record is not None
     assert record.owner == "attempt-2"
+
+
+def test_a_record_carried_by_its_effects_item_is_shown_but_only_a_failed_one_is_reset(ddb):
+    # Given ReserveInventory's records on the reservation item (orders.items.record_at): one run
+    # completed (the item is the reservation), another failed (a record-only item at its key)
+    clock = FakeClock()
+    fences = FenceStore(
+        client=ddb,
+        table_name=FENCES,
+        ttl_seconds=3600,
+        telemetry=make_telemetry(),
+        namespace="saga",
+        clock=clock,
+        stage=STAGE,
+    )
+    outputs = {"FenceTableName": FENCES, "InventoryTableName": INVENTORY}
+    located = {}
+    for order_id, fails in (("o-7", False), ("o-6", True)):
+        _, token = fence_record_id(order_id, "ReserveInventory", stage=STAGE)
+        table, key = record_location(outputs, order_id=order_id, token=token, step="ReserveInventory")
+        assert table == INVENTORY
+        put = {"Put": {"TableName": INVENTORY, "Item": {**key, "kind": {"S": "reservation"}}}}
+
+        def build(fails: bool = fails, put: dict = put) -> AtomicEffect:
+            if fails:
+                raise BusinessError("out of stock")
+            return AtomicEffect({"reserved": 1}, [put])
+
+        step = StepId(token=token, step="ReserveInventory")
+        with contextlib.suppress(BusinessError):
+            fences.run_atomic(step, build, record_on=RecordOn(table, key))
+        located[order_id] = key
+    idem = _idem(ddb, INVENTORY, answer=True, clock=clock)
+
+    def describe(item: Any) -> Any:
+        return describe_fence(item, now=clock(), carried=True)
+
+    # When an operator resets the completed one, Then it is refused and the reservation stays
+    with pytest.raises(Refused, match="carried by the item"):
+        idem.forget(located["o-7"], describe, what="fence")
+    assert ddb.get_item(TableName=INVENTORY, Key=located["o-7"])["Item"]["kind"] == {"S": "reservation"}
+    # The failed one (no effect landed) may be reset, as a fence-table record may
+    assert idem.forget(located["o-6"], describe, what="fence")
+    assert "Item" not in ddb.get_item(TableName=INVENTORY, Key=located["o-6"])

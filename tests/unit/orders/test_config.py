@@ -27,19 +27,20 @@ API = {
     "ORDERS_TABLE": "o",
     "INVENTORY_TABLE": "inv",
     "PAYMENTS_TABLE": "p",
+    "LEDGER_TABLE": "l",  # RecordLedger's record is on its ledger entry (orders.items.record_at)
     "FENCE_TABLE": "f",
     "ORDERS_QUEUE_URL": "q",
 }
 
 
 def test_the_api_reads_exactly_its_tables_and_queue():
-    settings = ApiSettings.from_env({**API, "LEDGER_TABLE": "not-the-apis", "OTHER": "x"})
+    settings = ApiSettings.from_env({**API, "NOTIFICATIONS_TABLE": "not-the-apis", "OTHER": "x"})
     assert (settings.service, settings.stage, settings.fence_ttl_seconds) == ("retrysafe", "dev", 60)
     assert settings.table("orders") == "o"
     assert settings.queue("orders") == "q"
     # a table infra does not give the API is a wiring bug, named, even if the variable is set
-    with pytest.raises(MissingSetting, match="ledger"):
-        settings.table("ledger")
+    with pytest.raises(MissingSetting, match="notifications"):
+        settings.table("notifications")
 
 
 def test_each_kind_reads_its_own_typed_fields():

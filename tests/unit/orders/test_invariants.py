@@ -9,6 +9,7 @@ import boto3
 import pytest
 
 from ops.invariants import Stores, check
+from orders import items as layout
 
 REGION = "us-east-1"
 
@@ -65,21 +66,32 @@ def _take(ddb: Any, sku: str, quantity: int) -> None:
 
 def _completed(ddb: Any, order_id: str, *, charges: int = 1, notifications: int = 1) -> None:
     _order(ddb, order_id, "COMPLETED")
-    token = f"dev.{order_id}.r1"  # the run's fences are its steps' records
+    token = f"dev.{order_id}.r1"  # the run's steps' records, where orders.items.record_at puts them
+    carried: dict[str, dict[str, Any]] = {}
     for step in ("ReserveInventory", "ChargePayment", "RecordLedger", "PublishEvents", "MarkCompleted"):
-        _put(
-            ddb, "fences", {"id": f"saga#{token}#{step}", "token": token, "step": step, "state": "COMPLETED"}
-        )
+        fence_id = f"saga#{token}#{step}"
+        record = {"id": fence_id, "token": token, "step": step, "state": "COMPLETED"}
+        at = layout.record_at(step, order_id=order_id, token=token, fence_id=fence_id)
+        if at.carried:
+            carried[at.table] = record
+        else:
+            _put(ddb, "fences", record)
     _put(
         ddb,
         "inventory",
-        {"pk": f"order#{order_id}", "sk": "reservation#t", "kind": "reservation", "lines": {"sku-1": 2}},
+        {
+            **carried["inventory"],
+            "pk": f"order#{order_id}",
+            "sk": f"reservation#{token}",
+            "kind": "reservation",
+            "lines": {"sku-1": 2},
+        },
     )
     _take(ddb, "sku-1", 2)
     for n in range(charges):
         _put(ddb, "payments", {"pk": f"order#{order_id}", "sk": f"charge#{n}", "status": "SUCCEEDED"})
         _put(ddb, "payments", {"pk": f"order#{order_id}", "sk": f"call#{n}"})
-    _put(ddb, "ledger", {"pk": f"order#{order_id}", "sk": "entry#t"})
+    _put(ddb, "ledger", {**carried["ledger"], "pk": f"order#{order_id}", "sk": f"entry#{token}"})
     for n in range(notifications):
         _put(ddb, "notifications", {"pk": f"order#{order_id}", "sk": f"notification#{n}"})
     _put(

@@ -10,6 +10,7 @@ from typing import Any
 import pytest
 from aws_lambda_powertools import Logger, Metrics
 
+from orders import items
 from orders.adapters.dynamo import (
     DynamoAggregates,
     DynamoCatalog,
@@ -116,6 +117,7 @@ def _saga(ddb: Any) -> SagaContext:
         payments=FakePaymentProvider(client=ddb, table_name="payments", key_lifetime_seconds=86400),
         ledger=DynamoLedger(table_name="ledger"),
         event_queues=[ListQueue(), ListQueue()],
+        tables={"inventory": "inventory", "ledger": "ledger", "payments": "payments", "orders": "orders"},
     )
 
 
@@ -140,6 +142,17 @@ def test_a_step_runs_once_and_its_fence_is_its_status(ddb: Any):
     assert first == replay == {"reserved": {"sku-1": 3}}
     assert _stock(ddb, "sku-1") == before - 3
     assert service.view(order.order_id).steps == {"ReserveInventory": "DONE"}
+    # its record is on the reservation its effect wrote (orders.items.record_at), not in the fences
+    token = state["token"]
+    reservation = ddb.get_item(
+        TableName="inventory", Key=items.CARRIERS["reservation"].key(order.order_id, token)
+    )
+    assert (reservation["Item"]["kind"]["S"], reservation["Item"]["state"]["S"]) == (
+        "reservation",
+        "COMPLETED",
+    )
+    assert "expiration" not in reservation["Item"]
+    assert ddb.scan(TableName="fences")["Count"] == 0
 
 
 def test_a_completed_compensation_marks_the_step_it_undid_compensated(ddb: Any):
@@ -175,6 +188,22 @@ def test_out_of_stock_marks_the_step_failed_and_replays_the_same_error(ddb: Any)
 
     assert _stock(ddb, "sku-2") == 1
     assert service.view(order.order_id).steps == {"ReserveInventory": "FAILED"}
+    # a late duplicate after a restock still gets the stored failure: the FAILED record is at the
+    # reservation's key, so the write that would reserve is refused by it
+    ddb.update_item(
+        TableName="inventory",
+        Key={"pk": {"S": "sku#sku-2"}, "sk": {"S": "catalog"}},
+        UpdateExpression="SET stock = :s",
+        ExpressionAttributeValues={":s": {"N": "5"}},
+    )
+    with pytest.raises(OutOfStock):
+        run_step(ctx, fences, "ReserveInventory", StepRequest(state, "a-3", 10))
+    assert _stock(ddb, "sku-2") == 5
+    failed = ddb.get_item(
+        TableName="inventory", Key=items.CARRIERS["reservation"].key(order.order_id, state["token"])
+    )["Item"]
+    assert failed["state"]["S"] == "FAILED"
+    assert "kind" not in failed
 
 
 def test_publish_sends_one_event_per_queue_with_a_stable_id(ddb: Any):
