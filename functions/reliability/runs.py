@@ -19,7 +19,7 @@ so losing costs no second read. The record is ``reliability.record``; the primit
     round trip; the stored record comes back in the cancellation reason (ALL_OLD). When an effect
     write's own condition fails, its ``BusinessError`` is recorded as FAILED and raised. When one
     write ``carries_record`` (the Update of the one item per step the effect writes), the record is
-    set on that item instead (``reliability.record.carried_entry``): one UpdateItem alone, or the
+    set on that item instead (``reliability.requests.carried_entry``): one UpdateItem alone, or the
     head of the effect's transaction; no record in the fence table. ``record_on`` (``RecordOn``)
     names that item for a step: the write to it carries the record, and a FAILED record is an
     item of its own at its key (a replay's write to the item is refused by it), so every record
@@ -63,12 +63,9 @@ from reliability.record import (
     Refusal,
     Refused,
     StepId,
-    carried_entry,
     encode_result,
-    error_attributes,
-    meta_attributes,
-    put_as_update,
 )
+from reliability.requests import carried_entry, error_attributes, meta_attributes, put_as_update, transact
 from reliability.store import FenceRecords
 from reliability.telemetry import Decision
 
@@ -103,7 +100,7 @@ class FenceStore(FenceRecords):
         if carriers:
             response, writes = self._commit_carried(fence, completed, carriers, writes, record_on)
         else:
-            response, writes = self._transact({"Put": self._put(fence, completed)}, writes)
+            response, writes = transact(self._send, {"Put": self._put(fence, completed)}, writes)
         if isinstance(response, Refused):
             if response.record_refused:
                 return self._answer(fence, response)
@@ -137,7 +134,7 @@ class FenceStore(FenceRecords):
         rest = [w for w in writes if not w.carries_record]
         if not rest:
             return self._send("update_item", **head), rest
-        return self._transact({"Update": head}, rest)
+        return transact(self._send, {"Update": head}, rest)
 
     def _put(self, fence: Fence, attributes: Mapping[str, Any]) -> dict[str, Any]:
         """A terminal record for ``run_atomic``, only where none exists (the stored one is ALL_OLD)."""

@@ -17,7 +17,7 @@ from typing import Any
 from botocore.exceptions import ClientError
 
 from reliability.crashpoints import CrashPlan
-from reliability.effects import AtomicEffect, RecordOn, Write, cancellation_error, dropped
+from reliability.effects import AtomicEffect, RecordOn, Write, cancellation_error
 from reliability.errors import (
     CONNECTION_ERRORS,
     BusinessError,
@@ -39,18 +39,22 @@ from reliability.record import (
     Refused,
     StepId,
     encode_result,
+)
+from reliability.requests import (
+    CLAIMABLE,
+    ENDS_LEASE,
+    OWNED,
     error_attributes,
     meta_attributes,
     number,
     record_key,
+    transact,
     update_entry,
 )
 from reliability.telemetry import Decision, Telemetry
 
 # BatchGetItem reads at most 100 keys per call.
 MAX_BATCH_READ = 100
-_CLAIMABLE = "attribute_not_exists(#id) OR (#state = :in_progress AND #lease < :now)"
-_OWNED = "#state = :in_progress AND #fence = :token"
 
 
 class FenceRecords:
@@ -118,22 +122,6 @@ class FenceRecords:
         except CONNECTION_ERRORS as error:
             raise store_error(error) from error
 
-    def _transact(
-        self, head: Mapping[str, Any], writes: Sequence[Write]
-    ) -> tuple[dict[str, Any] | Refused, list[Write]]:
-        """The fence record's entry + the effect writes in one transaction, sent again without the
-        optional writes whose conditions alone failed (``reliability.effects.dropped``); the
-        answer and the writes it was for."""
-        sent = list(writes)
-        while True:
-            response = self._send("transact_write_items", TransactItems=[head, *(w.entry for w in sent)])
-            if not isinstance(response, Refused) or response.record_refused:
-                return response, sent
-            skip = dropped(sent, response.reasons)
-            if not skip:
-                return response, sent
-            sent = [w for i, w in enumerate(sent) if i not in skip]
-
     # ----------------------------------------------------------------- reads
     def read(self, step: StepId | Fence) -> FenceRecord | None:
         """A consistent read of the record (operators and tests; the runs never need it)."""
@@ -190,7 +178,7 @@ class FenceRecords:
         values = {":now": number(now), ":one": {"N": "1"}}
         # every claim takes a new fencing token
         update = update_entry(
-            self._table, fence, sets, condition=_CLAIMABLE, values=values, add=" ADD #fence :one"
+            self._table, fence, sets, condition=CLAIMABLE, values=values, add=" ADD #fence :one"
         )
         response = self._send("update_item", **update, ReturnValues="ALL_NEW")
         if isinstance(response, Refused):
@@ -229,9 +217,13 @@ class FenceRecords:
         else:
             text, writes = encode_result(result, self._max_result), []
         sets = {"state": {"S": FenceState.COMPLETED.value}, "result": {"S": text}}
-        removes = ["owner", "lease_expires"]
         self._owned(
-            fence, fencing_token=fencing_token, attempt=attempt_id, sets=sets, removes=removes, writes=writes
+            fence,
+            fencing_token=fencing_token,
+            attempt=attempt_id,
+            sets=sets,
+            removes=ENDS_LEASE,
+            writes=writes,
         )
         self._log(Decision.FENCE_COMPLETED, fence, attempt_id, fencing_token=fencing_token)
         return Outcome(result=json.loads(text), skipped=False, fencing_token=fencing_token)
@@ -242,8 +234,7 @@ class FenceRecords:
         """IN_PROGRESS -> FAILED with the error's class name, message and details (owner only)."""
         fence = self.fence(step)
         sets = {"state": {"S": FenceState.FAILED.value}, **error_attributes(error)}
-        removes = ["owner", "lease_expires"]
-        self._owned(fence, fencing_token=fencing_token, attempt=attempt_id, sets=sets, removes=removes)
+        self._owned(fence, fencing_token=fencing_token, attempt=attempt_id, sets=sets, removes=ENDS_LEASE)
         self._log(Decision.FENCE_FAILED, fence, attempt_id, error_type=type(error).__name__)
 
     def release(self, step: StepId | Fence, *, fencing_token: int, attempt_id: str | None = None) -> bool:
@@ -282,9 +273,9 @@ class FenceRecords:
         now = self._clock()
         stamp = meta_attributes(fence, now, self._ttl) if meta else {"updated_at": number(now)}
         token = {":token": {"N": str(fencing_token)}}
-        update = update_entry(self._table, fence, {**sets, **stamp}, removes, condition=_OWNED, values=token)
+        update = update_entry(self._table, fence, {**sets, **stamp}, removes, condition=OWNED, values=token)
         if writes:
-            response, writes = self._transact({"Update": update}, writes)
+            response, writes = transact(self._send, {"Update": update}, writes)
         else:
             response = self._send("update_item", **update)
         if not isinstance(response, Refused):

@@ -22,8 +22,9 @@ Per run (see `rules.check_order`):
   released, no charge, no ledger entry, no notification, not counted);
 - steps agree with effects (a finished order, see `rules.check_steps`): no step recorded done without
   its effect, no effect without its step recorded done, a declined charge only on a FAILED order
-  whose ChargePayment failed (at most one); a step's record is its fence on the order's run
-  (`orders.saga.step_statuses`, what `GET /orders/{id}` shows). (The app has no refunds: a
+  whose ChargePayment failed (at most one); a step's record is where `orders.items.record_at`
+  puts it for the run (the fence table, or the item its effect writes; `orders.saga.step_statuses`,
+  what `GET /orders/{id}` shows). (The app has no refunds: a
   succeeded charge on a FAILED order is a violation.)
 
 Works against anything boto3 reaches: moto in-process, the local cloud, or AWS. Only reads.
