@@ -32,10 +32,10 @@ class ScheduleResult:
     faults: list[str]
     fired: list[str]
     violations: list[str]
-    errored: list[str] = field(default_factory=list)  # AWS calls answered with an injected error
     recovery: Recovery = field(default_factory=Recovery)
     points: set[str] = field(default_factory=set)
     simulated_seconds: float = 0.0  # how far the schedule moved the clock (leases, days)
+    errored: list[str] = field(default_factory=list)  # AWS calls answered with an injected error
 
     @property
     def ok(self) -> bool:
