@@ -11,13 +11,13 @@ from typing import TYPE_CHECKING, Any, Protocol
 
 from orders.domain import EVENT_TYPE_COMPLETED, OrderStatus, OrderTerms, completed_event
 from orders.errors import PaymentDeclined
-from orders.ports import Aggregates, Inventory, Ledger, Notifications, PaymentProvider
 from orders.saga import Effect, SagaContext, StepRequest
 from reliability import Write
 from reliability.keys import derive_key
 
 if TYPE_CHECKING:
     from orders.contract import Charge  # a pydantic model: the charge step builds it on its first call
+    from orders.ports import Aggregates, Inventory, Ledger, Notifications, PaymentProvider  # Protocols
 
 # --- steps ------------------------------------------------------------------------------------
 

@@ -72,5 +72,9 @@ class RunNotCurrent(Exception):
     after the first start only through `Reruns.start_next_run`, never from a message alone."""
 
 
+class ExecutionConflict(Exception):
+    """A workflow execution with this name exists with a different input: the message is poison."""
+
+
 class RerunRefused(Exception):
     """A new run was asked for an order whose current run did not end FAILED."""

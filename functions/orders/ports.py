@@ -97,17 +97,13 @@ class Workflow(Protocol):
     def start(self, *, name: str, payload: Mapping[str, Any]) -> str:
         """Start (or find the identical) execution; returns its ARN.
 
-        Raises `ExecutionConflict` when an execution of that name has a different input.
+        Raises `orders.errors.ExecutionConflict` when an execution of that name has a different input.
         """
         ...
 
     def execution_arn(self, name: str) -> str:
         """The ARN an execution of this name has (names are unique per state machine)."""
         ...
-
-
-class ExecutionConflict(Exception):
-    """An execution with this name exists with a different input: the message is poison."""
 
 
 class Notifications(Protocol):

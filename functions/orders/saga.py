@@ -25,14 +25,16 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from datetime import datetime
 from functools import cache
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from orders import items
 from orders import workflow as declared
 from orders.domain import OrderTerms, StepStatus, WorkflowInput
 from orders.errors import UnknownOrder
-from orders.ports import Inventory, Ledger, OrderStore, PaymentProvider, Queue
 from reliability import AtomicEffect, ExternalEffect, FenceState, FenceStore, RecordOn, StepId, Write
+
+if TYPE_CHECKING:  # the ports are Protocols: annotations only, no module to load at run time
+    from orders.ports import Inventory, Ledger, OrderStore, PaymentProvider, Queue
 
 # The fence namespace of every saga step (DEVELOPERS.md, "Steps, fences and statuses").
 SAGA_NAMESPACE = "saga"

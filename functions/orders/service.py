@@ -2,9 +2,9 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import datetime, timedelta
+from typing import TYPE_CHECKING
 
 from orders import items
 from orders.contract import CreateOrderRequest, OrderAccepted, OrderView
@@ -17,22 +17,19 @@ from orders.domain import (
     execution_name,
     new_order,
 )
-from orders.errors import OrderNotFound, RerunRefused, RunNotCurrent, UnknownOrder
+from orders.errors import ExecutionConflict, OrderNotFound, RerunRefused, RunNotCurrent, UnknownOrder
 from orders.messages import OrderMessageModel
-from orders.ports import (
-    Catalog,
-    ExecutionConflict,
-    OrderStore,
-    PaymentProvider,
-    Queue,
-    Workflow,
-)
 from orders.saga import step_statuses
 from orders.workflow import STEPS
 from reliability import FenceStore, RecordOn, StepId
 from reliability.batch import PoisonMessage
 from reliability.keys import execution_token
 from reliability.telemetry import Decision, Telemetry
+
+if TYPE_CHECKING:  # the ports are Protocols: annotations only, no module to load at run time
+    from collections.abc import Callable
+
+    from orders.ports import Catalog, OrderStore, PaymentProvider, Queue, Workflow
 
 
 @dataclass

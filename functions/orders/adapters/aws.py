@@ -8,7 +8,7 @@ from typing import Any
 
 from botocore.exceptions import ClientError
 
-from orders.ports import ExecutionConflict
+from orders.errors import ExecutionConflict
 from reliability.errors import error_code, transient_errors
 
 

@@ -3,20 +3,24 @@ failures, poison records dead-lettered with a reason (reliability.batch), the us
 
 from __future__ import annotations
 
-from collections.abc import Callable
-from typing import Any
-
-from aws_lambda_powertools.utilities.data_classes.sqs_event import SQSRecord
-from aws_lambda_powertools.utilities.typing import LambdaContext
+from typing import TYPE_CHECKING, Any
 
 from orders.config import QueueFedSettings
 from orders.observability import logger, tracer
-from orders.runtime import Runtime, current
+from orders.runtime import current
 from reliability.batch import process_batch
 from reliability.telemetry import metrics_per_invocation
 
-RecordHandler = Callable[[Runtime[Any], SQSRecord, LambdaContext], Any]
-BatchHandler = Callable[[dict[str, Any], LambdaContext], dict[str, Any]]
+if TYPE_CHECKING:  # annotations only: the module is not loaded at run time
+    from collections.abc import Callable
+
+    from aws_lambda_powertools.utilities.data_classes.sqs_event import SQSRecord
+    from aws_lambda_powertools.utilities.typing import LambdaContext
+
+    from orders.runtime import Runtime
+
+    RecordHandler = Callable[[Runtime[Any], SQSRecord, LambdaContext], Any]
+    BatchHandler = Callable[[dict[str, Any], LambdaContext], dict[str, Any]]
 
 
 def sqs_handler(*, settings: type[QueueFedSettings], record_handler: RecordHandler) -> BatchHandler:

@@ -14,12 +14,10 @@ import importlib
 import json
 import re
 from collections.abc import Callable
-from typing import Any, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from aws_lambda_powertools.event_handler import APIGatewayRestResolver, Response
 from aws_lambda_powertools.logging import correlation_paths
-from aws_lambda_powertools.utilities.typing import LambdaContext
-from pydantic import BaseModel
 
 from orders.config import ApiSettings
 from orders.contract import parse_create_order
@@ -30,6 +28,10 @@ from orders.workflow import ROUTES, Route
 from reliability.errors import RetryableError
 from reliability.http import HttpResponse, header_value
 from reliability.telemetry import metrics_per_invocation
+
+if TYPE_CHECKING:  # annotations only: the module is not loaded at run time
+    from aws_lambda_powertools.utilities.typing import LambdaContext
+    from pydantic import BaseModel
 
 SETTINGS = ApiSettings
 CREATE_ROUTE = "POST /orders"

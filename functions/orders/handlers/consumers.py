@@ -3,14 +3,18 @@ handler; the function's `CONSUMER_NAME` (set by infra from the same entry) says 
 
 from __future__ import annotations
 
-from aws_lambda_powertools.utilities.data_classes.sqs_event import SQSRecord
-from aws_lambda_powertools.utilities.typing import LambdaContext
+from typing import TYPE_CHECKING
 
 from orders.config import ConsumerSettings
 from orders.handlers._sqs import sqs_handler
 from orders.messages import OrderCompletedEvent
-from orders.runtime import Runtime
 from reliability.batch import parse_body
+
+if TYPE_CHECKING:  # annotations only: the module is not loaded at run time
+    from aws_lambda_powertools.utilities.data_classes.sqs_event import SQSRecord
+    from aws_lambda_powertools.utilities.typing import LambdaContext
+
+    from orders.runtime import Runtime
 
 SETTINGS = ConsumerSettings
 

@@ -7,15 +7,16 @@ leased step is the invocation's remaining time.
 
 from __future__ import annotations
 
-from typing import Any
-
-from aws_lambda_powertools.utilities.typing import LambdaContext
+from typing import TYPE_CHECKING, Any
 
 from orders.config import StepSettings
 from orders.observability import logger, tracer
 from orders.runtime import current
 from orders.saga import SAGA_NAMESPACE, StepRequest, run_step
 from reliability.telemetry import metrics_per_invocation
+
+if TYPE_CHECKING:  # annotations only: the module is not loaded at run time
+    from aws_lambda_powertools.utilities.typing import LambdaContext
 
 SETTINGS = StepSettings
 

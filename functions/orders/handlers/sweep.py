@@ -8,14 +8,15 @@ the order's keys, and a count the dashboard alarms on).
 
 from __future__ import annotations
 
-from typing import Any
-
-from aws_lambda_powertools.utilities.typing import LambdaContext
+from typing import TYPE_CHECKING, Any
 
 from orders.config import SweepSettings
 from orders.observability import logger, tracer
 from orders.runtime import current
 from reliability.telemetry import Decision, metrics_per_invocation
+
+if TYPE_CHECKING:  # annotations only: the module is not loaded at run time
+    from aws_lambda_powertools.utilities.typing import LambdaContext
 
 STEP = "SweepAccepted"
 SETTINGS = SweepSettings

@@ -9,16 +9,21 @@ reason ``StartExecutionThrottled``. The backoff schedule comes from infra/capaci
 
 from __future__ import annotations
 
-from aws_lambda_powertools.utilities.data_classes.sqs_event import SQSRecord
-from aws_lambda_powertools.utilities.typing import LambdaContext
+from typing import TYPE_CHECKING
+
 from botocore.exceptions import ClientError
 
 from orders.config import WorkerSettings
 from orders.handlers._sqs import sqs_handler
 from orders.messages import OrderMessageModel
-from orders.runtime import Runtime
 from reliability.batch import parse_body
 from reliability.errors import TransientError, error_code
+
+if TYPE_CHECKING:  # annotations only: the module is not loaded at run time
+    from aws_lambda_powertools.utilities.data_classes.sqs_event import SQSRecord
+    from aws_lambda_powertools.utilities.typing import LambdaContext
+
+    from orders.runtime import Runtime
 
 SETTINGS = WorkerSettings
 THROTTLED_START_CODES = frozenset({"ThrottlingException", "ExecutionLimitExceeded"})

@@ -14,8 +14,7 @@ from moto import mock_aws
 from orders.adapters.aws import StepFunctionsWorkflow, execution_arn
 from orders.adapters.dynamo import DynamoCatalog, DynamoOrderStore
 from orders.domain import Line, Order, OrderStatus
-from orders.errors import OrderConflict
-from orders.ports import ExecutionConflict
+from orders.errors import ExecutionConflict, OrderConflict
 from reliability.errors import transient_errors
 
 

@@ -22,8 +22,11 @@ FUNCTIONS = Path(__file__).resolve().parents[3] / "functions"
 POWERTOOLS = "aws_lambda_powertools."
 BATCH = (f"{POWERTOOLS}utilities.batch", f"{POWERTOOLS}utilities.parser", "reliability.batch")
 HTTP = (f"{POWERTOOLS}utilities.idempotency", f"{POWERTOOLS}event_handler", "reliability.http")
+# Imported for annotations only (under TYPE_CHECKING): the ports are Protocols, LambdaContext a type.
+TYPING_ONLY = ("orders.ports", f"{POWERTOOLS}utilities.typing")
 NOT_IMPORTED = {
     "orders.handlers.steps": (
+        *TYPING_ONLY,
         *BATCH,
         *HTTP,
         f"{POWERTOOLS}utilities.data_classes",
@@ -32,9 +35,9 @@ NOT_IMPORTED = {
         "orders.contract",
         "pydantic",
     ),
-    "orders.handlers.worker": (*HTTP, "orders.contract", "orders.saga"),
-    "orders.handlers.consumers": (*HTTP, "orders.contract", "orders.saga"),
-    "orders.handlers.api": (*BATCH, "orders.messages"),
+    "orders.handlers.worker": (*TYPING_ONLY, *HTTP, "orders.contract", "orders.saga"),
+    "orders.handlers.consumers": (*TYPING_ONLY, *HTTP, "orders.contract", "orders.saga"),
+    "orders.handlers.api": (*TYPING_ONLY, *BATCH, "orders.messages"),
 }
 PROBE = (
     "import importlib, json, sys; importlib.import_module(sys.argv[1]); "
