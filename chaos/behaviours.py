@@ -23,8 +23,9 @@ from botocore.exceptions import ClientError
 from chaos.audit import is_fence
 from orders.contract import CreateOrderRequest, OrderAccepted
 from orders.domain import OrderMessage, WorkflowInput, execution_name, new_order
+from orders.runs import WorkflowStarter
 from orders.runtime import Runtime
-from orders.service import OrderService, WorkflowStarter
+from orders.service import OrderService
 from reliability.keys import execution_token
 
 Params = dict[str, Any]

@@ -1,7 +1,7 @@
 """Start run N+1 of an order whose run N ended FAILED: `python -m ops.rerun ORDER_ID`, `make rerun ORDER=...`.
 
 Runs are an operator's decision, made through one guarded transition on the order (run == N and
-status FAILED -> run N+1, ACCEPTED; `orders.service.Reruns`), then the order's message. The worker
+status FAILED -> run N+1, ACCEPTED; `orders.runs.Reruns`), then the order's message. The worker
 starts only the order's current run, so a hand-made run-N+1 message can never start anything,
 and run N+1 gets new keys everywhere (tokens, fences, the provider's idempotency key).
 Refused, with the order's status and run, unless the current run ended FAILED. Asked again after
@@ -20,7 +20,7 @@ from ops.target import Target
 from orders.adapters.aws import SqsQueue
 from orders.adapters.dynamo import DynamoOrderStore
 from orders.errors import OrderNotFound, RerunRefused
-from orders.service import Reruns
+from orders.runs import Reruns
 
 
 def reruns(target: Target) -> Reruns:

@@ -1,6 +1,6 @@
 """What an operator does to the simulated cloud, through the code the ops tools run.
 
-- `rerun`: run N+1 of a FAILED order (`ops.rerun.reruns` -> `orders.service.Reruns`);
+- `rerun`: run N+1 of a FAILED order (`ops.rerun.reruns` -> `orders.runs.Reruns`);
 - `redrive`: a failed execution again (`ops.redrive.redrive_execution`), resumed at its failed
   state (simulator.redrive); later than the redrive window after it ended, Step Functions refuses
   it (`ExecutionNotRedrivable`, simulator.patches) and ops.redrive restarts it under the same token

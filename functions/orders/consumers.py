@@ -11,7 +11,7 @@ from orders import workflow as declared
 from orders.effects import ConsumerPorts
 from orders.messages import OrderCompletedEvent
 from reliability import AtomicEffect, Write
-from reliability.batch import ConsumerDedup
+from reliability.dedup import ConsumerDedup
 
 ConsumerEffect = Callable[[ConsumerPorts, Mapping[str, Any]], list[Write]]
 

@@ -40,22 +40,26 @@ from orders.config import (
     WorkerSettings,
 )
 from orders.observability import logger, metrics
-from reliability import FenceStore, crashpoints
+from reliability import crashpoints
 from reliability.crashpoints import CrashPlan
 from reliability.telemetry import Telemetry
 
 if TYPE_CHECKING:
     from orders.consumers import EventConsumer
+    from orders.runs import WorkflowStarter
     from orders.saga import SagaContext
-    from orders.service import OrderService, WorkflowStarter
-    from reliability.batch import ConsumerDedup, DeadLetters
+    from orders.service import OrderService
+    from reliability.batch import DeadLetters
+    from reliability.dedup import ConsumerDedup
     from reliability.http import HttpIdempotency
+    from reliability.runs import FenceStore
 
-# Cold start: a function imports only what it uses (bench/coldstart.py). The saga (steps and the
-# API's fences only), the use cases, consumer
-# dedup (Powertools batch, data classes), dead letters and HTTP idempotency (Powertools
-# idempotency) are imported by the property that builds them, so a step function never loads them;
-# tests/unit/orders/test_handler_imports.py pins which handler loads what.
+# Cold start: a function imports only what it uses (bench/coldstart.py). The fences (not the
+# worker's), the saga (steps and the API's fences only), the use cases, consumer dedup, dead
+# letters (Powertools batch, data classes) and HTTP idempotency (Powertools idempotency) are
+# imported by the method that builds them, so a kind of function that never builds one never loads
+# it. What a kind builds on every invocation its handler module imports itself, at init (its cold
+# start); tests/unit/orders/test_handler_imports.py pins both.
 
 ClientFactory = Callable[[str], Any]
 # The kind of function a runtime serves; covariant: a Runtime[StepSettings] is a Runtime[FunctionSettings].
@@ -90,11 +94,12 @@ class Runtime(Generic[S_co]):
         crash_plan: CrashPlan | None = None,
         clock: Callable[[], float] = time.time,
         telemetry: Telemetry | None = None,
-        fence_store_class: type[FenceStore] = FenceStore,
+        fence_store_class: type[FenceStore] | None = None,
         http_idempotency_class: type[HttpIdempotency] | None = None,
     ) -> None:
-        """`fence_store_class` (every step fence and consumer dedup) and `http_idempotency_class`
-        (default `reliability.http.HttpIdempotency`) are the guards; the chaos control run hands in
+        """`fence_store_class` (every step fence and consumer dedup; default
+        `reliability.runs.FenceStore`) and `http_idempotency_class` (default
+        `reliability.http.HttpIdempotency`) are the guards; the chaos control run hands in
         pass-throughs to show what they prevent."""
         self.settings = settings
         self._fence_store_class = fence_store_class
@@ -144,7 +149,9 @@ class Runtime(Generic[S_co]):
         with self._lock:
             store = self._fences.get(namespace)
             if store is None:
-                store = self._fence_store_class(
+                from reliability.runs import FenceStore  # noqa: PLC0415 - cold start, see the imports
+
+                store = (self._fence_store_class or FenceStore)(
                     client=self.dynamodb,
                     table_name=self.settings.table(table),
                     ttl_seconds=ttl_seconds or self.settings.fence_ttl_seconds,
@@ -218,7 +225,7 @@ class Runtime(Generic[S_co]):
 
     @cached_property
     def workflow_starter(self) -> WorkflowStarter:
-        from orders.service import WorkflowStarter  # noqa: PLC0415 - cold start, see the imports
+        from orders.runs import WorkflowStarter  # noqa: PLC0415 - cold start, see the imports
 
         workflow = StepFunctionsWorkflow(
             client=self.stepfunctions, state_machine_arn=self.kind(WorkerSettings).state_machine_arn
@@ -231,7 +238,7 @@ class Runtime(Generic[S_co]):
         )
 
     def consumer_dedup(self, consumer: str) -> ConsumerDedup:
-        from reliability.batch import ConsumerDedup  # noqa: PLC0415 - cold start, see the imports
+        from reliability.dedup import ConsumerDedup  # noqa: PLC0415 - cold start, see the imports
 
         return ConsumerDedup(fences=self.dedup(consumer), consumer=consumer, telemetry=self.telemetry)
 

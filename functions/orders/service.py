@@ -1,35 +1,28 @@
-"""Use cases behind the API and the worker, as plain Python over the ports."""
+"""The API's use cases (`POST /orders`, `GET /orders/{id}`), as plain Python over the ports.
+
+The worker's and the operators' use cases on an order's runs are in orders.runs: neither needs
+the API's contract (pydantic) or the saga's step table.
+"""
 
 from __future__ import annotations
 
 from dataclasses import dataclass
-from datetime import datetime, timedelta
 from typing import TYPE_CHECKING
 
 from orders import items
 from orders.contract import CreateOrderRequest, OrderAccepted, OrderView
-from orders.domain import (
-    TERMINAL_STATUSES,
-    Order,
-    OrderMessage,
-    OrderStatus,
-    WorkflowInput,
-    execution_name,
-    new_order,
-)
-from orders.errors import ExecutionConflict, OrderNotFound, RerunRefused, RunNotCurrent, UnknownOrder
-from orders.messages import OrderMessageModel
+from orders.domain import OrderMessage, OrderStatus, new_order
+from orders.errors import OrderNotFound
 from orders.saga import step_statuses
 from orders.workflow import STEPS
 from reliability import FenceStore, RecordOn, StepId
-from reliability.batch import PoisonMessage
 from reliability.keys import execution_token
-from reliability.telemetry import Decision, Telemetry
 
 if TYPE_CHECKING:  # the ports are Protocols: annotations only, no module to load at run time
     from collections.abc import Callable
+    from datetime import datetime
 
-    from orders.ports import Catalog, OrderStore, PaymentProvider, Queue, Workflow
+    from orders.ports import Catalog, OrderStore, PaymentProvider, Queue
 
 
 @dataclass
@@ -93,100 +86,3 @@ class OrderService:
             provider_calls=calls,
             execution_arn=order.execution_arn,
         )
-
-
-@dataclass
-class WorkflowStarter:
-    """The worker's use case: one workflow execution per (order, run).
-
-    One dedup mechanism: the execution name `<order_id>-r<run>` (a second start with the same
-    input is answered with the first's ARN, `Workflow.start`). The order's own record tells a
-    duplicate message apart before any start: RUNNING with an ARN on this run means started."""
-
-    stage: str
-    orders: OrderStore
-    workflow: Workflow
-    telemetry: Telemetry
-
-    def start_once(self, raw: OrderMessageModel) -> str:
-        """`start`, with a message that can never succeed turned into poison. Returns the ARN."""
-        message = OrderMessage(order_id=raw.order_id, run=raw.run, idempotency_key=raw.idempotency_key)
-        try:
-            return self.start(message)
-        except (UnknownOrder, RunNotCurrent, ExecutionConflict) as error:
-            raise PoisonMessage(str(error)) from error
-
-    def start(self, message: OrderMessage) -> str:
-        """Start `<order_id>-r<run>` with the `WorkflowInput`; record RUNNING + ARN.
-
-        The run is the order's decision, never the message's: a message whose run is not the
-        order's current run (a run 2 for an order on run 1, COMPLETED or still running) is poison
-        (`RunNotCurrent`); a run after the first begins only by `Reruns.start_next_run`. A message
-        for a run already started (the order has its ARN) is a duplicate: no call but the read
-        (`DedupHit`). A message for the current run of an order that finished without an ARN
-        recorded (its steps were run by hand) records the ARN and starts nothing.
-
-        Raises `UnknownOrder` (poison) for an order that does not exist or whose key lineage does
-        not match, and `ExecutionConflict` (poison) when the name exists with another input.
-        """
-        order = self.orders.get(message.order_id)
-        if order is None:
-            raise UnknownOrder(f"no order {message.order_id!r}")
-        if order.idempotency_key != message.idempotency_key:
-            raise UnknownOrder(f"message key lineage does not match order {message.order_id!r}")
-        if message.run != order.run:
-            raise RunNotCurrent(
-                f"message run {message.run} is not order {order.order_id}'s current run {order.run} "
-                f"({order.status.value}); a new run starts only with `make rerun ORDER={order.order_id}`"
-            )
-        token = execution_token(stage=self.stage, business_id=message.order_id, run=message.run)
-        if order.status is not OrderStatus.ACCEPTED and order.execution_arn:
-            self.telemetry.decision(Decision.DEDUP_HIT, token=token, step="worker", status=order.status.value)
-            return order.execution_arn
-        name = execution_name(message.order_id, message.run)
-        if order.status in TERMINAL_STATUSES:
-            arn = self.workflow.execution_arn(name)
-        else:
-            arn = self.workflow.start(
-                name=name, payload=WorkflowInput(terms=order, run=message.run, token=token).as_dict()
-            )
-        self.orders.mark_running(message.order_id, run=message.run, execution_arn=arn)
-        return arn
-
-
-@dataclass
-class Reruns:
-    """Operator actions on an order's runs (`python -m ops.rerun`): a new run, or a stranded
-    order's message again (also on a schedule, the `sweep-accepted` function)."""
-
-    orders: OrderStore
-    queue: Queue
-
-    def start_next_run(self, order_id: str) -> Order:
-        """Run N+1 of an order whose run N ended FAILED: one conditional transition on the order
-        (run == N and FAILED -> run N+1, ACCEPTED), then its message. Asked again after a crash
-        between the two, it finds the order ACCEPTED on run N+1 and only sends the message again."""
-        order = self.orders.get(order_id)
-        if order is None:
-            raise OrderNotFound(order_id)
-        if order.status is not OrderStatus.ACCEPTED:
-            order = self.orders.start_next_run(order_id, run=order.run)
-        self.resend(order)
-        return order
-
-    def resend(self, order: Order) -> None:
-        """The message of an ACCEPTED order's current run, again (the worker dedupes a duplicate)."""
-        if order.status is not OrderStatus.ACCEPTED:
-            raise RerunRefused(f"order {order.order_id} is {order.status.value}: its message was consumed")
-        self.queue.send(OrderMessage(order.order_id, order.run, order.idempotency_key).as_dict())
-
-    def resend_stranded(self, *, now: datetime, bound_seconds: int) -> list[Order]:
-        """Re-send the message of every order still ACCEPTED `bound_seconds` after it was created
-        (the API died between the order write and the send, and the client never retried).
-        The bound is past the normal queue-to-start latency, so a healthy order is left alone; a
-        duplicate of a message still on its way is harmless (the worker dedupes per order and run).
-        Returns the orders re-sent."""
-        stranded = self.orders.accepted_before((now - timedelta(seconds=bound_seconds)).isoformat())
-        for order in stranded:
-            self.resend(order)
-        return stranded

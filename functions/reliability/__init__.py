@@ -15,14 +15,16 @@ import importlib
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
-    from reliability.batch import ConsumerDedup, DeadLetters, PoisonMessage, parse_body, process_batch
+    from reliability.batch import DeadLetters, parse_body, process_batch
     from reliability.crashpoints import CrashPlan, SimulatedCrash, active_plan, crash_point, instrument
+    from reliability.dedup import ConsumerDedup
     from reliability.effects import AtomicEffect, ExternalEffect, RecordOn, Write
     from reliability.errors import (
         BusinessError,
         EffectConditionFailed,
         ExternalKeyExpired,
         FenceBusy,
+        PoisonMessage,
         ReliabilityError,
         ResultTooLarge,
         RetryableError,
@@ -44,7 +46,7 @@ _SOURCES = {
     "AtomicEffect": "effects",
     "BusinessError": "errors",
     "Claim": "record",
-    "ConsumerDedup": "batch",
+    "ConsumerDedup": "dedup",
     "CrashPlan": "crashpoints",
     "DeadLetters": "batch",
     "Decision": "telemetry",
@@ -60,7 +62,7 @@ _SOURCES = {
     "HttpResponse": "http",
     "Key": "keys",
     "Outcome": "record",
-    "PoisonMessage": "batch",
+    "PoisonMessage": "errors",
     "ReliabilityError": "errors",
     "ResultTooLarge": "errors",
     "RetryableError": "errors",

@@ -9,6 +9,7 @@ class here changes which states retry or catch it.
   ``TransientError`` (``transient_errors``), so nothing transient reaches Step Functions under
   another name.
 - ``ResultTooLarge`` and ``ExternalKeyExpired`` are reliability failures that a retry does not cure.
+- ``PoisonMessage`` marks a queue record no retry can cure: reliability.batch dead-letters it.
 - ``BusinessError`` is the base of the domain's permanent errors. A fence records them as FAILED
   and raises the same class with the same message on every replay; subclasses register themselves
   by class name so a replay can rebuild them from the stored record.
@@ -79,6 +80,16 @@ class EffectConditionFailed(ReliabilityError):
         super().__init__(message)
         self.index = index
         self.code = code
+
+
+class PoisonMessage(Exception):
+    """This queue record can never succeed: dead-letter it now instead of retrying
+    (reliability.batch). Here, not there, so code that raises it (a use case the worker calls)
+    does not load the batch utilities and pydantic."""
+
+    def __init__(self, reason: str) -> None:
+        super().__init__(reason)
+        self.reason = reason
 
 
 class BusinessError(Exception):

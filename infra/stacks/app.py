@@ -73,7 +73,7 @@ ACCESS: dict[str, Access] = {
         read=("inventory", "payments", "ledger", "fences"),
         send=("orders",),
     ),
-    # The worker's one dedup is the execution name (orders.service.WorkflowStarter): no idempotency table.
+    # The worker's one dedup is the execution name (orders.runs.WorkflowStarter): no idempotency table.
     "worker": Access(read_write=("orders",), send=("orders-dlq",), consume="orders"),
     **{manifest.step_function(step): _step_access(step) for step in manifest.steps()},
     **{consumer.name: _consumer_access(consumer) for consumer in manifest.consumers()},

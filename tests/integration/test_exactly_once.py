@@ -16,7 +16,7 @@ from ops.invariants import OrderRow, check
 from ops.redrive import redrive_execution
 from orders.adapters.aws import SqsQueue
 from orders.adapters.dynamo import DynamoOrderStore
-from orders.service import Reruns
+from orders.runs import Reruns
 from reliability.crashpoints import CrashPlan
 from simulator.cloud import InProcessCloud, LambdaError, running_cloud
 

@@ -19,6 +19,9 @@ from typing import TYPE_CHECKING, Any, TypeVar
 from aws_lambda_powertools.event_handler import APIGatewayRestResolver, Response
 from aws_lambda_powertools.logging import correlation_paths
 
+# Every request builds the order service; orders.runtime imports it only where it builds it (for
+# the kinds of function that never do), so this function imports it here, at init: its cold start.
+import orders.service  # noqa: F401
 from orders.config import ApiSettings
 from orders.contract import parse_create_order
 from orders.errors import MalformedBody, OrderError

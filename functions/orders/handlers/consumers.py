@@ -5,6 +5,9 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
+# Every event goes to the consumer (its effect and dedup); orders.runtime imports it only where it
+# builds it, so this function imports it here, at init: its cold start.
+import orders.consumers  # noqa: F401
 from orders.config import ConsumerSettings
 from orders.handlers._sqs import sqs_handler
 from orders.messages import OrderCompletedEvent

@@ -12,13 +12,16 @@ from typing import TYPE_CHECKING, Any
 from orders.config import StepSettings
 from orders.observability import logger, tracer
 from orders.runtime import current
-from orders.saga import SAGA_NAMESPACE, StepRequest, run_step
+from orders.saga import SAGA_NAMESPACE, StepRequest, run_step, steps
 from reliability.telemetry import metrics_per_invocation
 
 if TYPE_CHECKING:  # annotations only: the module is not loaded at run time
     from aws_lambda_powertools.utilities.typing import LambdaContext
 
 SETTINGS = StepSettings
+# Every invocation runs a declared step: resolve their effects (orders.effects) at init, the cold
+# start, rather than on the first invocation.
+steps()
 
 
 @logger.inject_lambda_context(correlation_id_path="token")

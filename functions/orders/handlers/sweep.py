@@ -12,6 +12,7 @@ from typing import TYPE_CHECKING, Any
 
 from orders.config import SweepSettings
 from orders.observability import logger, tracer
+from orders.runs import Reruns
 from orders.runtime import current
 from reliability.telemetry import Decision, metrics_per_invocation
 
@@ -26,8 +27,6 @@ SETTINGS = SweepSettings
 @metrics_per_invocation
 @tracer.capture_lambda_handler(capture_response=False)
 def handler(_event: dict[str, Any], _context: LambdaContext) -> dict[str, Any]:
-    from orders.service import Reruns  # noqa: PLC0415 - cold start, as in orders.runtime
-
     runtime = current(SETTINGS)
     reruns = Reruns(orders=runtime.orders, queue=runtime.queue("orders"))
     stranded = reruns.resend_stranded(

@@ -13,6 +13,9 @@ from typing import TYPE_CHECKING
 
 from botocore.exceptions import ClientError
 
+# Every message goes to the workflow starter; orders.runtime imports it only where it builds it,
+# so this function imports it here, at init: its cold start.
+import orders.runs  # noqa: F401
 from orders.config import WorkerSettings
 from orders.handlers._sqs import sqs_handler
 from orders.messages import OrderMessageModel

@@ -1,11 +1,14 @@
-"""Cold start: each handler module imports only what its functions use.
+"""Cold start: each handler module imports what its invocations use, and only that.
 
 Each import runs in a fresh interpreter (as Lambda's init does) and reads `sys.modules` after it:
 a step function must not load the batch, data-class, parser or idempotency utilities, pydantic
 (the API contract and the settings are not pydantic models on its path), nor the use cases it
 never calls; the SQS handlers must not load HTTP idempotency, the API resolver or the API's
-contract, nor the saga; the API must not load batch processing. Behaviour, not timing (bench/coldstart.py
-measures the time).
+contract; the worker none of the fence machinery (it dedupes on the execution name); the API must
+not load batch processing. And what every invocation of a handler builds (orders.runtime imports
+it lazily, for the kinds that never build it) its module imports at init, so the import is the
+cold start, not a part of it deferred to the first invocation. Behaviour, not timing
+(bench/coldstart.py measures the time).
 """
 
 from __future__ import annotations
@@ -24,6 +27,7 @@ BATCH = (f"{POWERTOOLS}utilities.batch", f"{POWERTOOLS}utilities.parser", "relia
 HTTP = (f"{POWERTOOLS}utilities.idempotency", f"{POWERTOOLS}event_handler", "reliability.http")
 # Imported for annotations only (under TYPE_CHECKING): the ports are Protocols, LambdaContext a type.
 TYPING_ONLY = ("orders.ports", f"{POWERTOOLS}utilities.typing")
+FENCES = ("reliability.runs", "reliability.store", "reliability.record", "reliability.dedup")
 NOT_IMPORTED = {
     "orders.handlers.steps": (
         *TYPING_ONLY,
@@ -31,13 +35,46 @@ NOT_IMPORTED = {
         *HTTP,
         f"{POWERTOOLS}utilities.data_classes",
         "orders.service",
+        "orders.runs",
         "orders.messages",
         "orders.contract",
+        "reliability.dedup",
         "pydantic",
     ),
-    "orders.handlers.worker": (*TYPING_ONLY, *HTTP, "orders.contract", "orders.saga"),
-    "orders.handlers.consumers": (*TYPING_ONLY, *HTTP, "orders.contract", "orders.saga"),
-    "orders.handlers.api": (*TYPING_ONLY, *BATCH, "orders.messages"),
+    "orders.handlers.worker": (
+        *TYPING_ONLY,
+        *HTTP,
+        *FENCES,
+        "orders.contract",
+        "orders.saga",
+        "orders.service",
+        "orders.consumers",
+    ),
+    "orders.handlers.consumers": (*TYPING_ONLY, *HTTP, "orders.contract", "orders.service", "orders.runs"),
+    "orders.handlers.api": (*TYPING_ONLY, *BATCH, "orders.messages", "orders.runs", "reliability.dedup"),
+    "orders.handlers.sweep": (
+        *TYPING_ONLY,
+        *BATCH,
+        *HTTP,
+        *FENCES,
+        "pydantic",
+        "orders.contract",
+        "orders.service",
+        "orders.saga",
+    ),
+}
+# What every invocation of the handler builds, imported at init (the runtime builds it lazily).
+IMPORTED = {
+    "orders.handlers.steps": ("orders.saga", "orders.effects", "reliability.runs"),
+    "orders.handlers.worker": ("orders.runs", "reliability.batch"),
+    "orders.handlers.consumers": (
+        "orders.consumers",
+        "orders.effects",
+        "reliability.dedup",
+        "reliability.runs",
+    ),
+    "orders.handlers.api": ("orders.service", "orders.saga", "reliability.runs", "reliability.http"),
+    "orders.handlers.sweep": ("orders.runs",),
 }
 PROBE = (
     "import importlib, json, sys; importlib.import_module(sys.argv[1]); "
@@ -62,6 +99,8 @@ def test_handler_imports_only_what_it_uses(handler: str) -> None:
     assert handler in loaded
     unused = sorted(m for m in loaded if m.startswith(NOT_IMPORTED[handler]))
     assert unused == [], f"{handler} imports modules it does not use: {unused}"
+    deferred = sorted(set(IMPORTED[handler]) - loaded)
+    assert deferred == [], f"{handler} leaves what every invocation uses to its first call: {deferred}"
 
 
 def test_reliability_names_resolve_lazily() -> None:

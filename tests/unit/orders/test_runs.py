@@ -17,8 +17,8 @@ from orders.contract import CreateOrderRequest, OrderItem
 from orders.domain import OrderMessage, OrderStatus
 from orders.errors import OrderConflict, RerunRefused, RunNotCurrent
 from orders.messages import OrderMessageModel
-from orders.service import Reruns, WorkflowStarter
-from reliability.batch import PoisonMessage
+from orders.runs import Reruns, WorkflowStarter
+from reliability.errors import PoisonMessage
 from tests.unit.orders.test_service import TELEMETRY, ListQueue, _service
 
 

@@ -27,7 +27,7 @@ from orders.messages import OrderCompletedEvent
 from orders.saga import SagaContext, StepRequest, run_step
 from orders.service import OrderService
 from reliability import FenceStore
-from reliability.batch import ConsumerDedup
+from reliability.dedup import ConsumerDedup
 from reliability.errors import EffectConditionFailed
 from reliability.keys import execution_token
 from reliability.telemetry import Telemetry

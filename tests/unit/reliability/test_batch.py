@@ -12,7 +12,9 @@ from botocore.stub import Stubber
 from pydantic import BaseModel
 
 from reliability import AtomicEffect, FenceStore
-from reliability.batch import ConsumerDedup, DeadLetters, PoisonMessage, parse_body, process_batch
+from reliability.batch import DeadLetters, parse_body, process_batch
+from reliability.dedup import ConsumerDedup
+from reliability.errors import PoisonMessage
 from reliability.telemetry import Telemetry
 from tests.unit.reliability.helpers import (
     IDEMPOTENCY,
