@@ -9,7 +9,7 @@ from typing import Any
 
 from orders import workflow as declared
 from orders.effects import ConsumerPorts
-from orders.messages import OrderCompletedEvent
+from orders.events import OrderCompletedEvent
 from reliability import AtomicEffect, Write
 from reliability.dedup import ConsumerDedup
 

@@ -41,6 +41,9 @@ TERMINAL_STATUSES = frozenset({OrderStatus.COMPLETED, OrderStatus.FAILED})
 # Execution names are at most 80 characters of [A-Za-z0-9-_]; an order id of 2 + 32 characters
 # plus "-r<run>" leaves ample room.
 _ORDER_ID_HEX = 32
+# What a queue message's order id may hold (orders.messages, orders.events): the characters an
+# execution name allows.
+ORDER_ID_PATTERN = r"^[A-Za-z0-9_-]+$"
 EVENT_TYPE_COMPLETED = "OrderCompleted"
 
 
@@ -236,7 +239,7 @@ class EventLine(TypedDict):
 
 class OrderCompleted(TypedDict):
     """The OrderCompleted fan-out event (DEVELOPERS.md, Messages): the one definition of its shape.
-    The consumers validate it with orders.messages.OrderCompletedEvent, which adds the bounds (a
+    The consumers validate it with orders.events.OrderCompletedEvent, which adds the bounds (a
     pydantic model: the step that builds the event must not load pydantic); a unit test holds
     that model's fields to these."""
 

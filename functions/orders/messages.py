@@ -1,15 +1,16 @@
-"""The queue messages as they arrive (DEVELOPERS.md, Messages). Anything else is poison.
+"""The orders-queue message as it arrives (DEVELOPERS.md, Messages). Anything else is poison.
 
-The shapes are defined once, in orders.domain (`OrderMessage`, `OrderCompleted`), which the steps
-build without pydantic; these models add the bounds a consumer checks, and
-tests/unit/orders/test_messages.py fails when a field differs from the domain's.
+The shape is defined once, in orders.domain (`OrderMessage`), which the API builds without
+pydantic; this model adds the bounds the worker checks, and tests/unit/orders/test_messages.py
+fails when a field differs from the domain's. The consumers' event is orders.events: each
+function builds only the model it parses.
 """
 
 from __future__ import annotations
 
 from pydantic import BaseModel, ConfigDict, Field
 
-_ID = r"^[A-Za-z0-9_-]+$"
+from orders.domain import ORDER_ID_PATTERN
 
 
 class OrderMessageModel(BaseModel):
@@ -17,31 +18,6 @@ class OrderMessageModel(BaseModel):
 
     model_config = ConfigDict(extra="forbid", frozen=True)
 
-    order_id: str = Field(min_length=1, max_length=64, pattern=_ID)
+    order_id: str = Field(min_length=1, max_length=64, pattern=ORDER_ID_PATTERN)
     run: int = Field(ge=1, strict=True)
     idempotency_key: str = Field(min_length=1)
-
-
-class EventItem(BaseModel):
-    """orders.domain.EventLine."""
-
-    model_config = ConfigDict(frozen=True)
-
-    sku: str
-    quantity: int
-
-
-class OrderCompletedEvent(BaseModel):
-    """Every consumer's queue: orders.domain.OrderCompleted."""
-
-    model_config = ConfigDict(frozen=True, extra="ignore")
-
-    event_id: str = Field(min_length=1)
-    type: str = Field(pattern=r"^OrderCompleted$")
-    order_id: str = Field(min_length=1, max_length=64, pattern=_ID)
-    run: int = Field(ge=1)
-    customer_id: str
-    currency: str
-    total_cents: int = Field(ge=0)
-    items: list[EventItem]
-    occurred_at: str

@@ -9,8 +9,8 @@ from typing import TYPE_CHECKING
 # builds it, so this function imports it here, at init: its cold start.
 import orders.consumers  # noqa: F401
 from orders.config import ConsumerSettings
+from orders.events import OrderCompletedEvent
 from orders.handlers._sqs import sqs_handler
-from orders.messages import OrderCompletedEvent
 from reliability.batch import parse_body
 
 if TYPE_CHECKING:  # annotations only: the module is not loaded at run time

@@ -4,11 +4,11 @@ Each import runs in a fresh interpreter (as Lambda's init does) and reads `sys.m
 a step function must not load the batch, data-class, parser or idempotency utilities, pydantic
 (the API contract and the settings are not pydantic models on its path), nor the use cases it
 never calls; the SQS handlers must not load HTTP idempotency, the API resolver or the API's
-contract; the worker none of the fence machinery (it dedupes on the execution name); the API must
-not load batch processing. And what every invocation of a handler builds (orders.runtime imports
-it lazily, for the kinds that never build it) its module imports at init, so the import is the
-cold start, not a part of it deferred to the first invocation. Behaviour, not timing
-(bench/coldstart.py measures the time).
+contract; the worker none of the fence machinery (it dedupes on the execution name); each SQS
+handler only the message model it parses; the API must not load batch processing. And what every
+invocation of a handler builds (orders.runtime imports it lazily, for the kinds that never build
+it) its module imports at init, so the import is the cold start, not a part of it deferred to the
+first invocation. Behaviour, not timing (bench/coldstart.py measures the time).
 """
 
 from __future__ import annotations
@@ -37,6 +37,7 @@ NOT_IMPORTED = {
         "orders.service",
         "orders.runs",
         "orders.messages",
+        "orders.events",
         "orders.contract",
         "reliability.dedup",
         "pydantic",
@@ -49,9 +50,24 @@ NOT_IMPORTED = {
         "orders.saga",
         "orders.service",
         "orders.consumers",
+        "orders.events",
     ),
-    "orders.handlers.consumers": (*TYPING_ONLY, *HTTP, "orders.contract", "orders.service", "orders.runs"),
-    "orders.handlers.api": (*TYPING_ONLY, *BATCH, "orders.messages", "orders.runs", "reliability.dedup"),
+    "orders.handlers.consumers": (
+        *TYPING_ONLY,
+        *HTTP,
+        "orders.contract",
+        "orders.service",
+        "orders.runs",
+        "orders.messages",
+    ),
+    "orders.handlers.api": (
+        *TYPING_ONLY,
+        *BATCH,
+        "orders.messages",
+        "orders.events",
+        "orders.runs",
+        "reliability.dedup",
+    ),
     "orders.handlers.sweep": (
         *TYPING_ONLY,
         *BATCH,

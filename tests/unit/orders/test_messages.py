@@ -1,5 +1,5 @@
-"""The queue messages are defined once, in orders.domain; the consumers' pydantic models
-(orders.messages) must validate exactly those fields, with the same types."""
+"""The queue messages are defined once, in orders.domain; the receivers' pydantic models
+(orders.messages, orders.events) must validate exactly those fields, with the same types."""
 
 from __future__ import annotations
 
@@ -12,7 +12,8 @@ from pydantic import BaseModel
 
 from orders.contract import CreateOrderRequest, OrderItem
 from orders.domain import CatalogItem, OrderCompleted, OrderMessage, completed_event, new_order
-from orders.messages import OrderCompletedEvent, OrderMessageModel
+from orders.events import OrderCompletedEvent
+from orders.messages import OrderMessageModel
 
 
 def _shape(annotation: Any) -> Any:

@@ -23,7 +23,7 @@ from orders.consumers import EventConsumer, effect_of
 from orders.contract import CreateOrderRequest, OrderItem
 from orders.domain import WorkflowInput
 from orders.errors import OrderNotFound, OutOfStock, UnknownOrder, UnknownSku
-from orders.messages import OrderCompletedEvent
+from orders.events import OrderCompletedEvent
 from orders.saga import SagaContext, StepRequest, run_step
 from orders.service import OrderService
 from reliability import FenceStore
