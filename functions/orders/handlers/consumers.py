@@ -5,12 +5,17 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
+# First, before any pydantic model: Powertools' batch utility (reliability.batch, through _sqs)
+# builds its own pydantic parser models when it finds pydantic already imported
+# (aws_lambda_powertools/utilities/batch/types.py), which this function never uses.
+from orders.handlers._sqs import sqs_handler
+
+# isort: split
 # Every event goes to the consumer (its effect and dedup); orders.runtime imports it only where it
 # builds it, so this function imports it here, at init: its cold start.
 import orders.consumers  # noqa: F401
 from orders.config import ConsumerSettings
 from orders.events import OrderCompletedEvent
-from orders.handlers._sqs import sqs_handler
 from reliability.batch import parse_body
 
 if TYPE_CHECKING:  # annotations only: the module is not loaded at run time

@@ -11,13 +11,18 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
+# First, before any pydantic model: Powertools' batch utility (reliability.batch, through _sqs)
+# builds its own pydantic parser models when it finds pydantic already imported
+# (aws_lambda_powertools/utilities/batch/types.py), which this function never uses.
+from orders.handlers._sqs import sqs_handler
+
+# isort: split
 from botocore.exceptions import ClientError
 
 # Every message goes to the workflow starter; orders.runtime imports it only where it builds it,
 # so this function imports it here, at init: its cold start.
 import orders.runs  # noqa: F401
 from orders.config import WorkerSettings
-from orders.handlers._sqs import sqs_handler
 from orders.messages import OrderMessageModel
 from reliability.batch import parse_body
 from reliability.errors import TransientError, error_code

@@ -27,6 +27,9 @@ BATCH = (f"{POWERTOOLS}utilities.batch", f"{POWERTOOLS}utilities.parser", "relia
 HTTP = (f"{POWERTOOLS}utilities.idempotency", f"{POWERTOOLS}event_handler", "reliability.http")
 # Imported for annotations only (under TYPE_CHECKING): the ports are Protocols, LambdaContext a type.
 TYPING_ONLY = ("orders.ports", f"{POWERTOOLS}utilities.typing")
+# Powertools' batch utility builds its pydantic parser models when pydantic is imported before it:
+# the SQS handlers import it first (they parse with their own models).
+PARSER = f"{POWERTOOLS}utilities.parser"
 FENCES = ("reliability.runs", "reliability.store", "reliability.record", "reliability.dedup")
 NOT_IMPORTED = {
     "orders.handlers.steps": (
@@ -45,6 +48,7 @@ NOT_IMPORTED = {
     "orders.handlers.worker": (
         *TYPING_ONLY,
         *HTTP,
+        PARSER,
         *FENCES,
         "orders.contract",
         "orders.saga",
@@ -55,6 +59,7 @@ NOT_IMPORTED = {
     "orders.handlers.consumers": (
         *TYPING_ONLY,
         *HTTP,
+        PARSER,
         "orders.contract",
         "orders.service",
         "orders.runs",
