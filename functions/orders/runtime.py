@@ -41,7 +41,6 @@ from orders.config import (
 )
 from orders.observability import logger, metrics
 from reliability import crashpoints
-from reliability.crashpoints import CrashPlan
 from reliability.telemetry import Telemetry
 
 if TYPE_CHECKING:
@@ -50,6 +49,7 @@ if TYPE_CHECKING:
     from orders.saga import SagaContext
     from orders.service import OrderService
     from reliability.batch import DeadLetters
+    from reliability.crashpoints import CrashPlan
     from reliability.dedup import ConsumerDedup
     from reliability.http import HttpIdempotency
     from reliability.runs import FenceStore

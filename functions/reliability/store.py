@@ -12,11 +12,10 @@ from __future__ import annotations
 import json
 import time
 from collections.abc import Callable, Mapping, Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from botocore.exceptions import ClientError
 
-from reliability.crashpoints import CrashPlan
 from reliability.effects import AtomicEffect, RecordOn, Write, cancellation_error
 from reliability.errors import (
     CONNECTION_ERRORS,
@@ -52,6 +51,9 @@ from reliability.requests import (
     update_entry,
 )
 from reliability.telemetry import Decision, Telemetry
+
+if TYPE_CHECKING:  # the plan's machinery is loaded only when a plan is armed (reliability.crashpoints)
+    from reliability.crashplan import CrashPlan
 
 # BatchGetItem reads at most 100 keys per call.
 MAX_BATCH_READ = 100

@@ -27,6 +27,8 @@ BATCH = (f"{POWERTOOLS}utilities.batch", f"{POWERTOOLS}utilities.parser", "relia
 HTTP = (f"{POWERTOOLS}utilities.idempotency", f"{POWERTOOLS}event_handler", "reliability.http")
 # Imported for annotations only (under TYPE_CHECKING): the ports are Protocols, LambdaContext a type.
 TYPING_ONLY = ("orders.ports", f"{POWERTOOLS}utilities.typing")
+# The crash plan's machinery: loaded only when RETRYSAFE_CRASH_POINTS is set (chaos, the local cloud).
+CHAOS_ONLY = ("reliability.crashplan",)
 # Powertools' batch utility builds its pydantic parser models when pydantic is imported before it:
 # the SQS handlers import it first (they parse with their own models).
 PARSER = f"{POWERTOOLS}utilities.parser"
@@ -34,6 +36,7 @@ FENCES = ("reliability.runs", "reliability.store", "reliability.record", "reliab
 NOT_IMPORTED = {
     "orders.handlers.steps": (
         *TYPING_ONLY,
+        *CHAOS_ONLY,
         *BATCH,
         *HTTP,
         f"{POWERTOOLS}utilities.data_classes",
@@ -47,6 +50,7 @@ NOT_IMPORTED = {
     ),
     "orders.handlers.worker": (
         *TYPING_ONLY,
+        *CHAOS_ONLY,
         *HTTP,
         PARSER,
         *FENCES,
@@ -58,6 +62,7 @@ NOT_IMPORTED = {
     ),
     "orders.handlers.consumers": (
         *TYPING_ONLY,
+        *CHAOS_ONLY,
         *HTTP,
         PARSER,
         "orders.contract",
@@ -67,6 +72,7 @@ NOT_IMPORTED = {
     ),
     "orders.handlers.api": (
         *TYPING_ONLY,
+        *CHAOS_ONLY,
         *BATCH,
         "orders.messages",
         "orders.events",
@@ -75,6 +81,7 @@ NOT_IMPORTED = {
     ),
     "orders.handlers.sweep": (
         *TYPING_ONLY,
+        *CHAOS_ONLY,
         *BATCH,
         *HTTP,
         *FENCES,
