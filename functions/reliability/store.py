@@ -55,8 +55,7 @@ from reliability.telemetry import Decision, Telemetry
 if TYPE_CHECKING:  # the plan's machinery is loaded only when a plan is armed (reliability.crashpoints)
     from reliability.crashplan import CrashPlan
 
-# BatchGetItem reads at most 100 keys per call.
-MAX_BATCH_READ = 100
+MAX_BATCH_READ = 100  # BatchGetItem reads at most 100 keys per call
 
 
 class FenceRecords:
