@@ -274,19 +274,22 @@ def measure_order(assembly: Path) -> list[OrderRun]:
             placed = cloud.api("POST", "/orders", body=body, headers={"Idempotency-Key": f"bench-{scenario}"})
             cloud.settle()
             done = cloud.invocations[invoked:]  # every invocation since is this order's
-            # Each invocation's calls: the recorder's calls in order, split by function in turn
-            # (one order's functions run one after another).
+            # Each invocation's calls are its function's: in one order's first run every function is
+            # invoked once, and Step Functions runs a step on its own thread, so the worker's last
+            # write can come after the first step's calls (they interleave; grouping keeps them apart).
             calls = recorder.calls[mark:]
-            position = 0
-            for invocation in done:
-                name = short[invocation.function]
-                mine = []
-                while position < len(calls) and calls[position].function == name:
-                    mine.append(_described(calls[position], names))
-                    position += 1
-                run.first.append(Invocation(name, mine))
-            if position != len(calls):
-                raise RuntimeError(f"calls not attributed to an invocation: {calls[position:]}")
+            invoked_functions = [short[invocation.function] for invocation in done]
+            if len(set(invoked_functions)) != len(invoked_functions):
+                raise RuntimeError(
+                    f"a function was invoked twice in one order's first run: {invoked_functions}"
+                )
+            for name in invoked_functions:
+                run.first.append(
+                    Invocation(name, [_described(call, names) for call in calls if call.function == name])
+                )
+            strays = [call for call in calls if call.function not in invoked_functions]
+            if strays:
+                raise RuntimeError(f"calls not attributed to an invocation: {strays}")
             view_mark = len(recorder.calls)
             cloud.api("GET", f"/orders/{placed.body['order_id']}")
             run.view = since(view_mark)
