@@ -64,6 +64,19 @@ def _idem(ddb: Any, table: str, *, answer: bool, tmp_path: Any = None, clock: An
     )
 
 
+def _fences(ddb: Any, clock: FakeClock) -> FenceStore:
+    """The saga's fence store on the test tables, on `clock`."""
+    return FenceStore(
+        client=ddb,
+        table_name=FENCES,
+        ttl_seconds=3600,
+        telemetry=make_telemetry(),
+        namespace="saga",
+        clock=clock,
+        stage=STAGE,
+    )
+
+
 def _http(ddb: Any) -> HttpIdempotency:
     return HttpIdempotency(
         persistence=DynamoDBPersistenceLayer(table_name=IDEMPOTENCY, boto3_client=ddb),
@@ -155,15 +168,7 @@ def test_forget_refuses_a_record_whose_request_is_still_running(ddb):
 
 def test_fence_reset_refuses_a_live_lease_and_resets_once_it_has_expired(ddb, tmp_path):
     clock = FakeClock()
-    fences = FenceStore(
-        client=ddb,
-        table_name=FENCES,
-        ttl_seconds=3600,
-        telemetry=make_telemetry(),
-        namespace="saga",
-        clock=clock,
-        stage=STAGE,
-    )
+    fences = _fences(ddb, clock)
     record_id, token = fence_record_id("o-9", "ChargePayment", stage=STAGE, run=1)
     step = StepId(token=token, step="ChargePayment")
     assert fences.external_key(step) == record_id
@@ -185,15 +190,7 @@ def test_fence_reset_refuses_a_live_lease_and_resets_once_it_has_expired(ddb, tm
 
 def test_a_fence_that_changed_after_it_was_shown_is_not_deleted(ddb):
     clock = FakeClock()
-    fences = FenceStore(
-        client=ddb,
-        table_name=FENCES,
-        ttl_seconds=3600,
-        telemetry=make_telemetry(),
-        namespace="saga",
-        clock=clock,
-        stage=STAGE,
-    )
+    fences = _fences(ddb, clock)
     record_id, token = fence_record_id("o-8", "ChargePayment", stage=STAGE)
     step = StepId(token=token, step="ChargePayment")
     fences.claim(step, attempt_id="attempt-1", lease_seconds=1)
@@ -215,15 +212,7 @@ def test_a_record_carried_by_its_effects_item_is_shown_but_only_a_failed_one_is_
     # Given ReserveInventory's records on the reservation item (orders.items.record_at): one run
     # completed (the item is the reservation), another failed (a record-only item at its key)
     clock = FakeClock()
-    fences = FenceStore(
-        client=ddb,
-        table_name=FENCES,
-        ttl_seconds=3600,
-        telemetry=make_telemetry(),
-        namespace="saga",
-        clock=clock,
-        stage=STAGE,
-    )
+    fences = _fences(ddb, clock)
     outputs = {"FenceTableName": FENCES, "InventoryTableName": INVENTORY}
     located = {}
     for order_id, fails in (("o-7", False), ("o-6", True)):
