@@ -52,7 +52,7 @@ from ops.invariants.rules import (
     tally_payments,
     tally_rows,
 )
-from ops.invariants.stores import DeadLetter, Stores, fences_of, peek_dead_letters, scan, step_records
+from ops.invariants.stores import DeadLetter, Stores, fences_of, peek_dead_letters, step_records, table_scans
 from ops.target import Target
 from orders import items as layout
 
@@ -62,19 +62,19 @@ __all__ = ["DeadLetter", "OrderRow", "Report", "Stores", "check", "main", "peek_
 def check(stores: Stores, *, allow_in_flight: bool = False) -> Report:
     """Read every store and check the invariants. `allow_in_flight` tolerates ACCEPTED/RUNNING
     orders that are not (yet) dead-lettered, for checks taken while work is still moving."""
-    db = stores.dynamodb
-    order_items = scan(db, stores.orders_table)
+    items = table_scans(stores)  # each table read once, whichever rules read it
+    order_items = items("orders")
     orders = [i for i in order_items if i.get("sk") == "order"]
-    fences = step_records(stores)
-    inventory = scan(db, stores.inventory_table)
-    aggregates = scan(db, stores.aggregates_table)
+    fences = step_records(items)
+    inventory = items("inventory")
+    aggregates = items("aggregates")
     counts = new_counts()
     net_by_sku = tally_inventory(inventory, counts)
-    payments = scan(db, stores.payments_table)
-    ledger = scan(db, stores.ledger_table)
+    payments = items("payments")
+    ledger = items("ledger")
     tally_payments(payments, counts)
     tally_rows(ledger, layout.ENTRY, "ledger", counts)
-    notifications = scan(db, stores.notifications_table)
+    notifications = items("notifications")
     tally_rows(notifications, layout.NOTIFICATION, "notification", counts, times=layout.SENDS)
     global_violations = check_aggregates(aggregates, counts) + check_stock(inventory, net_by_sku)
     global_violations += check_amounts(orders, payments, ledger, aggregates)

@@ -4,6 +4,7 @@ letters peeked without consuming them, and the saga step records of an order's r
 
 from __future__ import annotations
 
+import functools
 import json
 import time
 from collections import defaultdict
@@ -133,16 +134,26 @@ def _body_order_id(body: str) -> str | None:
     return value if isinstance(value, str) else None
 
 
-def step_records(stores: Stores) -> dict[str, dict[str, str]]:
+def table_scans(stores: Stores) -> Callable[[str], list[dict[str, Any]]]:
+    """Each table's consistent scan by its short name (`inventory`, `ledger`, ..., `fences`), read
+    once however many rules read it (an absent table, such as no fence table, reads as empty)."""
+
+    @functools.cache
+    def items(table: str) -> list[dict[str, Any]]:
+        name = stores.fence_table if table == layout.FENCES else getattr(stores, f"{table}_table")
+        return scan(stores.dynamodb, name) if name else []
+
+    return items
+
+
+def step_records(items: Callable[[str], list[dict[str, Any]]]) -> dict[str, dict[str, str]]:
     """Saga step records by execution token, {token: {step: state}}, each read where
     `orders.items.record_at` says its step's record lives: the fence table (TTL may have deleted
-    some) or the business items that carry one (as long as the item lives)."""
+    some) or the business items that carry one (as long as the item lives); `items` scans a table
+    by its short name (`table_scans`)."""
     found: dict[str, dict[str, str]] = defaultdict(dict)
     for table in layout.record_tables():
-        name = stores.fence_table if table == layout.FENCES else getattr(stores, f"{table}_table")
-        if name is None:
-            continue
-        for token, by_step in fences_by_token(scan(stores.dynamodb, name)).items():
+        for token, by_step in fences_by_token(items(table)).items():
             for step, state in by_step.items():
                 carrier = layout.carrier_of(step) if step in _STEP_NAMES else None
                 if (carrier.table if carrier else layout.FENCES) == table:
