@@ -35,7 +35,7 @@ from chaos.exchanges import Exchange
 from chaos.mutants import Mutant
 from chaos.points import CrashController
 from chaos.scenarios import PlacedOrder, Verdict, order_body, verdict
-from orders.adapters.dynamo import DynamoOrderStore
+from orders.adapters.order_store import DynamoOrderStore
 from orders.domain import WorkflowInput
 from orders.workflow import happy_path
 from reliability.keys import execution_token

@@ -18,7 +18,7 @@ from collections.abc import Sequence
 
 from ops.target import Target
 from orders.adapters.aws import SqsQueue
-from orders.adapters.dynamo import DynamoOrderStore
+from orders.adapters.order_store import DynamoOrderStore
 from orders.errors import OrderNotFound, RerunRefused
 from orders.runs import Reruns
 

@@ -24,13 +24,8 @@ from botocore.config import Config
 
 from orders import workflow as declared
 from orders.adapters.aws import SqsQueue, StepFunctionsWorkflow
-from orders.adapters.dynamo import (
-    DynamoAggregates,
-    DynamoCatalog,
-    DynamoLedger,
-    DynamoNotifications,
-    DynamoOrderStore,
-)
+from orders.adapters.dynamo import DynamoAggregates, DynamoCatalog, DynamoLedger, DynamoNotifications
+from orders.adapters.order_store import DynamoOrderStore
 from orders.adapters.payments import FakePaymentProvider
 from orders.config import (
     ConsumerSettings,

@@ -15,7 +15,7 @@ import pytest
 from ops.invariants import OrderRow, check
 from ops.redrive import redrive_execution
 from orders.adapters.aws import SqsQueue
-from orders.adapters.dynamo import DynamoOrderStore
+from orders.adapters.order_store import DynamoOrderStore
 from orders.runs import Reruns
 from reliability.crashpoints import CrashPlan
 from simulator.cloud import InProcessCloud, LambdaError, running_cloud

@@ -7,7 +7,7 @@ import json
 import pytest
 
 from ops.invariants import check
-from orders.adapters.dynamo import DynamoOrderStore
+from orders.adapters.order_store import DynamoOrderStore
 from orders.domain import WorkflowInput
 from simulator.cloud import InProcessCloud
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Mapping
+from datetime import UTC, datetime
 from typing import Any
 
 from boto3.dynamodb.types import TypeDeserializer, TypeSerializer
@@ -11,6 +12,11 @@ _serializer = TypeSerializer()
 _deserializer = TypeDeserializer()
 
 CONDITION_FAILED = "ConditionalCheckFailedException"
+
+
+def now_iso() -> str:
+    """The time an item records (`at`, `created_at`, ...): ISO 8601, UTC."""
+    return datetime.now(UTC).isoformat()
 
 
 def to_item(values: Mapping[str, Any]) -> dict[str, Any]:

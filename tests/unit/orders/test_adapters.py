@@ -12,7 +12,8 @@ from botocore.exceptions import ClientError
 from moto import mock_aws
 
 from orders.adapters.aws import StepFunctionsWorkflow, execution_arn
-from orders.adapters.dynamo import DynamoCatalog, DynamoOrderStore
+from orders.adapters.dynamo import DynamoCatalog
+from orders.adapters.order_store import DynamoOrderStore
 from orders.domain import Line, Order, OrderStatus
 from orders.errors import ExecutionConflict, OrderConflict
 from reliability.errors import transient_errors

@@ -12,7 +12,7 @@ import pytest
 
 from ops import rerun as rerun_cli
 from ops.target import Target
-from orders.adapters.dynamo import DynamoOrderStore
+from orders.adapters.order_store import DynamoOrderStore
 from orders.contract import CreateOrderRequest, OrderItem
 from orders.domain import OrderMessage, OrderStatus
 from orders.errors import OrderConflict, RerunRefused, RunNotCurrent

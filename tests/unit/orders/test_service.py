@@ -11,13 +11,8 @@ import pytest
 from aws_lambda_powertools import Logger, Metrics
 
 from orders import items
-from orders.adapters.dynamo import (
-    DynamoAggregates,
-    DynamoCatalog,
-    DynamoLedger,
-    DynamoNotifications,
-    DynamoOrderStore,
-)
+from orders.adapters.dynamo import DynamoAggregates, DynamoCatalog, DynamoLedger, DynamoNotifications
+from orders.adapters.order_store import DynamoOrderStore
 from orders.adapters.payments import FakePaymentProvider
 from orders.consumers import EventConsumer, effect_of
 from orders.contract import CreateOrderRequest, OrderItem

@@ -17,7 +17,8 @@ import pytest
 from botocore.exceptions import ClientError
 
 from orders.adapters.aws import SqsQueue, StepFunctionsWorkflow
-from orders.adapters.dynamo import DynamoCatalog, DynamoOrderStore
+from orders.adapters.dynamo import DynamoCatalog
+from orders.adapters.order_store import DynamoOrderStore
 from orders.adapters.payments import FakePaymentProvider
 from orders.runtime import default_client_factory
 from reliability.crashpoints import CrashPlan
