@@ -4,7 +4,9 @@
 on) creates what the templates say (`simulator.deploy`). Function code is the REAL handler code,
 run in this process (`simulator.lambdas`: `installed()` routes moto's Lambda invocations to the
 handlers). SQS has no poller: `pump()`/`drain()`/`settle()` play the event source mapping
-(`simulator.consumers`).
+(`simulator.consumers`). A started execution is queued and runs where a caller waits for
+executions (`wait`, `wait_all`, `settle`), one at a time in start order (`simulator.executions`):
+the same actions give the same outcome.
 
 Time: one `Clock` (wall time plus an offset a test moves forward) drives what the handlers read
 (fence leases, TTLs, dates), Powertools' idempotency time (in-progress and record expiry) and the
@@ -44,6 +46,7 @@ from simulator.clock import Clock
 from simulator.consumers import EventSourceMapping, PumpResult
 from simulator.deploy import FunctionSpec, Resolver, deploy, read_template
 from simulator.events import ACCOUNT, EVENTS_DIR, REGION, rest_event, sqs_record
+from simulator.executions import ExecutionQueue
 from simulator.expiry import delete_expired, ttl_tables
 from simulator.lambdas import REQUEST_LOCK, HandlerRunner, Invocation, LambdaError
 from simulator.observe import Observer
@@ -98,6 +101,7 @@ class InProcessCloud(HandlerRunner, EventSourceMapping):
         self.expired_messages = 0  # dropped by queue retention so far
         self.stops: list[StopDuring] = []  # armed StopExecutions (stop_during)
         self.rules: list[ScheduledRule] = []  # EventBridge schedules (simulator.rules)
+        self.queued_executions = ExecutionQueue()  # run one at a time where callers wait (wait, settle)
 
     # --- clients --------------------------------------------------------------------------------
     def client(self, service: str) -> Any:
@@ -227,6 +231,7 @@ class InProcessCloud(HandlerRunner, EventSourceMapping):
         ]
 
     def wait(self, execution_arn: str, *, timeout: float = 60) -> dict[str, Any]:
+        self.queued_executions.run()
         deadline = time.monotonic() + timeout
         while True:
             with EXECUTION_ENDED:  # an end notified between the describe and the wait is not lost
@@ -241,6 +246,7 @@ class InProcessCloud(HandlerRunner, EventSourceMapping):
         """Every execution once it has ended: the listing's entry (status, dates, names) when it
         already had, else its description (describing every ended execution again at each rest
         was ~15 % of a random chaos schedule's time)."""
+        self.queued_executions.run()
         return [
             e if e["status"] in _TERMINAL else self.wait(e["executionArn"], timeout=timeout)
             for e in self.executions()

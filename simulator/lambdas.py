@@ -33,6 +33,7 @@ from orders.config import FunctionSettings, settings_of
 from reliability.crashpoints import CrashPlan, SimulatedCrash
 from simulator.clock import Clock, clocked_datetime_module
 from simulator.events import ACCOUNT, REGION
+from simulator.executions import ExecutionQueue
 from simulator.observe import Caller, Observer, Snapshot, current_caller, observed, set_caller
 from simulator.operators import StopDuring
 from simulator.patches import on_the_clock
@@ -118,6 +119,7 @@ class HandlerRunner:
     outputs: dict[str, str]
     invocations: list[Invocation]
     stops: list[StopDuring]
+    queued_executions: ExecutionQueue
     write_observers: list[Observer]
     _runtimes: dict[str, orders_runtime.Runtime]
     _lock: threading.Lock
@@ -132,14 +134,17 @@ class HandlerRunner:
     @contextmanager
     def installed(self) -> Iterator[Self]:
         """Route moto's Lambda invocations to the real handlers in this process, make each
-        DynamoDB and SQS request atomic with respect to the others, and put Powertools'
-        idempotency time and the Step Functions Retry waits on `self.clock`.
+        DynamoDB and SQS request atomic with respect to the others, queue the Step Functions
+        executions moto starts (`simulator.executions`: they run one at a time where a caller
+        waits), and put Powertools' idempotency time and the Step Functions Retry waits on
+        `self.clock`.
 
-        Handlers run concurrently on moto's Step Functions threads; moto's backends are not
-        thread-safe (TransactWriteItems deep-copies a table that another thread's PutItem may
-        be changing: "dictionary changed size during iteration"). AWS applies each request
-        atomically, so one lock per request keeps the interleavings between requests, which is
-        what races are made of, and removes only the emulator's own data races.
+        Handlers still run on several threads (`chaos.interleave`'s attempts, each execution's
+        own evaluation thread); moto's backends are not thread-safe (TransactWriteItems
+        deep-copies a table that another thread's PutItem may be changing: "dictionary changed
+        size during iteration"). AWS applies each request atomically, so one lock per request
+        keeps the interleavings between requests, which is what races are made of, and removes
+        only the emulator's own data races.
         """
         cloud = self
 
@@ -152,6 +157,7 @@ class HandlerRunner:
             stack.enter_context(_atomic_requests(DynamoHandler, self.write_observers))
             stack.enter_context(_atomic_requests(SQSResponse))
             stack.enter_context(on_the_clock(self.clock))
+            stack.enter_context(self.queued_executions.installed())
             for module in _POWERTOOLS_TIME_MODULES:
                 stack.enter_context(mock.patch(f"{module}.dt", clocked))
             stack.enter_context(

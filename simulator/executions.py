@@ -1,0 +1,89 @@
+"""Step Functions executions one at a time, in the order they were started: the simulator's
+determinism.
+
+moto starts each execution on a thread of its own at StartExecution (`ExecutionWorker.start`),
+so two executions' steps interleaved as the OS scheduled the threads, a crash point numbered by
+occurrence was reached by either execution first, and the same schedule could end differently
+from one run to the next (issue 12). Here StartExecution, and a redrive (which starts the same
+execution again, `simulator.redrive`), only queue the execution: to every caller it is RUNNING,
+as an AWS execution is until its first state runs. `ExecutionQueue.run()` runs the queued ones
+one at a time to their end, in start order; the cloud calls it wherever a caller waits for
+executions (`InProcessCloud.wait`, `wait_all`, `settle`). Nothing else runs meanwhile, so one
+sequence of actions has one outcome.
+
+What this does not draw: the steps of two executions interleaved. Concurrent attempts of one
+step are drawn by `chaos.interleave` instead, deterministically, from parked threads; and a
+second StartExecution of a queued execution meets it RUNNING (same name and input: the same
+execution, as on AWS).
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Iterator
+from contextlib import contextmanager
+from typing import Any
+from unittest import mock
+
+from moto.stepfunctions.parser.backend.execution_worker import ExecutionWorker
+
+
+class ExecutionQueue:
+    def __init__(self) -> None:
+        self._queued: list[ExecutionWorker] = []
+        self._lock = threading.Lock()
+        self.ran = 0  # executions run so far (a redrive counts again)
+
+    def run(self) -> int:
+        """Run every queued execution to its end, in start order (including those queued while
+        these run); returns how many ran."""
+        ran = 0
+        while True:
+            with self._lock:
+                if not self._queued:
+                    self.ran += ran
+                    return ran
+                worker = self._queued.pop(0)
+            worker._execution_logic()  # moto's thread target, run here instead
+            ran += 1
+
+    def __len__(self) -> int:
+        with self._lock:
+            return len(self._queued)
+
+    @contextmanager
+    def installed(self) -> Iterator[ExecutionQueue]:
+        """While active, moto queues the executions it starts here instead of starting a thread."""
+        queue = self
+
+        def start(self: ExecutionWorker) -> None:
+            with queue._lock:
+                queue._queued.append(self)
+
+        def stop(self: ExecutionWorker, stop_date: Any, error: str | None, cause: str | None) -> None:
+            if self.env is None:  # still queued: it ends ABORTED at its start, where AWS's would
+                program = self._get_evaluation_entrypoint()
+                stopped = _StoppedAtStart(program, stop_date=stop_date, error=error, cause=cause)
+                self._get_evaluation_entrypoint = lambda: stopped  # type: ignore[method-assign,assignment,return-value]
+                return
+            self.env.set_stop(stop_date=stop_date, cause=cause, error=error)
+
+        with (
+            mock.patch.object(ExecutionWorker, "start", start),
+            mock.patch.object(ExecutionWorker, "stop", stop),
+        ):
+            yield self
+
+
+class _StoppedAtStart:
+    """A program stopped before its first state: moto's own evaluation records ExecutionStarted,
+    then (the loop over states not entered) ExecutionAborted, and the execution ends ABORTED."""
+
+    def __init__(self, program: Any, *, stop_date: Any, error: str | None, cause: str | None) -> None:
+        self._program = program
+        self._stop = {"stop_date": stop_date, "error": error, "cause": cause}
+
+    def eval(self, env: Any) -> None:
+        env.next_state_name = self._program.start_at.start_at_name  # the environment is running
+        env.set_stop(**self._stop)
+        self._program._eval_body(env)  # records the end of a program that is not running
