@@ -1,5 +1,6 @@
 """Every change the local cloud makes to moto 5.2.5, each with what moto lacks: 1-8 here, the
-CloudFormation ones (9-13) in `patches_cfn`, DynamoDB's hot paths (14-15) in `patches_dynamo`.
+CloudFormation ones (9-13) in `patches_cfn`, DynamoDB's hot paths (14-15) in `patches_dynamo`,
+work moto repeats at every request (16-19) in `patches_speed`.
 
 `install(runtime)` applies them all once per process (idempotent); `uninstall()` restores moto.
 Nothing else in `localcloud` reaches into moto's internals: everything else goes through the
@@ -25,7 +26,7 @@ from moto.ssm import models as ssm_models
 from moto.stepfunctions import models as sfn_models
 from moto.stepfunctions.parser import models as sfn_parser_models
 
-from localcloud import patches_cfn, patches_dynamo
+from localcloud import patches_cfn, patches_dynamo, patches_speed
 from localcloud.lambdas import LambdaRuntime
 from localcloud.workers import FunctionSpec
 
@@ -230,6 +231,7 @@ def install(runtime: LambdaRuntime) -> None:
         _patch_public_parameters()
         patches_cfn.apply(_originals)
         patches_dynamo.apply(_originals)
+        patches_speed.apply(_originals)
 
 
 def uninstall() -> None:
@@ -253,6 +255,7 @@ def uninstall() -> None:
         ssm_models.SimpleSystemManagerBackend.get_parameter = _originals.pop("get_parameter")  # type: ignore[method-assign]
         _public_layer.clear()
         patches_dynamo.restore(_originals)
+        patches_speed.restore(_originals)
         _originals.clear()
 
 

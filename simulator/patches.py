@@ -17,34 +17,17 @@ Applied together by `InProcessCloud.installed()` (`on_the_clock(clock)`), for th
    refusal of an execution that is not failed, or that ended more than the redrive window
    (`infra.config.REDRIVE_WINDOW_DAYS`) ago (`ExecutionNotRedrivable`); within the window the
    execution resumes at the state it failed in (`simulator.redrive`), as AWS's does.
-4. One parse per state machine definition: moto parses the ASL (antlr, in pure Python) at every
-   StartExecution, the largest single cost of an execution. The program it builds holds no
-   evaluation state (that lives in each execution's Environment); its only lazily set attribute,
-   `heap_key`, is set on every component before the program is shared.
-5. Execution ends are announced (`EXECUTION_ENDED`, a Condition notified after moto records the
+4. Execution ends are announced (`EXECUTION_ENDED`, a Condition notified after moto records the
    end), so waiting for an execution costs no polling sleep.
-6. DynamoDB responses written as JSON directly: moto serializes every response through the
-   botocore model, shape by shape (an item's every attribute value), which was the largest cost
-   of a DynamoDB call. A successful response whose members are the operation's output members
-   and that holds only JSON types (no `B`/`BS` bytes, no timestamps) is the same document
-   `json.dumps` writes; anything else takes moto's serializer.
-7. DynamoDB update-expression validation without the repeated work: each of moto's ten AST passes
-   rebuilt its node-type map at every node, and the clause-count check ran again under every
-   nested UpdateExpression node (quadratic in the actions). The map is built once per pass and the
-   count checked at the root, whose clauses include every nested node's.
-8. The local cloud's patches 14 and 15 (localcloud/patches_dynamo.py, the same functions): a transaction
-   snapshots only the items it names, a base-table Query lists only the queried partition.
-9. One listing of a response class's methods: moto's dispatch (`BaseResponse.call_action`) lists
-   them with `inspect.getmembers` at every request (`method_names_from_class`, ~4 % of a chaos
-   schedule's CPU). A class's methods do not change while the patches are on (they are all
-   applied before the first request), so each class is listed once per `on_the_clock`.
+5. The local cloud's patches 14-19 (localcloud/patches_dynamo.py, localcloud/patches_speed.py, the
+   same functions): a transaction snapshots only the items it names, a base-table Query lists only
+   the queried partition, one ASL parse per definition, DynamoDB responses written as JSON, the
+   update-expression validation and the dispatch's method listing without their repeated work.
 """
 
 from __future__ import annotations
 
 import datetime
-import functools
-import json
 import threading
 import types
 from collections.abc import Iterator
@@ -54,21 +37,15 @@ from unittest import mock
 
 from moto.core.exceptions import JsonRESTError
 from moto.core.responses import ActionResult
-from moto.core.utils import method_names_from_class
 from moto.dynamodb.models import DynamoDBBackend
 from moto.dynamodb.models.table import Table
-from moto.dynamodb.parsing.ast_nodes import DepthFirstTraverser  # type: ignore[attr-defined]
-from moto.dynamodb.parsing.validators import ActionCountValidator
-from moto.dynamodb.responses import DynamoHandler
 from moto.sqs.exceptions import InvalidParameterValue, ReceiptHandleIsInvalid
 from moto.sqs.models import Message, Queue, SQSBackend
-from moto.stepfunctions.parser.asl.component.component import Component
-from moto.stepfunctions.parser.asl.component.eval_component import EvalComponent
-from moto.stepfunctions.parser.asl.parse.asl_parser import AmazonStateLanguageParser
 from moto.stepfunctions.parser.backend.execution import BaseExecutionWorkerCommunication
 from moto.stepfunctions.responses import StepFunctionResponse
 
 from infra.config import REDRIVE_WINDOW_DAYS
+from localcloud import patches_speed as speed
 from localcloud.patches_dynamo import query_by_partition, transactions_by_item
 from ops.redrive import REDRIVABLE_STATUSES
 from simulator.clock import Clock, clocked_datetime_module
@@ -79,7 +56,6 @@ REDRIVE_WINDOW_SECONDS = REDRIVE_WINDOW_DAYS * DAY
 
 _SFN_DATES = ("moto.stepfunctions.parser.models", "moto.stepfunctions.parser.backend.execution")
 EXECUTION_ENDED = threading.Condition()
-_DISPATCH = "moto.core.responses"
 
 
 class ExecutionNotRedrivable(JsonRESTError):
@@ -120,27 +96,6 @@ def _redrive_execution(clock: Clock) -> Any:
     return redrive_execution
 
 
-def _fix_heap_keys(component: Any, seen: set[int]) -> None:
-    """Touch `heap_key` on every evaluation component reachable from `component` (set once, here)."""
-    if id(component) in seen:
-        return
-    seen.add(id(component))
-    if isinstance(component, EvalComponent):
-        _ = component.heap_key
-    children = vars(component).values() if isinstance(component, Component) else component
-    for child in children:
-        if isinstance(child, Component | list | tuple):
-            _fix_heap_keys(child, seen)
-
-
-@functools.cache
-def _parse_once(definition: str) -> tuple[Any, Any]:
-    program, tree = _PARSE(definition)
-    _fix_heap_keys(program, set())
-    return program, tree
-
-
-_PARSE = AmazonStateLanguageParser.parse
 _TERMINATED = BaseExecutionWorkerCommunication.terminated
 
 
@@ -148,54 +103,6 @@ def _announce_end(self: BaseExecutionWorkerCommunication) -> None:
     _TERMINATED(self)
     with EXECUTION_ENDED:
         EXECUTION_ENDED.notify_all()
-
-
-_SERIALIZED = DynamoHandler.serialized
-
-
-@functools.cache
-def _output_members(operation: str) -> frozenset[str]:
-    from moto.core.responses import get_service_model  # noqa: PLC0415
-
-    shape = get_service_model("dynamodb").operation_model(operation).output_shape
-    return frozenset(shape.members) if shape is not None else frozenset()
-
-
-def _serialized_as_json(self: DynamoHandler, action_result: ActionResult) -> Any:
-    result = action_result.result
-    if isinstance(result, dict):
-        members = _output_members(self._get_action())
-        try:
-            body = json.dumps({k: v for k, v in result.items() if k in members})
-        except TypeError:  # bytes, datetimes: moto's serializer knows their wire forms
-            return _SERIALIZED(self, action_result)
-        return 200, {"Content-Type": "application/x-amz-json-1.0", **self.response_headers}, body
-    return _SERIALIZED(self, action_result)
-
-
-def _processing_map(self: DepthFirstTraverser) -> dict[type, Any]:
-    cached: dict[type, Any] | None = self.__dict__.get("_map_once")
-    if cached is None:
-        cached = self.__dict__["_map_once"] = self._processing_map()
-    return cached
-
-
-def _nodes_to_be_processed(self: DepthFirstTraverser) -> tuple[type, ...]:
-    return tuple(_processing_map(self))
-
-
-def _process(self: DepthFirstTraverser, node: Any) -> Any:
-    for class_key, processor in _processing_map(self).items():
-        if isinstance(node, class_key):
-            return processor(node)
-    return None
-
-
-_VERIFY_ACTION_COUNTS = ActionCountValidator.verify_action_counts
-
-
-def _verify_action_counts_at_root(self: ActionCountValidator, node: Any) -> Any:
-    return _VERIFY_ACTION_COUNTS(self, node) if node.parent is None else node
 
 
 _MAX_VISIBILITY_SECONDS = 43_200  # SQS: 12 hours from the message's latest receive
@@ -235,7 +142,7 @@ def _change_visibility(clock: Clock) -> Any:
 
 @contextmanager
 def on_the_clock(clock: Clock) -> Iterator[None]:
-    """Patches 1-9 (1-3 on `clock`)."""
+    """Patches 1-5 (1-3 on `clock`)."""
 
     def unix_time_millis() -> float:
         return clock() * 1000
@@ -259,19 +166,9 @@ def on_the_clock(clock: Clock) -> Iterator[None]:
                 StepFunctionResponse, "redrive_execution", _redrive_execution(clock), create=True
             )
         )
-        stack.enter_context(mock.patch.object(AmazonStateLanguageParser, "parse", staticmethod(_parse_once)))
         stack.enter_context(mock.patch.object(BaseExecutionWorkerCommunication, "terminated", _announce_end))
-        stack.enter_context(mock.patch.object(DynamoHandler, "serialized", _serialized_as_json))
-        stack.enter_context(
-            mock.patch(f"{_DISPATCH}.method_names_from_class", functools.cache(method_names_from_class))
-        )
-        stack.enter_context(
-            mock.patch.object(DepthFirstTraverser, "nodes_to_be_processed", _nodes_to_be_processed)
-        )
-        stack.enter_context(mock.patch.object(DepthFirstTraverser, "process", _process))
-        stack.enter_context(
-            mock.patch.object(ActionCountValidator, "verify_action_counts", _verify_action_counts_at_root)
-        )
+        for owner, name, replacement in speed.replacements():
+            stack.enter_context(mock.patch.object(owner, name, replacement))
         stack.enter_context(
             mock.patch.object(
                 DynamoDBBackend,

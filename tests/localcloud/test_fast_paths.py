@@ -1,5 +1,6 @@
-"""What keeps the local cloud fast under load: a listen backlog for bursts of clients, and moto's
-DynamoDB hot paths (TransactWriteItems, Query) costing the same on a full table as on an empty one."""
+"""What keeps the local cloud fast under load: a listen backlog for bursts of clients, moto's
+DynamoDB hot paths (TransactWriteItems, Query) costing the same on a full table as on an empty one,
+and moto's per-request work done once (patches_speed)."""
 
 from __future__ import annotations
 
@@ -17,8 +18,9 @@ import pytest
 from moto import mock_aws
 from moto.dynamodb.models import dynamodb_backends
 from moto.dynamodb.models.dynamo_type import DynamoType, Item
+from moto.stepfunctions.parser.asl.parse.asl_parser import AmazonStateLanguageParser
 
-from localcloud import patches
+from localcloud import patches, patches_speed
 from localcloud.apigw import RestApiHandler
 from localcloud.apigw_server import RestApiServer
 from localcloud.apigw_template import apis_from_template
@@ -272,3 +274,28 @@ def test_a_partition_query_pages_sorts_and_filters_as_moto_does(dynamodb):
         ExpressionAttributeValues={":pk": {"S": "order#none"}},
     )
     assert missing["Items"] == []
+
+
+# -- work moto repeats at every request (patches_speed) -----------------------------------------
+
+
+def test_the_speed_patches_are_on_while_installed_and_moto_is_itself_again_after(tmp_path: Path):
+    def defined() -> list[Any]:
+        return [vars(owner).get(name) for owner, name, _ in patches_speed.replacements()]
+
+    before = defined()
+    runtime = LambdaRuntime(state_dir=tmp_path, endpoint="http://127.0.0.1:9")
+    patches.install(runtime)
+    try:
+        # A state machine's definition is parsed once, however many executions start
+        definition = json.dumps({"StartAt": "A", "States": {"A": {"Type": "Pass", "End": True}}})
+        first, _ = AmazonStateLanguageParser.parse(definition)
+        again, _ = AmazonStateLanguageParser.parse(definition)
+        assert again is first
+        assert defined() != before
+    finally:
+        patches.uninstall()
+        runtime.close()
+    assert defined() == before
+    parse = AmazonStateLanguageParser.parse
+    assert parse(definition)[0] is not parse(definition)[0]
