@@ -201,7 +201,7 @@ def chaos_cloud(
         finally:
             # Whatever happened, no execution of this world may run on into the next one.
             with contextlib.suppress(Exception):
-                cloud.wait_all(timeout=30)
+                cloud.wait_all()
 
 
 def rest_post(key: str, body: Mapping[str, Any]) -> dict[str, Any]:

@@ -27,7 +27,6 @@ from __future__ import annotations
 
 import json
 import threading
-import time
 from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
 from dataclasses import dataclass
@@ -51,7 +50,6 @@ from simulator.expiry import delete_expired, ttl_tables
 from simulator.lambdas import REQUEST_LOCK, HandlerRunner, Invocation, LambdaError
 from simulator.observe import Observer
 from simulator.operators import StopDuring, redrive, redrive_queue, rerun
-from simulator.patches import EXECUTION_ENDED
 from simulator.queues import expire_messages
 from simulator.rules import ASYNC_ATTEMPTS, ScheduledRule, due, scheduled_event
 from simulator.templates import queue_consumers
@@ -230,27 +228,20 @@ class InProcessCloud(HandlerRunner, EventSourceMapping):
             for e in page["executions"]
         ]
 
-    def wait(self, execution_arn: str, *, timeout: float = 60) -> dict[str, Any]:
+    def wait(self, execution_arn: str) -> dict[str, Any]:
+        """The execution once it has ended (the queued executions run first, in start order)."""
         self.queued_executions.run()
-        deadline = time.monotonic() + timeout
-        while True:
-            with EXECUTION_ENDED:  # an end notified between the describe and the wait is not lost
-                execution = self.sfn.describe_execution(executionArn=execution_arn)
-                if execution["status"] in _TERMINAL:
-                    return dict(execution)
-                if time.monotonic() > deadline:
-                    raise TimeoutError(f"{execution_arn} still {execution['status']} after {timeout}s")
-                EXECUTION_ENDED.wait(0.05)
+        execution = self.sfn.describe_execution(executionArn=execution_arn)
+        if execution["status"] not in _TERMINAL:
+            raise RuntimeError(f"{execution_arn} is still {execution['status']} with no execution queued")
+        return dict(execution)
 
-    def wait_all(self, *, timeout: float = 60) -> list[dict[str, Any]]:
+    def wait_all(self) -> list[dict[str, Any]]:
         """Every execution once it has ended: the listing's entry (status, dates, names) when it
         already had, else its description (describing every ended execution again at each rest
         was ~15 % of a random chaos schedule's time)."""
         self.queued_executions.run()
-        return [
-            e if e["status"] in _TERMINAL else self.wait(e["executionArn"], timeout=timeout)
-            for e in self.executions()
-        ]
+        return [e if e["status"] in _TERMINAL else self.wait(e["executionArn"]) for e in self.executions()]
 
     def settle(self, *, rounds: int = 5) -> None:
         """Drive everything to rest: orders queue -> executions -> consumer queues."""

@@ -17,9 +17,7 @@ Applied together by `InProcessCloud.installed()` (`on_the_clock(clock)`), for th
    refusal of an execution that is not failed, or that ended more than the redrive window
    (`infra.config.REDRIVE_WINDOW_DAYS`) ago (`ExecutionNotRedrivable`); within the window the
    execution resumes at the state it failed in (`simulator.redrive`), as AWS's does.
-4. Execution ends are announced (`EXECUTION_ENDED`, a Condition notified after moto records the
-   end), so waiting for an execution costs no polling sleep.
-5. The local cloud's patches 14-19 (localcloud/patches_dynamo.py, localcloud/patches_speed.py, the
+4. The local cloud's patches 14-19 (localcloud/patches_dynamo.py, localcloud/patches_speed.py, the
    same functions): a transaction snapshots only the items it names, a base-table Query lists only
    the queried partition, one ASL parse per definition, DynamoDB responses written as JSON, the
    update-expression validation and the dispatch's method listing without their repeated work.
@@ -28,7 +26,6 @@ Applied together by `InProcessCloud.installed()` (`on_the_clock(clock)`), for th
 from __future__ import annotations
 
 import datetime
-import threading
 import types
 from collections.abc import Iterator
 from contextlib import ExitStack, contextmanager
@@ -41,7 +38,6 @@ from moto.dynamodb.models import DynamoDBBackend
 from moto.dynamodb.models.table import Table
 from moto.sqs.exceptions import InvalidParameterValue, ReceiptHandleIsInvalid
 from moto.sqs.models import Message, Queue, SQSBackend
-from moto.stepfunctions.parser.backend.execution import BaseExecutionWorkerCommunication
 from moto.stepfunctions.responses import StepFunctionResponse
 
 from infra.config import REDRIVE_WINDOW_DAYS
@@ -55,7 +51,6 @@ DAY = 86_400
 REDRIVE_WINDOW_SECONDS = REDRIVE_WINDOW_DAYS * DAY
 
 _SFN_DATES = ("moto.stepfunctions.parser.models", "moto.stepfunctions.parser.backend.execution")
-EXECUTION_ENDED = threading.Condition()
 
 
 class ExecutionNotRedrivable(JsonRESTError):
@@ -96,15 +91,6 @@ def _redrive_execution(clock: Clock) -> Any:
     return redrive_execution
 
 
-_TERMINATED = BaseExecutionWorkerCommunication.terminated
-
-
-def _announce_end(self: BaseExecutionWorkerCommunication) -> None:
-    _TERMINATED(self)
-    with EXECUTION_ENDED:
-        EXECUTION_ENDED.notify_all()
-
-
 _MAX_VISIBILITY_SECONDS = 43_200  # SQS: 12 hours from the message's latest receive
 _MARK_RECEIVED = Message.mark_received
 
@@ -142,7 +128,7 @@ def _change_visibility(clock: Clock) -> Any:
 
 @contextmanager
 def on_the_clock(clock: Clock) -> Iterator[None]:
-    """Patches 1-5 (1-3 on `clock`)."""
+    """Patches 1-4 (1-3 on `clock`)."""
 
     def unix_time_millis() -> float:
         return clock() * 1000
@@ -166,7 +152,6 @@ def on_the_clock(clock: Clock) -> Iterator[None]:
                 StepFunctionResponse, "redrive_execution", _redrive_execution(clock), create=True
             )
         )
-        stack.enter_context(mock.patch.object(BaseExecutionWorkerCommunication, "terminated", _announce_end))
         for owner, name, replacement in speed.replacements():
             stack.enter_context(mock.patch.object(owner, name, replacement))
         stack.enter_context(
