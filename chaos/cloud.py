@@ -69,6 +69,7 @@ class ChaosCloud(HttpClient, RecoveringCloud):
         self.runtime_factory = runtime_factory
         self.exchanges: list[Exchange] = []
         self.recovery = Recovery()
+        self.awaiting_operator: set[str] = set()  # orders whose failed execution's redrive was refused
         self.fence_audit = FenceAudit(self.clock)
         self.write_observers.append(self.fence_audit)
         self._visibility: dict[str, int] = {}

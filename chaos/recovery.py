@@ -46,6 +46,7 @@ class RecoveringCloud(InProcessCloud):
     """What `ChaosCloud` does as the platform and its operator (a mixin: `ChaosCloud` sets the state)."""
 
     recovery: Recovery
+    awaiting_operator: set[str]
     step_functions: frozenset[str]  # the saga's, as the synthesized state machine invokes them
     queue_consumers: dict[str, str]  # queue URL output -> consumer function prefix
     dlqs: dict[str, str]  # DLQ URL output -> its source queue's
@@ -149,7 +150,8 @@ class RecoveringCloud(InProcessCloud):
     def redrive_failed(self) -> int:
         """An operator's redrive of every failed execution (`ops.redrive`: resumed at the failed
         state; past the window, restarted under the same token or REFUSED), once the dead attempts'
-        leases have passed."""
+        leases have passed. A REFUSED one's order is left to a person (`awaiting_operator`): the
+        tool says so and exits 1, and no automatic path may finish it once its fences may be gone."""
         failed = [e for e in self.executions() if e["status"] in REDRIVABLE_STATUSES]
         if not failed:
             return 0
@@ -160,6 +162,9 @@ class RecoveringCloud(InProcessCloud):
         redriven = [r for r in results if r.method != Method.REFUSED]
         self.recovery.operator_redrives += len(redriven)
         self.recovery.refused_redrives += len(results) - len(redriven)
+        for refused in (r for r in results if r.method == Method.REFUSED):
+            described = self.sfn.describe_execution(executionArn=refused.failed_execution_arn)
+            self.awaiting_operator.add(str(json.loads(described["input"])["order_id"]))
         return len(redriven)
 
     def restart_same_token(self) -> int:

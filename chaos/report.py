@@ -246,6 +246,13 @@ def markdown(data: dict[str, Any]) -> str:
         "- **zombies**: the same, with the second attempt one lease later: the first resumes after its "
         "lease passed to the second and tries to complete.",
         "",
+        "Deterministic: the same seed plays the same schedules to the same verdict (Step Functions "
+        "executions run one at a time, in start order, where the platform or a test waits for them: "
+        "`simulator/executions.py`); a violating schedule is listed below whole, with its chunk's "
+        "seed, and the mutant search shrinks each catch with hypothesis. Not drawn: the steps of two "
+        "executions interleaved, more than two concurrent attempts, throttled StartExecution storms "
+        "(`make scale`).",
+        "",
         "After every schedule: `ops.invariants` over the stores (effects once, amounts agree, steps agree "
         "with effects and fences, a dead letter only with its effects undone), the fence audit, every "
         "HTTP answer in the OpenAPI contract and every repeated one equal to the first, every request "

@@ -35,7 +35,7 @@ from __future__ import annotations
 import argparse
 import json
 from collections import defaultdict
-from collections.abc import Iterable
+from collections.abc import Collection, Iterable
 from datetime import datetime
 from functools import partial
 from typing import Any
@@ -59,9 +59,12 @@ from orders import items as layout
 __all__ = ["DeadLetter", "OrderRow", "Report", "Stores", "check", "main", "peek_dead_letters"]
 
 
-def check(stores: Stores, *, allow_in_flight: bool = False) -> Report:
+def check(stores: Stores, *, allow_in_flight: bool = False, left_to_operator: Collection[str] = ()) -> Report:
     """Read every store and check the invariants. `allow_in_flight` tolerates ACCEPTED/RUNNING
-    orders that are not (yet) dead-lettered, for checks taken while work is still moving."""
+    orders that are not (yet) dead-lettered, for checks taken while work is still moving;
+    `left_to_operator` tolerates them for those orders only (an operator's redrive was refused:
+    past the windows in which a redrive or a restart is safe, finishing them is a person's
+    decision). Every other rule still holds for them."""
     items = table_scans(stores)  # each table read once, whichever rules read it
     order_items = items("orders")
     orders = [i for i in order_items if i.get("sk") == "order"]
@@ -98,7 +101,7 @@ def check(stores: Stores, *, allow_in_flight: bool = False) -> Report:
             counts[order["order_id"]],
             dead_by_order[order["order_id"]],
             partial(fences_of, order, fences),
-            allow_in_flight=allow_in_flight,
+            allow_in_flight=allow_in_flight or order["order_id"] in left_to_operator,
             fences_may_be_gone=older_than_fence_windows(order, stores.clock()),
         )
         for order in sorted(orders, key=lambda o: (o.get("created_at", ""), o["order_id"]))

@@ -100,3 +100,24 @@ def test_the_same_seed_plays_the_same_schedules_to_the_same_outcome(assembly, co
     first = outcomes()
     assert first == outcomes()
     assert any("orders=['" in str(o[0]) and "', '" in str(o[0]).split("crashes=")[0] for o in first)
+
+
+def test_an_operator_who_comes_back_after_the_restart_window_is_refused_and_the_order_left_to_them(
+    assembly,
+):
+    # Given an order whose ChargePayment dies three times, so its execution gives up (FAILED), and
+    # 33 days in which the platform rests by itself but nobody redrives
+    crashes = (
+        PointHit("charge-payment", "after:DynamoDB.PutItem", 1),
+        PointHit("charge-payment", "after:DynamoDB.PutItem", 2),
+        PointHit("charge-payment", "fence:after-effect:ChargePayment", 1),
+    )
+    days = tuple(Action("time-travel", days=d) for d in (15, 15, 3))
+
+    # When the operator's redrive finally comes (the end of every schedule)
+    result = run_schedule(assembly, Schedule(orders=("completed",), crashes=crashes, actions=days))
+
+    # Then ops.redrive refuses it (past the 32 days in which a restart is safe), the order is left
+    # to a person, unfinished, and every other invariant holds
+    assert result.recovery.refused_redrives >= 1
+    assert result.violations == []

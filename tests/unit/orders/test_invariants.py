@@ -195,3 +195,18 @@ def test_a_dead_letter_does_not_excuse_an_order_whose_effects_still_stand(ddb: A
     assert check(_stores(ddb, dlq)).violations == [
         "o-4: RUNNING, in a DLQ, but stock taken still standing (not compensated)"
     ]
+
+
+def test_an_order_left_to_an_operator_may_stay_running_and_only_that_order(ddb: Any):
+    # Given two RUNNING orders, one whose failed execution an operator's redrive refused
+    _order(ddb, "o-left", "RUNNING")
+    _order(ddb, "o-other", "RUNNING")
+    _take(ddb, "sku-3", 1)  # and stock that fell without any reservation
+
+    # When the invariants are checked with that order left to the operator
+    report = check(_stores(ddb), left_to_operator={"o-left"})
+
+    # Then only its being unfinished is tolerated: the other order and every other rule still count
+    assert not [v for v in report.violations if v.startswith("o-left")]
+    assert any(v.startswith("o-other: RUNNING: neither completed") for v in report.violations)
+    assert any("stock fell by 1" in v for v in report.violations)
