@@ -32,20 +32,16 @@ class ExecutionQueue:
     def __init__(self) -> None:
         self._queued: list[ExecutionWorker] = []
         self._lock = threading.Lock()
-        self.ran = 0  # executions run so far (a redrive counts again)
 
-    def run(self) -> int:
+    def run(self) -> None:
         """Run every queued execution to its end, in start order (including those queued while
-        these run); returns how many ran."""
-        ran = 0
+        these run)."""
         while True:
             with self._lock:
                 if not self._queued:
-                    self.ran += ran
-                    return ran
+                    return
                 worker = self._queued.pop(0)
             worker._execution_logic()  # moto's thread target, run here instead
-            ran += 1
 
     def __len__(self) -> int:
         with self._lock:

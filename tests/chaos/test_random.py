@@ -99,7 +99,8 @@ def test_the_same_seed_plays_the_same_schedules_to_the_same_outcome(assembly, co
     # When they are played twice, Then every crash fired in the same order with the same outcome
     first = outcomes()
     assert first == outcomes()
-    assert any("orders=['" in str(o[0]) and "', '" in str(o[0]).split("crashes=")[0] for o in first)
+    orders_per_schedule = [str(o[0]).split("orders=[", 1)[1].split("]", 1)[0].count(",") + 1 for o in first]
+    assert max(orders_per_schedule) >= 2  # executions that overlap: what moto ran on threads
 
 
 def test_an_operator_who_comes_back_after_the_restart_window_is_refused_and_the_order_left_to_them(
