@@ -15,10 +15,10 @@ from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from contextvars import ContextVar
 from datetime import UTC, datetime
-from functools import cached_property
+from functools import cache, cached_property
 from typing import TYPE_CHECKING, Any, Generic, TypeVar, cast
 
-import boto3
+import botocore.session
 from aws_lambda_powertools import Metrics
 from botocore.config import Config
 
@@ -73,8 +73,15 @@ CLIENT_CONFIG = Config(
 )
 
 
+@cache
+def _session() -> botocore.session.Session:
+    """One botocore session per process, as boto3's default session. botocore, not boto3: the
+    functions use plain clients only, and importing boto3 loads s3transfer (see adapters/_dynamo)."""
+    return botocore.session.get_session()
+
+
 def default_client_factory(service_name: str) -> Any:
-    return boto3.client(service_name, config=CLIENT_CONFIG)
+    return _session().create_client(service_name, config=CLIENT_CONFIG)
 
 
 class Runtime(Generic[S_co]):

@@ -17,7 +17,7 @@ from dataclasses import dataclass
 from enum import Enum, StrEnum
 from typing import TYPE_CHECKING, Any
 
-from boto3.dynamodb.types import TypeDeserializer
+from aws_lambda_powertools.shared.dynamodb_deserializer import TypeDeserializer
 
 from reliability.errors import BusinessError, ResultTooLarge
 from reliability.keys import Key, canonical_json

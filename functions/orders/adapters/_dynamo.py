@@ -4,11 +4,15 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from datetime import UTC, datetime
+from decimal import Decimal
 from typing import Any
 
-from boto3.dynamodb.types import TypeDeserializer, TypeSerializer
+from aws_lambda_powertools.shared.dynamodb_deserializer import TypeDeserializer
 
-_serializer = TypeSerializer()
+# Not boto3.dynamodb.types: importing it loads boto3 and, through it, s3transfer and
+# multiprocessing, which no function uses (a third of a step's cold start over the bare Powertools
+# handler, `make bench`). Powertools ships the deserializer for the same reason; the serializer
+# below covers what the domain writes.
 _deserializer = TypeDeserializer()
 
 CONDITION_FAILED = "ConditionalCheckFailedException"
@@ -20,7 +24,25 @@ def now_iso() -> str:
 
 
 def to_item(values: Mapping[str, Any]) -> dict[str, Any]:
-    return {name: _serializer.serialize(value) for name, value in values.items() if value is not None}
+    return {name: attribute_value(value) for name, value in values.items() if value is not None}
+
+
+def attribute_value(value: Any) -> dict[str, Any]:
+    """A DynamoDB attribute value, as boto3's TypeSerializer writes it for these types (a float is
+    refused, as there: the domain stores integers)."""
+    if value is None:
+        return {"NULL": True}
+    if isinstance(value, bool):
+        return {"BOOL": value}
+    if isinstance(value, int | Decimal):
+        return {"N": str(value)}
+    if isinstance(value, str):
+        return {"S": value}
+    if isinstance(value, list | tuple):
+        return {"L": [attribute_value(item) for item in value]}
+    if isinstance(value, Mapping):
+        return {"M": {str(name): attribute_value(item) for name, item in value.items()}}
+    raise TypeError(f"no DynamoDB attribute value for {type(value).__name__}: {value!r}")
 
 
 def from_item(item: Mapping[str, Any]) -> dict[str, Any]:

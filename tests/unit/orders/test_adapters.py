@@ -8,9 +8,13 @@ from typing import Any
 
 import boto3
 import pytest
+from boto3.dynamodb.types import TypeSerializer
 from botocore.exceptions import ClientError
+from hypothesis import given
+from hypothesis import strategies as st
 from moto import mock_aws
 
+from orders.adapters._dynamo import attribute_value, from_item, to_item
 from orders.adapters.aws import StepFunctionsWorkflow, execution_arn
 from orders.adapters.dynamo import DynamoCatalog
 from orders.adapters.order_store import DynamoOrderStore
@@ -93,3 +97,24 @@ def test_starting_twice_with_the_same_input_is_one_execution_and_another_input_c
         assert len(sfn.list_executions(stateMachineArn=machine)["executions"]) == 1
         with pytest.raises(ExecutionConflict):
             workflow.start(name="o-1-r1", payload={**payload, "token": "other"})
+
+
+# What the domain writes: integers (cents, counts), strings, flags, and lists and maps of them.
+ATTRIBUTE_VALUES = st.recursive(
+    st.none() | st.booleans() | st.integers(-(10**18), 10**18) | st.text(max_size=8),
+    lambda children: (
+        st.lists(children, max_size=4) | st.dictionaries(st.text(max_size=4), children, max_size=4)
+    ),
+    max_leaves=12,
+)
+
+
+@given(ATTRIBUTE_VALUES)
+def test_attribute_values_are_written_as_boto3_writes_them_and_read_back_the_same(value: Any):
+    assert attribute_value(value) == TypeSerializer().serialize(value)
+    assert from_item(to_item({"a": value})) == ({"a": value} if value is not None else {})
+
+
+def test_a_float_has_no_attribute_value_as_in_boto3():
+    with pytest.raises(TypeError, match="float"):
+        attribute_value({"price": 1.5})

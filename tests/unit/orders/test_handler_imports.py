@@ -32,11 +32,15 @@ CHAOS_ONLY = ("reliability.crashplan",)
 # Powertools' batch utility builds its pydantic parser models when pydantic is imported before it:
 # the SQS handlers import it first (they parse with their own models).
 PARSER = f"{POWERTOOLS}utilities.parser"
+# The functions' clients are plain botocore clients: boto3 would load s3transfer and
+# multiprocessing for nothing. Only the API loads it, through Powertools' idempotency persistence.
+BOTO3 = ("boto3", "s3transfer")
 FENCES = ("reliability.runs", "reliability.store", "reliability.record", "reliability.dedup")
 NOT_IMPORTED = {
     "orders.handlers.steps": (
         *TYPING_ONLY,
         *CHAOS_ONLY,
+        *BOTO3,
         *BATCH,
         *HTTP,
         f"{POWERTOOLS}utilities.data_classes",
@@ -51,6 +55,7 @@ NOT_IMPORTED = {
     "orders.handlers.worker": (
         *TYPING_ONLY,
         *CHAOS_ONLY,
+        *BOTO3,
         *HTTP,
         PARSER,
         *FENCES,
@@ -63,6 +68,7 @@ NOT_IMPORTED = {
     "orders.handlers.consumers": (
         *TYPING_ONLY,
         *CHAOS_ONLY,
+        *BOTO3,
         *HTTP,
         PARSER,
         "orders.contract",
@@ -82,6 +88,7 @@ NOT_IMPORTED = {
     "orders.handlers.sweep": (
         *TYPING_ONLY,
         *CHAOS_ONLY,
+        *BOTO3,
         *BATCH,
         *HTTP,
         *FENCES,
