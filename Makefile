@@ -78,8 +78,8 @@ format: install ## Apply ruff's fixes and formatting
 	$(VENV)/bin/ruff check --fix .
 	$(VENV)/bin/ruff format .
 
-test: install ## The whole suite: unit, integration, infrastructure, end to end on a local cloud, chaos subset
-	$(PY) -m pytest
+test: install ## The whole suite: unit, integration, infrastructure, end to end on a local cloud, chaos subset (one worker per core)
+	$(PY) -m pytest -n auto --dist loadgroup
 
 test-unit: install ## Unit tests only (fast, no synthesis)
 	$(PY) -m pytest tests/unit

@@ -25,3 +25,15 @@ def synthesized() -> Callable[[str], Path]:
 def local_assembly() -> Path:
     """The `local` stage (API auth NONE), which the local cloud deploys."""
     return synthesize("local")
+
+
+# `make test` runs one pytest-xdist worker per core (`--dist loadgroup`). The tiers that start
+# local clouds (processes, ports, a core's worth of moto each) stay on one worker, one cloud at a
+# time as when run alone; every other test goes to whichever worker is free.
+_ONE_WORKER = ("localcloud", "e2e", "fuzz")
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    for item in items:
+        if item.path.relative_to(Path(__file__).parent).parts[0] in _ONE_WORKER:
+            item.add_marker(pytest.mark.xdist_group("local-clouds"))

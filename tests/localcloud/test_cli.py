@@ -79,17 +79,33 @@ def test_up_status_down_leaves_no_process(tmp_path):
         cli("down", state=state)
 
 
-def test_taken_port_is_a_clear_error(tmp_path):
-    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as taken:
-        taken.bind(("127.0.0.1", 0))
-        taken.listen()
-        port = taken.getsockname()[1]
+def _taken_pair() -> tuple[socket.socket, socket.socket]:
+    """Two adjacent ports, both listened on here: the endpoint's and the REST API's next to it
+    (holding both, the error can only be about this test's ports, whatever else runs)."""
+    while True:
+        first = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+        first.bind(("127.0.0.1", 0))
+        second = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+        try:
+            second.bind(("127.0.0.1", first.getsockname()[1] + 1))
+        except OSError:
+            first.close()
+            second.close()
+            continue
+        first.listen()
+        second.listen()
+        return first, second
 
+
+def test_taken_port_is_a_clear_error(tmp_path):
+    first, second = _taken_pair()
+    with first, second:
+        port = first.getsockname()[1]
         started = time.monotonic()
         run = cli("run", "--assembly", str(ASSEMBLY), "--port", str(port), "--quiet", state=tmp_path / "lc")
 
     assert run.returncode != 0
-    assert f"port {port} on 127.0.0.1" in run.stderr
+    assert any(f"port {taken} on 127.0.0.1" in run.stderr for taken in (port, port + 1)), run.stderr
     assert "already in use" in run.stderr
     assert time.monotonic() - started < 60
 
