@@ -7,12 +7,25 @@ synthesizing again.
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from functools import cache
 from pathlib import Path
 
+import botocore.session
 import pytest
+from botocore.loaders import create_loader
 
 from simulator.synth import synthesize
+
+
+@pytest.fixture(scope="session", autouse=True)
+def _one_botocore_loader() -> Iterator[None]:
+    """Every botocore session of the run shares one loader of the service models. moto gives each
+    mock a fresh boto3 default session, whose new loader would parse each model's JSON again (~120
+    ms for DynamoDB's, most of a moto unit test's setup); the models are the same files throughout."""
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(botocore.session, "create_loader", cache(create_loader))
+        yield
 
 
 @pytest.fixture(scope="session")
