@@ -8,6 +8,7 @@ from pathlib import Path
 import pytest
 
 from simulator.cloud import InProcessCloud, running_cloud
+from simulator.world import reusing
 
 # The local stage: the one whose sample events (events/) carry matching ids and tokens.
 STAGE = "local"
@@ -21,6 +22,22 @@ def _offline_aws(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("AWS_DEFAULT_REGION", "us-east-1")
     for name in ("AWS_PROFILE", "AWS_ENDPOINT_URL", "AWS_SESSION_TOKEN", "RETRYSAFE_CRASH_POINTS"):
         monkeypatch.delenv(name, raising=False)
+
+
+# Modules that build moto worlds of their own (one tests `reusing` itself).
+_OWN_WORLDS = frozenset({"test_simulator_patches", "test_simulator_world"})
+
+
+@pytest.fixture(scope="module", autouse=True)
+def _one_world_per_module(request: pytest.FixtureRequest) -> Iterator[None]:
+    """A module's clouds share one moto world (`simulator.world.reusing`), deployed at its first
+    cloud and put back to the seeded state for each next one, as a fault search does: a deploy
+    per test was most of this tier's time."""
+    if request.module.__name__.rpartition(".")[2] in _OWN_WORLDS:
+        yield
+        return
+    with reusing():
+        yield
 
 
 @pytest.fixture(scope="session")
