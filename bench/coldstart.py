@@ -10,7 +10,7 @@ shape (Logger + Metrics + Tracer and a handler) compiled the same way.
 Each import is timed in CPU time (see ``PROBE``). One pair = the baseline then the handler, each
 in its own interpreter; the ratio of a handler is
 the median over ``PAIRS`` pairs of handler time / baseline time (pairs, so a busy machine slows
-both sides of a ratio alike). Usage: ``PYTHONPATH=functions python bench/coldstart.py``
+both sides of a ratio alike). Usage: ``PYTHONPATH=functions python bench/coldstart.py [--pairs N]``
 (``make bench``); prints a Markdown table and writes ``bench/results/coldstart.md`` and ``.json``.
 The ratios are timings and vary with the machine; which modules each handler imports is behaviour,
 pinned by tests/unit/orders/test_handler_imports.py.
@@ -18,6 +18,7 @@ pinned by tests/unit/orders/test_handler_imports.py.
 
 from __future__ import annotations
 
+import argparse
 import json
 import os
 import shutil
@@ -133,14 +134,21 @@ def render(rows: list[Row]) -> str:
     return "\n".join(lines) + "\n"
 
 
-def main() -> int:
-    rows = measure()
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(
+        description="Cold-start import cost of each handler against a bare Powertools handler."
+    )
+    parser.add_argument(
+        "--pairs", type=int, default=PAIRS, help=f"pairs per handler (default {PAIRS}, the issue's measure)"
+    )
+    pairs = parser.parse_args(argv).pairs
+    rows = measure(pairs)
     table = render(rows)
     header = (
         "# Cold start: handler import vs a bare Powertools handler\n\n"
         "CPU time of importing each handler module in a fresh interpreter, function code compiled "
         "at import, "
-        f"median of {PAIRS} pairs in one run against a handler with only Logger + Metrics + Tracer "
+        f"median of {pairs} pairs in one run against a handler with only Logger + Metrics + Tracer "
         "(`make bench`, bench/coldstart.py). Timings: they vary with the machine and its load "
         f"(load average {os.getloadavg()[0]:.1f} when this run ended).\n\n"
     )
