@@ -88,12 +88,14 @@ class FunctionPool:
     def _release(self, worker: Worker) -> None:
         with self._cond:
             self._busy.discard(worker)
-            if worker.alive() and not self._closed:
+            kept = worker.alive() and not self._closed
+            if kept:
                 self._idle.append((worker, time.monotonic()))
             else:
                 worker.kill()
             self._cond.notify()
-        self._on_change()
+        if not kept:  # the pool's pids changed (a warm worker going back idle changes nothing)
+            self._on_change()
 
     def invoke(self, event: Any) -> InvokeResult:
         request_id = str(uuid.uuid4())

@@ -1,6 +1,6 @@
 """Every change the local cloud makes to moto 5.2.5, each with what moto lacks: 1-8 here, the
 CloudFormation ones (9-13) in `patches_cfn`, DynamoDB's hot paths (14-15) in `patches_dynamo`,
-work moto repeats at every request (16-19) in `patches_speed`.
+work moto repeats at every request (16-21) in `patches_speed`.
 
 `install(runtime)` applies them all once per process (idempotent); `uninstall()` restores moto.
 Nothing else in `localcloud` reaches into moto's internals: everything else goes through the

@@ -17,10 +17,12 @@ Applied together by `InProcessCloud.installed()` (`on_the_clock(clock)`), for th
    refusal of an execution that is not failed, or that ended more than the redrive window
    (`infra.config.REDRIVE_WINDOW_DAYS`) ago (`ExecutionNotRedrivable`); within the window the
    execution resumes at the state it failed in (`simulator.redrive`), as AWS's does.
-4. The local cloud's patches 14-19 (localcloud/patches_dynamo.py, localcloud/patches_speed.py, the
+4. The local cloud's patches 14-21 (localcloud/patches_dynamo.py, localcloud/patches_speed.py, the
    same functions): a transaction snapshots only the items it names, a base-table Query lists only
    the queried partition, one ASL parse per definition, DynamoDB responses written as JSON, the
-   update-expression validation and the dispatch's method listing without their repeated work.
+   update-expression validation and the dispatch's method listing without their repeated work,
+   and one client for the Step Functions Lambda tasks (the server's host lookup is never reached
+   in-process).
 """
 
 from __future__ import annotations

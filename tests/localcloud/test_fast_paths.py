@@ -15,9 +15,12 @@ from typing import Any
 
 import boto3
 import pytest
+from moto import backends as moto_backends
 from moto import mock_aws
 from moto.dynamodb.models import dynamodb_backends
 from moto.dynamodb.models.dynamo_type import DynamoType, Item
+from moto.moto_server.werkzeug_app import DomainDispatcherApplication, create_backend_app
+from moto.stepfunctions.parser.asl.component.state.exec.state_task import lambda_eval_utils
 from moto.stepfunctions.parser.asl.parse.asl_parser import AmazonStateLanguageParser
 
 from localcloud import patches, patches_speed
@@ -299,3 +302,57 @@ def test_the_speed_patches_are_on_while_installed_and_moto_is_itself_again_after
     assert defined() == before
     parse = AmazonStateLanguageParser.parse
     assert parse(definition)[0] is not parse(definition)[0]
+
+
+def test_a_host_is_matched_to_its_service_once(tmp_path: Path, monkeypatch: pytest.MonkeyPatch):
+    # moto lists its own package directory and tries every URL pattern at each request (patch 20)
+    listings = Counter[str]()
+    list_modules = moto_backends.list_of_moto_modules
+
+    def counted() -> Any:
+        listings["list"] += 1
+        return list_modules()
+
+    monkeypatch.setattr(moto_backends, "list_of_moto_modules", counted)
+    host = "sqs.eu-west-3.amazonaws.com"  # a host no other test looks up
+    moto_answer = DomainDispatcherApplication(create_backend_app).get_backend_for_host(host)
+    runtime = LambdaRuntime(state_dir=tmp_path, endpoint="http://127.0.0.1:9")
+    patches.install(runtime)
+    try:
+        dispatcher = DomainDispatcherApplication(create_backend_app)
+        listings.clear()
+        answers = [dispatcher.get_backend_for_host(host) for _ in range(3)]
+    finally:
+        patches.uninstall()
+        runtime.close()
+
+    assert answers == [moto_answer] * 3 == ["sqs"] * 3
+    assert listings["list"] == 1
+
+
+def test_lambda_tasks_share_one_client_per_region_and_endpoint(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # moto builds a boto3 client at every Step Functions Lambda task (patch 21)
+    runtime = LambdaRuntime(state_dir=tmp_path, endpoint="http://127.0.0.1:9")
+    patches.install(runtime)
+    try:
+        monkeypatch.setenv("MOTO_PORT", "4599")
+        first = lambda_eval_utils.boto_client_for(region="us-east-1", service="lambda")
+        again = lambda_eval_utils.boto_client_for("us-east-1", "lambda", state_credentials=None)
+        other_region = lambda_eval_utils.boto_client_for(region="eu-west-1", service="lambda")
+        monkeypatch.setenv("MOTO_PORT", "4601")  # a later local cloud in the same process
+        other_port = lambda_eval_utils.boto_client_for(region="us-east-1", service="lambda")
+    finally:
+        patches.uninstall()
+        runtime.close()
+
+    assert again is first
+    assert other_region is not first
+    assert other_region.meta.region_name == "eu-west-1"
+    assert first.meta.endpoint_url == "http://localhost:4599"
+    assert other_port.meta.endpoint_url == "http://localhost:4601"
+    # moto's settings (no retries), with a connection per concurrent caller
+    assert first.meta.config.retries["total_max_attempts"] == 1
+    assert first.meta.config.max_pool_connections == CONCURRENT_CALLS
+    assert lambda_eval_utils.boto_client_for(region="us-east-1", service="lambda") is not first

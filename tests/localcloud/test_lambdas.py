@@ -70,6 +70,23 @@ def test_warm_worker_is_reused(runtime, handlers_zip):
     assert runtime.workers() == {"fx-step": [first]}
 
 
+def test_the_workers_file_is_written_when_the_workers_change_not_at_every_call(runtime, handlers_zip):
+    # Given a warm worker, listed in workers.json
+    pid = json.loads(runtime.invoke(spec(handlers_zip), {}).payload)["pid"]
+    listing = runtime.state_dir / "workers.json"
+    written = listing.stat().st_mtime_ns
+    time.sleep(0.05)
+
+    # When it serves more calls; Then the file is not rewritten
+    runtime.invoke(spec(handlers_zip), {})
+    runtime.invoke(spec(handlers_zip), {})
+    assert listing.stat().st_mtime_ns == written
+
+    # When the worker dies; Then the file says so
+    runtime.invoke(spec(handlers_zip), {"action": "crash"})
+    assert json.loads(listing.read_text()).get("fx-step", []) != [pid]
+
+
 def test_handler_exception_comes_back_with_its_class_name(runtime, handlers_zip):
     result = runtime.invoke(spec(handlers_zip), {"action": "raise"})
 
