@@ -328,6 +328,9 @@ class LocalCloud:
                 for m in (self.pollers.active() if self.pollers else [])
             ],
             "crash": self.config.crash_env(),
+            # moto, the REST API, the pollers and Step Functions share this process (and its GIL);
+            # the Lambda workers are processes of their own. `make load` reports it per order.
+            "cpu_seconds": round(time.process_time(), 3),
         }
 
     def _control(self, method: str, path: str, body: bytes) -> tuple[int, dict[str, Any]]:

@@ -35,7 +35,8 @@ def _call(
 
 
 def status(endpoint: str) -> dict[str, Any]:
-    """Workers by function, polled event source mappings, crash points in force."""
+    """Workers by function, polled event source mappings, crash points in force, the cloud
+    process's CPU seconds so far."""
     return _call(endpoint, "status")
 
 

@@ -4,7 +4,9 @@ Uses the running local cloud in `--dir` (left running), else starts one there an
 Seeds the catalog, then runs `--rounds` rounds of `--orders` orders from `--clients` clients on the
 same cloud (so later rounds meet the data of earlier ones), and reports per round: orders/s, the
 POST, GET and end-to-end (POST to a GET that reads it final) latency percentiles, statuses,
-connection errors, and the load average around it (the machine is shared: read figures with it).
+connection errors, the local cloud process's CPU seconds per order (moto, the REST API, the pollers
+and Step Functions run in that one Python process, so it serves at most about 1 / that orders/s),
+and the load average around it (the machine is shared: read figures with it).
 Writes ops/results/load.{json,md}; exit 1 on a connection error or an order that never got final.
 Only ever sends to 127.0.0.1.
 """
@@ -20,6 +22,7 @@ import time
 from pathlib import Path
 from typing import Any
 
+from localcloud import control
 from ops.lifecycle import local_cloud, target_of
 from ops.load.run import Plan, Round
 from ops.seed import seed_inventory
@@ -32,6 +35,10 @@ FLAT_TOLERANCE = 0.20
 
 def _load_average() -> list[float]:
     return [round(value, 2) for value in os.getloadavg()]
+
+
+def _cloud_cpu_seconds(endpoint: str) -> float:
+    return float(control.status(endpoint)["cpu_seconds"])
 
 
 def _ms(figures: dict[str, float], name: str) -> str:
@@ -49,8 +56,8 @@ def _markdown(report: dict[str, Any]) -> str:
         "",
         "| round | orders | clients | orders/s | POST p50/p95/p99 s | GET p50/p95/p99 s | "
         "order end to end p50/p95/p99 s | not accepted / not final | connection errors | "
-        "load avg (1 min) before / after |",
-        "| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |",
+        "local cloud CPU s per order | load avg (1 min) before / after |",
+        "| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |",
     ]
     for r in report["rounds"]:
         post, get, order = r["post_ms"], r["get_ms"], r["order_ms"]
@@ -60,9 +67,16 @@ def _markdown(report: dict[str, Any]) -> str:
             f"{_ms(get, 'p50')} / {_ms(get, 'p95')} / {_ms(get, 'p99')} | "
             f"{_ms(order, 'p50')} / {_ms(order, 'p95')} / {_ms(order, 'p99')} | "
             f"{r['not_accepted']} / {r['not_final']} | "
-            f"{sum(r['connection_errors'].values())} | {r['load_before'][0]} / {r['load_after'][0]} |"
+            f"{sum(r['connection_errors'].values())} | {r['cloud_cpu_per_order']:.3f} | "
+            f"{r['load_before'][0]} / {r['load_after'][0]} |"
         )
     lines += ["", f"Last round against the first: {report['last_vs_first']:+.0%} orders/s.", ""]
+    lines += [
+        "Local cloud CPU: the CPU time of the local cloud's own process (moto, the REST API, the SQS "
+        "pollers, Step Functions; not the Lambda workers) per order of the round. That is one Python "
+        "process, so it serves at most about 1 / that orders/s however many cores the machine has.",
+        "",
+    ]
     lines += [f"Verdict: {report['verdict']}", ""]
     return "\n".join(lines)
 
@@ -120,15 +134,20 @@ def main(argv: list[str] | None = None) -> int:
         seed_inventory(target.client("dynamodb"), out["InventoryTableName"])
         for number in range(1, args.rounds + 1):
             say(f"round {number}: {plan.orders} orders from {plan.clients} clients to {out.api_url} ...")
-            before = _load_average()
+            before, cpu_before = _load_average(), _cloud_cpu_seconds(out.endpoint)
             figures = Round(out.api_url, plan, label=f"{number}").run()
-            figures.update(load_before=before, load_after=_load_average())
+            cpu = _cloud_cpu_seconds(out.endpoint) - cpu_before
+            figures.update(
+                load_before=before,
+                load_after=_load_average(),
+                cloud_cpu_per_order=round(cpu / plan.orders, 3),
+            )
             report["rounds"].append(figures)
             say(
                 f"round {number}: {figures['orders_per_second']} orders/s, order p50 "
                 f"{_ms(figures['order_ms'], 'p50')} s, final {figures['final']}, not accepted "
                 f"{figures['not_accepted']}, connection errors {figures['connection_errors'] or 0}, "
-                f"load {figures['load_after']}"
+                f"local cloud CPU {figures['cloud_cpu_per_order']} s per order, load {figures['load_after']}"
             )
             ok = _write(report, args.results, time.monotonic() - started)  # each round, in case of Ctrl-C
     print(_markdown(report))

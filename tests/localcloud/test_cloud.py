@@ -287,6 +287,16 @@ def test_control_routes_switch_crash_points_of_a_running_cloud(cloud, tmp_path):
     assert len(control.status(endpoint)["mappings"]) == 1
 
 
+def test_status_counts_the_cloud_process_cpu_time(cloud):
+    # make load divides it by a round's orders: it must be this process's, and only grow
+    endpoint = cloud.outputs.endpoint
+    before = control.status(endpoint)["cpu_seconds"]
+    invoke(cloud, {"action": "ok"})
+    after = control.status(endpoint)["cpu_seconds"]
+
+    assert 0 < before <= after <= time.process_time()
+
+
 def test_prewarm_leaves_a_warm_worker_per_function(cloud):
     results = cloud.prewarm()
 

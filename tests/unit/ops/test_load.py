@@ -11,6 +11,7 @@ from typing import Any
 
 import pytest
 
+from ops.load import __main__ as load_main
 from ops.load.run import Plan, Round, percentiles
 
 
@@ -99,3 +100,17 @@ def test_percentiles():
     samples = [float(n) for n in range(1, 102)]
     assert percentiles(samples) == {"p50": 51.0, "p95": 96.0, "p99": 100.0, "max": 101.0}
     assert percentiles([]) == {}
+
+
+def test_the_report_gives_the_local_cloud_cpu_per_order_and_what_it_caps():
+    figures = Round("http://127.0.0.1:9/local/", Plan(orders=4, clients=1), label="1").figures(0.0)
+    figures.update(load_before=[1.0], load_after=[2.0], cloud_cpu_per_order=0.512)
+    report = {"command": "c", "cloud": "x", "machine": "m", "niceness": 0, "seconds": 1.0}
+    report.update(window=4, poll=1.0, rounds=[figures], last_vs_first=0.0, verdict="OK")
+
+    text = load_main._markdown(report)
+
+    row = next(line for line in text.splitlines() if line.startswith("| 1 |"))
+    header = next(line for line in text.splitlines() if line.startswith("| round |"))
+    assert header.split("|").index(" local cloud CPU s per order ") == row.split("|").index(" 0.512 ")
+    assert "at most about 1 / that orders/s" in text
