@@ -62,7 +62,9 @@ S_co = TypeVar("S_co", bound=FunctionSettings, covariant=True)
 K = TypeVar("K", bound=FunctionSettings)
 # botocore's standard retry mode: up to 3 attempts in the SDK, exponential backoff with jitter on
 # throttling, 5xx, TransactionConflict and connection/read timeouts (every call we make is
-# conditional or keyed, so a retry is safe). Short timeouts: a step's whole budget is its function
+# conditional or keyed, so a retry is safe; a conditional write sent again after its first attempt
+# landed meets its own write, which the HTTP lock and the fences recognise as theirs, and a
+# transaction carries botocore's ClientRequestToken). Short timeouts: a step's whole budget is its function
 # timeout (20 s); what still fails after these retries becomes TransientError and is retried by the
 # state machine or the queue, with backoff measured in seconds rather than milliseconds.
 CLIENT_CONFIG = Config(

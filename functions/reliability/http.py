@@ -18,7 +18,9 @@ deletion on exception). This module adds the HTTP contract around it:
 - the key is parsed, validated and scoped to stage and route once (``checked_key``:
   ``derive_key("http", stage, {route, key})``), and ``handle`` takes that ``Key``; the Powertools
   record id is ``http#<sha256 of the key's value>`` (the value already names stage and route);
-- the in-progress record expires with the invocation (``register_lambda_context``).
+- the in-progress record expires with the invocation (``register_lambda_context``);
+- the lock write is safe for the SDK to retry (``RetrySafeLockWrites``): a request is never
+  answered 409 because its own first attempt at the lock had landed.
 
 We hand Powertools an already-parsed payload (``{"key": ..., "payload": ...}``) with plain
 JMESPath expressions, so neither ``powertools_json(body)`` in payload validation (Powertools
@@ -33,6 +35,7 @@ from __future__ import annotations
 
 import json
 import re
+import uuid
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -182,6 +185,44 @@ def canonical_payload(payload: Any) -> Any:
     return payload
 
 
+ATTEMPT_ATTRIBUTE = "attempt"  # the lock write's own token (RetrySafeLockWrites)
+
+
+class RetrySafeLockWrites:
+    """Powertools' DynamoDB client, with the lock write made safe for the SDK to retry.
+
+    Powertools takes the lock with one conditional PutItem (the key absent or expired). botocore
+    retries a call after a timeout or a 5xx, and when the first attempt had landed, the retry
+    finds the record that attempt wrote, fails its condition, and Powertools reads the request's
+    own lock as another request's: 409 to a key's first request (`make load` met it at the
+    functions' 5 s read timeout). Here each PutItem carries a token of its own, the same in every
+    SDK attempt of the call, and its condition also passes where the record holds that token, so
+    a retry rewrites its own record. Another request with the key has another token and still
+    finds the lock held. Every other call goes to the client unchanged.
+    """
+
+    def __init__(self, client: Any) -> None:
+        self._client = client
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._client, name)
+
+    def put_item(self, **params: Any) -> Any:
+        token = {"S": uuid.uuid4().hex}
+        return self._client.put_item(
+            **{
+                **params,
+                "Item": {**params["Item"], ATTEMPT_ATTRIBUTE: token},
+                "ConditionExpression": f"({params['ConditionExpression']}) OR #attempt = :attempt",
+                "ExpressionAttributeNames": {
+                    **params["ExpressionAttributeNames"],
+                    "#attempt": ATTEMPT_ATTRIBUTE,
+                },
+                "ExpressionAttributeValues": {**params["ExpressionAttributeValues"], ":attempt": token},
+            }
+        )
+
+
 class HttpIdempotency:
     def __init__(
         self,
@@ -193,6 +234,9 @@ class HttpIdempotency:
         retry_after_seconds: int = 1,
         store_status: Callable[[int], bool] = lambda status: status < 400,
     ) -> None:
+        """`persistence`'s client is wrapped in `RetrySafeLockWrites` (once)."""
+        if not isinstance(persistence.client, RetrySafeLockWrites):
+            persistence.client = RetrySafeLockWrites(persistence.client)
         self._persistence = persistence
         self._stage = stage
         self._ttl = ttl_seconds
@@ -296,6 +340,7 @@ class HttpIdempotency:
 
 
 __all__ = [
+    "ATTEMPT_ATTRIBUTE",
     "HEADER",
     "MAX_KEY_CHARS",
     "RECORD_PREFIX",
@@ -304,6 +349,7 @@ __all__ = [
     "HttpIdempotency",
     "HttpResponse",
     "KeyRejected",
+    "RetrySafeLockWrites",
     "canonical_payload",
     "error_response",
     "header_value",

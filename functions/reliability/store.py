@@ -187,6 +187,10 @@ class FenceRecords:
                 # The condition can only fail on an existing item; without ALL_OLD, say busy and retry.
                 raise FenceBusy(f"fence {fence.key.value} refused the claim") from response.error
             record = FenceRecord.from_item(response.old)
+            if record.state is FenceState.IN_PROGRESS and record.owner == attempt_id:
+                # This invocation's own claim: an SDK attempt of this call landed and its answer
+                # was lost, so botocore sent it again (attempt ids are invocation ids, never shared).
+                return self._claimed(fence, attempt_id, record)
             if CLAIM_REFUSED[record.state] is Refusal.BUSY:
                 self._log(Decision.FENCE_BUSY, fence, attempt_id, owner=record.owner)
                 raise FenceBusy(
@@ -194,7 +198,9 @@ class FenceRecords:
                 ) from response.error
             self._log(Decision.FENCE_SKIPPED, fence, attempt_id, state=record.state.value)
             return Claim(won=False, record=record)
-        record = FenceRecord.from_item(response["Attributes"])
+        return self._claimed(fence, attempt_id, FenceRecord.from_item(response["Attributes"]))
+
+    def _claimed(self, fence: Fence, attempt_id: str, record: FenceRecord) -> Claim:
         takeover = record.fencing_token > 1
         decision = Decision.FENCE_TAKEOVER if takeover else Decision.FENCE_CLAIMED
         self._log(decision, fence, attempt_id, fencing_token=record.fencing_token)
@@ -282,6 +288,8 @@ class FenceRecords:
         if not isinstance(response, Refused):
             return
         if response.record_refused:
+            if _already_landed(response.old, fencing_token, sets):
+                return
             raise self._stale(fence, attempt, fencing_token, response.old) from response.error
         failure = cancellation_error(writes, response.reasons)
         if isinstance(failure, BusinessError):
@@ -297,3 +305,13 @@ class FenceRecords:
             f"step {fence.step.step}: fencing token {fencing_token} is no longer current; "
             "this attempt's effect was not recorded"
         )
+
+
+def _already_landed(old: Any, fencing_token: int, sets: Mapping[str, Any]) -> bool:
+    """An owner-only transition refused because an SDK attempt of this same call landed and its
+    answer was lost (botocore sent it again): the record already holds this fencing token in the
+    state the transition sets, and only the token's holder can have put it there."""
+    if not old or "state" not in sets:
+        return False
+    record = FenceRecord.from_item(old)
+    return record.fencing_token == fencing_token and record.state.value == sets["state"]["S"]

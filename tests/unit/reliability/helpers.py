@@ -8,6 +8,8 @@ from dataclasses import dataclass
 from typing import Any
 
 from aws_lambda_powertools import Logger, Metrics
+from botocore.exceptions import ReadTimeoutError
+from moto.core.models import botocore_stubber
 
 from reliability.telemetry import Telemetry
 
@@ -166,3 +168,18 @@ def make_telemetry(service: str = "retrysafe-test") -> Telemetry:
         logger=Logger(service=f"{service}-{uuid.uuid4().hex}"),
         metrics=Metrics(namespace="retrysafe", service=service),
     )
+
+
+def lose_answer(client: Any, operation: str, attempt: int = 1) -> list[str]:
+    """The `attempt`-th attempt of `operation` lands in moto but its answer is lost (a read
+    timeout), so the SDK sends the call again, as botocore does on AWS; returns every attempt."""
+    attempts: list[str] = []
+
+    def before_send(event_name: str, request: Any, **_: Any) -> None:
+        attempts.append(event_name)
+        if len(attempts) == attempt:
+            botocore_stubber(event_name, request)  # the write happens
+            raise ReadTimeoutError(endpoint_url=request.url)
+
+    client.meta.events.register_first(f"before-send.dynamodb.{operation}", before_send)
+    return attempts

@@ -20,6 +20,7 @@ from tests.unit.reliability.helpers import (
     FakeClock,
     counter_add,
     counter_value,
+    lose_answer,
     put_stock,
     stock_decrement,
     stock_of,
@@ -439,3 +440,22 @@ def test_lease_live_reflects_the_clock(fences: FenceStore, clock: FakeClock) -> 
     record = fences.claim(STEP, attempt_id="A", lease_seconds=LEASE).record
     assert record.lease_live(clock())
     assert not record.lease_live(clock() + LEASE + 1)
+
+
+@pytest.mark.parametrize(("lost", "call"), [(1, "claim"), (2, "completion")])
+def test_a_fence_write_the_sdk_sent_again_after_it_landed_is_the_attempts_own(
+    fences: FenceStore, ddb: Any, lost: int, call: str
+) -> None:
+    # Given the claim's (1st) or the completion's (2nd) UpdateItem lands but its answer is lost,
+    # and botocore sends the call again
+    attempts = lose_answer(ddb, "UpdateItem", attempt=lost)
+    provider = Provider()
+    # When the step runs; Then it completes once (no FenceBusy from its own lease, no StaleFence
+    # from its own completion), with one effect
+    outcome = fences.run_leased(STEP, attempt_id="A", lease_seconds=LEASE, effect=provider.charge)
+    assert len(attempts) == 3, call  # claim, completion, and the lost one sent again
+    assert outcome.fencing_token == 1
+    assert provider.calls == [fences.external_key(STEP)]
+    record = fences.read(STEP)
+    assert record is not None
+    assert (record.state, record.result) == (FenceState.COMPLETED, outcome.result)

@@ -9,12 +9,21 @@ from typing import Any
 import boto3
 import pytest
 from aws_lambda_powertools.utilities.idempotency import DynamoDBPersistenceLayer
+from botocore.config import Config
 from botocore.stub import Stubber
 
 from reliability.crashpoints import SimulatedCrash
 from reliability.errors import TransientError
-from reliability.http import HttpIdempotency, HttpResponse, canonical_payload
-from tests.unit.reliability.helpers import IDEMPOTENCY, REGION, CallCounter, make_telemetry, read_emitted
+from reliability.http import REPLAYED_HEADER, HttpIdempotency, HttpResponse, canonical_payload
+from tests.unit.reliability.helpers import (
+    IDEMPOTENCY,
+    REGION,
+    CallCounter,
+    create_tables,
+    lose_answer,
+    make_telemetry,
+    read_emitted,
+)
 
 ROUTE = "POST /orders"
 
@@ -218,6 +227,23 @@ def test_a_dead_invocation_blocks_its_key_no_longer_than_its_remaining_time(api:
     # And after the invocation's time has run out, the retry executes
     time.sleep(0.25)
     assert api.call().status == 201
+    assert api.runs == 1
+
+
+def test_a_lock_write_the_sdk_retries_after_it_landed_still_holds_the_requests_own_lock(aws: None) -> None:
+    # Given the lock's PutItem lands but its answer is lost, and the SDK retries it (standard mode)
+    client = boto3.client("dynamodb", region_name=REGION, config=Config(retries={"mode": "standard"}))
+    create_tables(client)
+    attempts = lose_answer(client, "PutItem")
+    api = Api(client)
+
+    # When the request runs; Then it executes once: the retry found the lock its first attempt took
+    first = api.call()
+    assert len(attempts) == 2
+    assert (first.status, api.runs) == (201, 1)
+    # And the key's next request replays it (a request in flight with another token still finds
+    # the lock held: test_same_key_while_in_progress_is_409_with_retry_after)
+    assert api.call().headers[REPLAYED_HEADER] == "true"
     assert api.runs == 1
 
 
