@@ -21,6 +21,7 @@ from typing import Any
 from chaos import behaviours as old
 from chaos.audit import is_fence
 from orders import workflow
+from reliability.http import with_attempt
 
 # The functions each guard lives in, from the workflow's lists: a new step or consumer is mutated too.
 STEPS_ATOMIC = frozenset(workflow.function_name(s.name) for s in workflow.STEPS if s.kind == "atomic")
@@ -242,9 +243,11 @@ MUTANTS: tuple[Mutant, ...] = (
         "a second request with the same key waits while the first is in progress (409)",
         frozenset({"api"}),
         replace_condition(
-            "attribute_not_exists(#id) OR #expiry < :now OR (#status = :inprogress AND "
-            "attribute_exists(#in_progress_expiry) AND #in_progress_expiry < :now_in_millis)",
-            "attribute_not_exists(#id) OR #expiry < :now OR #status = :inprogress",
+            with_attempt(
+                "attribute_not_exists(#id) OR #expiry < :now OR (#status = :inprogress AND "
+                "attribute_exists(#in_progress_expiry) AND #in_progress_expiry < :now_in_millis)"
+            ),
+            with_attempt("attribute_not_exists(#id) OR #expiry < :now OR #status = :inprogress"),
             operations=["PutItem"],
         ),
     ),

@@ -188,6 +188,11 @@ def canonical_payload(payload: Any) -> Any:
 ATTEMPT_ATTRIBUTE = "attempt"  # the lock write's own token (RetrySafeLockWrites)
 
 
+def with_attempt(condition: str) -> str:
+    """A lock write's condition: Powertools' own, or the record is the one this very call wrote."""
+    return f"({condition}) OR #attempt = :attempt"
+
+
 class RetrySafeLockWrites:
     """Powertools' DynamoDB client, with the lock write made safe for the SDK to retry.
 
@@ -213,7 +218,7 @@ class RetrySafeLockWrites:
             **{
                 **params,
                 "Item": {**params["Item"], ATTEMPT_ATTRIBUTE: token},
-                "ConditionExpression": f"({params['ConditionExpression']}) OR #attempt = :attempt",
+                "ConditionExpression": with_attempt(params["ConditionExpression"]),
                 "ExpressionAttributeNames": {
                     **params["ExpressionAttributeNames"],
                     "#attempt": ATTEMPT_ATTRIBUTE,
@@ -355,4 +360,5 @@ __all__ = [
     "header_value",
     "header_values",
     "idempotency_key",
+    "with_attempt",
 ]
