@@ -4,7 +4,9 @@ from __future__ import annotations
 
 import os
 import time
+from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 import pytest
 from moto.awslambda.models import LambdaFunction
@@ -16,7 +18,7 @@ from moto.stepfunctions import models as sfn_models
 from localcloud import outputs, patches
 from localcloud.config import Config
 from localcloud.lambdas import LambdaRuntime
-from localcloud.pollers import failed_ids, sqs_record
+from localcloud.pollers import RECEIVE_WAIT_SECONDS, Mapping, SqsPoller, failed_ids, sqs_record
 from localcloud.synth import is_stale, stacks_of_stage
 
 
@@ -182,3 +184,35 @@ def test_patches_install_and_uninstall_restore_moto(tmp_path: Path):
     assert CloudFormationBackend.execute_change_set is original_execute
     assert SimpleSystemManagerBackend.get_parameter is original_get_parameter
     assert not patches.installed()
+
+
+class _StoppingQueue:
+    """An SQS client whose long poll returns a message after the poller was stopped meanwhile."""
+
+    def __init__(self, poller: Callable[[], SqsPoller]) -> None:
+        self.poller = poller
+        self.waits: list[int] = []
+
+    def get_queue_url(self, **_: Any) -> dict[str, str]:
+        return {"QueueUrl": "http://localhost:4599/123456789012/q"}
+
+    def receive_message(self, **kwargs: Any) -> dict[str, Any]:
+        self.waits.append(kwargs["WaitTimeSeconds"])
+        self.poller().stop()  # make local-down while the poll waits
+        return {"Messages": [{"MessageId": "m-1", "ReceiptHandle": "r-1", "Body": "{}"}]}
+
+
+class _NoInvokes:
+    def invoke(self, **_: Any) -> dict[str, Any]:
+        raise AssertionError("a stopped poller invoked a function")
+
+
+def test_a_poller_long_polls_and_invokes_nothing_it_receives_after_it_was_stopped():
+    arn = "arn:aws:{}:us-east-1:123456789012:{}"
+    mapping = Mapping("u-1", arn.format("lambda", "function:f"), arn.format("sqs", "q"), 10, True)
+    queue = _StoppingQueue(lambda: poller)
+    clients = {"sqs": queue, "lambda": _NoInvokes()}
+    poller = SqsPoller(mapping, clients=clients.__getitem__, region="us-east-1")
+
+    assert poller.poll_once() == 0  # the batch is left to come back after its visibility timeout
+    assert queue.waits == [RECEIVE_WAIT_SECONDS] == [20]  # SQS's longest wait, as Lambda's pollers
