@@ -136,17 +136,17 @@ invoke: install ## Send a sample event to its function: make invoke EVENT=events
 	@test -n "$(EVENT)" || { echo "usage: make invoke EVENT=events/<function>/<file>.json [FN=<function>]"; ls events; exit 2; }
 	$(PY) -m ops.invoke $(EVENT) $(if $(FN),--function $(FN))
 
-story: install ## One order's story: make story ORDER=<id> | KEY=<Idempotency-Key> [FORMAT=text|json|html|png|terminal-png]
+story: install ## One order's story: make story ORDER=<id> | KEY=<Idempotency-Key> [CALLER=<arn>] [FORMAT=text|json|html|png|terminal-png]
 	@test -n "$(ORDER)$(KEY)" || { echo "usage: make story ORDER=<order id> | KEY=<Idempotency-Key> [FORMAT=text|json|html|png|terminal-png]"; exit 2; }
-	PYTHONPATH=functions $(PY) -m ops.story $(ORDER) $(if $(KEY),--key '$(KEY)') --format $(or $(FORMAT),text)
+	PYTHONPATH=functions $(PY) -m ops.story $(ORDER) $(if $(KEY),--key '$(KEY)') $(if $(CALLER),--caller '$(CALLER)') --format $(or $(FORMAT),text)
 
-idem-show: install ## Print the idempotency record of a client's key: make idem-show KEY=<Idempotency-Key>
+idem-show: install ## Print the idempotency record of a caller's key: make idem-show KEY=<Idempotency-Key> [CALLER=<arn>]
 	@test -n "$(KEY)" || { echo "usage: make idem-show KEY=<Idempotency-Key>"; exit 2; }
-	PYTHONPATH=functions $(PY) -m ops.idem show --key '$(KEY)'
+	PYTHONPATH=functions $(PY) -m ops.idem show --key '$(KEY)' $(if $(CALLER),--caller '$(CALLER)')
 
-idem-forget: install ## Delete one idempotency record after confirming (refused while live): make idem-forget KEY=... [YES=1]
+idem-forget: install ## Delete one idempotency record after confirming (refused while live): make idem-forget KEY=... [CALLER=...] [YES=1]
 	@test -n "$(KEY)" || { echo "usage: make idem-forget KEY=<Idempotency-Key> [YES=1]"; exit 2; }
-	PYTHONPATH=functions $(PY) -m ops.idem forget --key '$(KEY)' $(if $(YES),--yes)
+	PYTHONPATH=functions $(PY) -m ops.idem forget --key '$(KEY)' $(if $(CALLER),--caller '$(CALLER)') $(if $(YES),--yes)
 
 fence-show: install ## Print a step fence: make fence-show ORDER=<id> STEP=<StepName> [RUN=1]
 	@test -n "$(ORDER)" -a -n "$(STEP)" || { echo "usage: make fence-show ORDER=<order id> STEP=<StepName> [RUN=1]"; exit 2; }

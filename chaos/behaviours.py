@@ -133,10 +133,12 @@ class ResendsOnlyWhenCreated(OrderService):
     """Issue 10's old `POST /orders`: a retry that finds its order stored answers it, and sends
     nothing (the message went out with the first request, or never)."""
 
-    def place(self, request: CreateOrderRequest, *, stored_key: str, status_base: str = "") -> OrderAccepted:
+    def place(
+        self, request: CreateOrderRequest, *, stored_key: str, owner: str, status_base: str = ""
+    ) -> OrderAccepted:
         catalog = self.catalog.lookup([item.sku for item in request.items])
         candidate = new_order(
-            request=request, catalog=catalog, stored_idempotency_key=stored_key, now=self.clock()
+            request=request, catalog=catalog, stored_idempotency_key=stored_key, owner=owner, now=self.clock()
         )
         order = self.orders.create(candidate)
         if order is candidate:

@@ -43,10 +43,12 @@ def rest_proxy_event(
     host: str,
     source_ip: str,
     user_agent: str | None,
+    user_arn: str | None = None,
     now: float | None = None,
 ) -> dict[str, Any]:
     """The REST API proxy event for one request (`path` without the stage; headers in order, a
-    repeated name keeps its last value in `headers` and every value in `multiValueHeaders`)."""
+    repeated name keeps its last value in `headers` and every value in `multiValueHeaders`).
+    `user_arn`: the IAM principal that signed it, as API Gateway writes it on an IAM method."""
     single: dict[str, str] = {}
     multi: dict[str, list[str]] = {}
     for name, value in headers:
@@ -86,7 +88,7 @@ def rest_proxy_event(
                 "accessKey": None,
                 "cognitoAuthenticationType": None,
                 "cognitoAuthenticationProvider": None,
-                "userArn": None,
+                "userArn": user_arn,
                 "userAgent": user_agent,
                 "user": None,
             },

@@ -1,7 +1,7 @@
 """Inspect and reset idempotency state, one record at a time, with a confirmation and an audit line.
 
-    python -m ops.idem show --key KEY                    # the HTTP record of POST /orders for that key
-    python -m ops.idem forget --key KEY [--yes]          # delete it (refused while a live request holds it)
+    python -m ops.idem show --key KEY [--caller C]     # the HTTP record of POST /orders for a caller's key
+    python -m ops.idem forget --key KEY [--caller C] [--yes]  # delete it (refused while live)
     python -m ops.idem fence-show --order O --step S [--run N]
     python -m ops.idem fence-reset --order O --step S [--run N] [--yes]
 
@@ -27,10 +27,10 @@ from typing import IO, Any
 
 from botocore.exceptions import ClientError
 
-from ops.story.collect import CREATE_ROUTE, FENCE_NAMESPACE, plain, record_location
+from ops.story.collect import CREATE_ROUTE, FENCE_NAMESPACE, add_caller_argument, plain, record_location
 from ops.target import DEFAULT_STAGE, Target, local_state_dir
 from reliability import FenceRecord, FenceState
-from reliability.http import RECORD_PREFIX
+from reliability.http import ANONYMOUS, RECORD_PREFIX, scoped_key
 from reliability.keys import derive_key, execution_token
 
 POWERTOOLS_IN_PROGRESS = "INPROGRESS"
@@ -42,9 +42,11 @@ class Refused(RuntimeError):
     """The record may not be deleted now (a live attempt holds it, or it changed)."""
 
 
-def http_record_id(raw_key: str, *, stage: str, route: str = CREATE_ROUTE) -> tuple[str, str]:
-    """(Powertools record id, scoped key) of a client's Idempotency-Key on `route`."""
-    scoped = derive_key("http", stage=stage, identity={"route": route, "key": raw_key}).value
+def http_record_id(
+    raw_key: str, *, stage: str, caller: str = ANONYMOUS, route: str = CREATE_ROUTE
+) -> tuple[str, str]:
+    """(Powertools record id, scoped key) of a caller's Idempotency-Key on `route`."""
+    scoped = scoped_key(stage=stage, route=route, raw_key=raw_key, caller=caller).value
     digest = hashlib.sha256(json.dumps(scoped, sort_keys=True).encode()).hexdigest()
     return f"{RECORD_PREFIX}#{digest}", scoped
 
@@ -262,6 +264,7 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m ops.idem", description=__doc__.splitlines()[0])
     parser.add_argument("command", choices=("show", "forget", "fence-show", "fence-reset"))
     parser.add_argument("--key", help="the client's Idempotency-Key (show/forget)")
+    add_caller_argument(parser)
     parser.add_argument("--order", help="the order id (fence-show/fence-reset)")
     parser.add_argument("--step", help="the saga step, e.g. ChargePayment (fence-show/fence-reset)")
     parser.add_argument("--run", type=int, default=1, help="the order's run (default 1)")
@@ -296,7 +299,7 @@ def main(argv: list[str] | None = None) -> int:
         )
         what = f"fence of {args.step} (order {args.order}, run {args.run}; record {record_id})"
     else:
-        record, scoped = http_record_id(args.key, stage=stage)
+        record, scoped = http_record_id(args.key, stage=stage, caller=args.caller)
         describe = lambda item: describe_http(item, raw_key=args.key, scoped=scoped, now=now)  # noqa: E731
         what = f"idempotency record of key {args.key!r}"
     try:

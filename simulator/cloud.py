@@ -182,10 +182,16 @@ class InProcessCloud(HandlerRunner, EventSourceMapping):
 
     # --- API ------------------------------------------------------------------------------------
     def api(
-        self, method: str, path: str, *, body: Any = None, headers: Mapping[str, str] | None = None
+        self,
+        method: str,
+        path: str,
+        *,
+        body: Any = None,
+        headers: Mapping[str, str] | None = None,
+        caller: str | None = None,
     ) -> ApiResponse:
-        """One REST proxy request through the api function."""
-        event = rest_event(method, path, body=body, headers=headers)
+        """One REST proxy request through the api function (signed by `caller`'s IAM ARN, if any)."""
+        event = rest_event(method, path, body=body, headers=headers, caller=caller)
         raw = self.invoke("Api", event)
         text = raw.get("body") or ""
         try:

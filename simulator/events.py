@@ -22,10 +22,16 @@ def sqs_record(message: dict[str, Any], *, queue_arn: str) -> dict[str, Any]:
 
 
 def rest_event(
-    method: str, path: str, *, body: Any = None, headers: Mapping[str, str] | None = None
+    method: str,
+    path: str,
+    *,
+    body: Any = None,
+    headers: Mapping[str, str] | None = None,
+    caller: str | None = None,
 ) -> dict[str, Any]:
     """An API Gateway REST proxy event (`localcloud.shapes.rest_proxy_event`, what the local cloud's
-    edge sends), on the sample events' API (events/api/*.json: stage, API id, domain)."""
+    edge sends), on the sample events' API (events/api/*.json: stage, API id, domain); `caller`:
+    the IAM principal that signed it (None: an unsigned request, as on the local stage)."""
     sample = json.loads((EVENTS_DIR / "api" / "get_order.json").read_text())["requestContext"]
     resource = "/orders/{order_id}" if path.count("/") >= 2 else "/orders"
     path_parameters = {"order_id": path.rsplit("/", 1)[-1]} if resource != "/orders" else {}
@@ -47,4 +53,5 @@ def rest_event(
         host=sample["domainName"],
         source_ip=sample["identity"]["sourceIp"],
         user_agent=sample["identity"].get("userAgent"),
+        user_arn=caller,
     )

@@ -104,6 +104,7 @@ class Order(OrderTerms):
 
     idempotency_key: str
     created_at: str
+    owner: str  # the caller who placed it (`reliability.http.caller_of`); "" on an order stored before owners
     run: int = 1
     status: OrderStatus = OrderStatus.ACCEPTED
     execution_arn: str | None = None
@@ -121,9 +122,17 @@ class Order(OrderTerms):
             other.quantities,
         )
 
+    def is_for(self, request: CreateOrderRequest) -> bool:
+        """True when `request` asks for this order (`same_order_as`, before it is priced)."""
+        return (self.customer_id, self.currency, self.quantities) == (
+            request.customer_id,
+            request.currency,
+            merged_items(request.items),
+        )
+
 
 def order_id_for(stored_idempotency_key: str) -> str:
-    """The business order id, derived from the stored (stage- and route-scoped) idempotency key.
+    """The business order id, derived from the stored (stage-, route- and caller-scoped) key.
 
     Deterministic, so the client's retry after a crash between the order write and the queue send
     lands on the same order instead of creating a second one.
@@ -161,6 +170,7 @@ def new_order(
     request: CreateOrderRequest,
     catalog: Mapping[str, CatalogItem],
     stored_idempotency_key: str,
+    owner: str,
     now: datetime,
 ) -> Order:
     return Order(
@@ -170,6 +180,7 @@ def new_order(
         lines=price(request.items, catalog),
         idempotency_key=stored_idempotency_key,
         created_at=now.isoformat(),
+        owner=owner,
     )
 
 

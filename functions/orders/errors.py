@@ -10,7 +10,7 @@ Two families:
 
 from __future__ import annotations
 
-from reliability.errors import BusinessError
+from reliability.errors import KEY_REUSED, BusinessError
 
 
 class OrderError(Exception):
@@ -49,10 +49,11 @@ class OrderNotFound(OrderError):
 
 
 class OrderConflict(OrderError):
-    """An order id already holds a different order (a key derivation bug, never a client error)."""
+    """The key already placed a different order: the client reused its key with another body after
+    the HTTP record expired (while it lives, `reliability.http` answers the same 422)."""
 
-    status = 409
-    code = "OrderConflict"
+    status = 422
+    code = KEY_REUSED
 
 
 class PaymentDeclined(BusinessError):

@@ -102,6 +102,11 @@ class Route:
     idempotent: bool = False
     errors: Mapping[int, tuple[str, ...]] = field(default_factory=dict)
 
+    @property
+    def name(self) -> str:
+        """`METHOD /path`: the scope of an idempotent route's stored keys (`reliability.http`)."""
+        return f"{self.method} {self.path}"
+
 
 STEPS: tuple[Step, ...] = (
     Step(
@@ -179,10 +184,11 @@ ROUTES: tuple[Route, ...] = (
         idempotent=True,
         errors={
             400: ("IdempotencyKeyMissing", "IdempotencyKeyInvalid", "MalformedBody"),
-            # RequestInProgress: the first request with this key still runs; OrderConflict: the
-            # key's order holds other items (a retry with the same key and body gets its order back).
-            409: ("RequestInProgress", "OrderConflict"),
+            # RequestInProgress: the first request with this key still runs.
+            409: ("RequestInProgress",),
             415: ("UnsupportedMediaType",),
+            # IdempotencyKeyReused: the key was used with another body (its order holds other
+            # items, also once its record has expired); a retry with the same body gets its order.
             422: ("InvalidRequest", "UnknownSku", "IdempotencyKeyReused"),
         },
     ),

@@ -34,6 +34,10 @@ from botocore.retries.standard import ThrottledRetryableChecker, TransientRetrya
 
 logger = logging.getLogger(__name__)
 
+# The HTTP error code of a key used again with another payload (`reliability.http`'s 422; a
+# service's own store answers it too once the HTTP record has expired).
+KEY_REUSED = "IdempotencyKeyReused"
+
 
 class ReliabilityError(Exception):
     """Base of every error the reliability layer raises itself."""

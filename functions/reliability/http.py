@@ -15,9 +15,13 @@ deletion on exception). This module adds the HTTP contract around it:
 - same key while the first is in progress -> 409 with ``Retry-After``;
 - an exception from ``execute`` stores nothing (Powertools deletes the record) and propagates
   intact; a response with status >= 400 stores nothing either;
-- the key is parsed, validated and scoped to stage and route once (``checked_key``:
-  ``derive_key("http", stage, {route, key})``), and ``handle`` takes that ``Key``; the Powertools
-  record id is ``http#<sha256 of the key's value>`` (the value already names stage and route);
+- the key is parsed, validated and scoped to stage, route and CALLER once (``checked_key``:
+  ``scoped_key`` = ``derive_key("http", stage, {route, key, caller})``), and ``handle`` takes that
+  ``Key``; the Powertools record id is ``http#<sha256 of the key's value>`` (the value already
+  names stage, route and caller). The caller is the request's authenticated identity
+  (``caller_of``), so two callers who pick the same key never meet: neither is told the other's
+  key is in use (no 422/409 across callers) nor replayed the other's answer (the draft's security
+  considerations: combine the key with client-specific attributes);
 - the in-progress record expires with the invocation (``register_lambda_context``);
 - the lock write is safe for the SDK to retry (``RetrySafeLockWrites``): a request is never
   answered 409 because its own first attempt at the lock had landed.
@@ -53,11 +57,12 @@ from aws_lambda_powertools.utilities.idempotency.exceptions import (
 )
 from aws_lambda_powertools.utilities.idempotency.persistence.datarecord import DataRecord
 
-from reliability.errors import StoreError, store_error
+from reliability.errors import KEY_REUSED, StoreError, store_error
 from reliability.keys import Key, derive_key
 from reliability.telemetry import Decision, Telemetry
 
 HEADER = "Idempotency-Key"
+ANONYMOUS = "anonymous"  # the one caller of a stage without API authorization (the local cloud)
 RECORD_PREFIX = "http"  # Powertools' record id: `http#<sha256>` of the scoped key's value
 REPLAYED_HEADER = "Idempotent-Replayed"
 MAX_KEY_CHARS = 255
@@ -84,6 +89,41 @@ def error_response(
 ) -> HttpResponse:
     """The service's one error body shape: `{"error": <code>, "message": <what is wrong>}`."""
     return HttpResponse(status=status, body={"error": code, "message": message}, headers=dict(headers or {}))
+
+
+def caller_of(request_context: Mapping[str, Any] | None) -> str:
+    """The authenticated caller of an API Gateway REST request, as a stable string.
+
+    - an authorizer's subject where one is configured (Cognito's `claims.sub`, a Lambda
+      authorizer's `principalId`): `sub:<subject>`;
+    - else the IAM principal that signed the request (`identity.userArn`), with an assumed role's
+      session name dropped (`arn:aws:sts::<account>:assumed-role/<role>`): a service's every
+      instance and every fresh session of its role is one caller, so a retry from a new container
+      still finds its key;
+    - else `ANONYMOUS`: a stage without authorization has one caller (API Gateway refuses an
+      unsigned request before the function on every IAM stage).
+    Only what API Gateway itself writes into the request context is read, never a header.
+    """
+    context = request_context or {}
+    authorizer = context.get("authorizer") or {}
+    claims = authorizer.get("claims") or {}
+    subject = claims.get("sub") or authorizer.get("principalId")
+    if subject:
+        return f"sub:{subject}"
+    arn = (context.get("identity") or {}).get("userArn")
+    if arn:
+        parts = arn.split(":", 5)
+        if len(parts) == 6 and parts[2] == "sts" and parts[5].startswith("assumed-role/"):
+            role = parts[5].split("/")[1]
+            return ":".join([*parts[:5], f"assumed-role/{role}"])
+        return str(arn)
+    return ANONYMOUS
+
+
+def scoped_key(*, stage: str, route: str, raw_key: str, caller: str) -> Key:
+    """The stored key of a caller's Idempotency-Key on ``route`` in ``stage`` (the one layout:
+    the API, `make story KEY=` and `make idem-show KEY=` all derive it here)."""
+    return derive_key("http", stage=stage, identity={"route": route, "caller": caller, "key": raw_key})
 
 
 class _NotStored(Exception):
@@ -249,14 +289,11 @@ class HttpIdempotency:
         self._retry_after = retry_after_seconds
         self._store_status = store_status
 
-    def scoped_key(self, *, route: str, raw_key: str) -> Key:
-        """The stored key for a client's Idempotency-Key on ``route`` in this stage."""
-        return derive_key("http", stage=self._stage, identity={"route": route, "key": raw_key})
-
-    def checked_key(self, *, route: str, headers: Headers | None) -> Key | HttpResponse:
-        """The request's key scoped to this stage and ``route``, or the 400 the contract answers
-        for a missing or refused Idempotency-Key (check it before parsing the body, so a request
-        with no key and a bad body is told about the key first, as API Gateway's validation does)."""
+    def checked_key(self, *, route: str, caller: str, headers: Headers | None) -> Key | HttpResponse:
+        """The request's key scoped to this stage, ``route`` and ``caller`` (`caller_of`), or the
+        400 the contract answers for a missing or refused Idempotency-Key (check it before parsing
+        the body, so a request with no key and a bad body is told about the key first, as API
+        Gateway's validation does)."""
         try:
             raw = idempotency_key(headers)
         except KeyRejected as rejected:
@@ -265,7 +302,7 @@ class HttpIdempotency:
         if raw is None:
             self._telemetry.decision(Decision.KEY_REJECTED, step=route, reason="missing")
             return error_response(400, "IdempotencyKeyMissing", f"the {HEADER} header is required")
-        return self.scoped_key(route=route, raw_key=raw)
+        return scoped_key(stage=self._stage, route=route, raw_key=raw, caller=caller)
 
     def handle(
         self,
@@ -322,9 +359,7 @@ class HttpIdempotency:
             return not_stored.response
         except IdempotencyValidationError:
             self._telemetry.decision(Decision.PAYLOAD_MISMATCH, **fields)
-            return error_response(
-                422, "IdempotencyKeyReused", f"this {HEADER} was already used with a different payload"
-            )
+            return error_response(422, KEY_REUSED, f"this {HEADER} was already used with a different payload")
         except (IdempotencyAlreadyInProgressError, IdempotencyInconsistentStateError):
             self._telemetry.decision(Decision.IN_PROGRESS_CONFLICT, **fields)
             return error_response(
@@ -345,6 +380,7 @@ class HttpIdempotency:
 
 
 __all__ = [
+    "ANONYMOUS",
     "ATTEMPT_ATTRIBUTE",
     "HEADER",
     "MAX_KEY_CHARS",
@@ -355,10 +391,12 @@ __all__ = [
     "HttpResponse",
     "KeyRejected",
     "RetrySafeLockWrites",
+    "caller_of",
     "canonical_payload",
     "error_response",
     "header_value",
     "header_values",
     "idempotency_key",
+    "scoped_key",
     "with_attempt",
 ]

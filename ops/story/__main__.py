@@ -20,12 +20,12 @@ from pathlib import Path
 from botocore.exceptions import BotoCoreError, ClientError
 
 from ops.story import browser, html, text
-from ops.story.collect import CREATE_ROUTE, Collector, OrderNotFound
+from ops.story.collect import CREATE_ROUTE, Collector, OrderNotFound, add_caller_argument
 from ops.story.logs import InsightsLogs, LocalLogFiles
 from ops.story.model import Story
 from ops.target import DEFAULT_STAGE, Target, TargetNotFound
 from orders.domain import order_id_for
-from reliability.keys import derive_key
+from reliability.http import ANONYMOUS, scoped_key
 
 
 def state_dir() -> Path:
@@ -36,10 +36,9 @@ def stories_dir() -> Path:
     return state_dir() / "stories"
 
 
-def order_for_key(raw_key: str, *, stage: str) -> str:
-    """The order a client's Idempotency-Key created (the order id is derived from the stored key)."""
-    stored = derive_key("http", stage=stage, identity={"route": CREATE_ROUTE, "key": raw_key})
-    return order_id_for(stored.value)
+def order_for_key(raw_key: str, *, stage: str, caller: str = ANONYMOUS) -> str:
+    """The order a caller's Idempotency-Key created (the order id is derived from the stored key)."""
+    return order_id_for(scoped_key(stage=stage, route=CREATE_ROUTE, raw_key=raw_key, caller=caller).value)
 
 
 def collector_for(target: Target) -> Collector:
@@ -82,6 +81,7 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m ops.story", description=__doc__.splitlines()[0])
     parser.add_argument("order", nargs="?", help="the order id (o-...)")
     parser.add_argument("--key", help="the client's Idempotency-Key instead of the order id")
+    add_caller_argument(parser)
     parser.add_argument("--format", choices=("text", "json", "html", "png", "terminal-png"), default="text")
     parser.add_argument("--json", action="store_const", const="json", dest="format", help="= --format json")
     parser.add_argument(
@@ -98,13 +98,13 @@ def main(argv: list[str] | None = None) -> int:
     try:
         target = Target.resolve()
         stage = "local" if target.local else os.environ.get("RETRYSAFE_STAGE", DEFAULT_STAGE)
-        order_id = args.order or order_for_key(args.key, stage=stage)
+        order_id = args.order or order_for_key(args.key, stage=stage, caller=args.caller)
         story = collector_for(target).collect(order_id)
     except OrderNotFound as error:
         print(f"error: {error}", file=sys.stderr)
         return 1
     except (TargetNotFound, BotoCoreError, ClientError, OSError) as error:
-        order_id = args.order or order_for_key(args.key, stage="local")
+        order_id = args.order or order_for_key(args.key, stage="local", caller=args.caller)
         recorded = load_recorded(order_id)
         if recorded is None:
             print(f"error: {error}", file=sys.stderr)

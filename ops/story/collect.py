@@ -6,6 +6,7 @@ the local cloud and a deployed stage; only the log source differs (`ops.story.lo
 
 from __future__ import annotations
 
+import argparse
 import json
 from collections.abc import Mapping
 from dataclasses import dataclass
@@ -30,8 +31,9 @@ from ops.story.logs import LogSource
 from ops.story.model import Story
 from orders import items as layout
 from orders.saga import step_statuses
-from orders.workflow import CONSUMERS
+from orders.workflow import CONSUMERS, ROUTES
 from reliability import FenceState
+from reliability.http import ANONYMOUS
 from reliability.keys import derive_key
 
 _DESERIALIZER = TypeDeserializer()
@@ -39,7 +41,17 @@ _DESERIALIZER = TypeDeserializer()
 # built from (DEVELOPERS.md, functions table).
 CONSUMER_FUNCTIONS = tuple(consumer.name for consumer in CONSUMERS)
 FENCE_NAMESPACE = "saga"  # orders.saga.SAGA_NAMESPACE (a test pins the two are the same)
-CREATE_ROUTE = "POST /orders"  # orders.handlers.api.CREATE_ROUTE, the scope of the stored HTTP key
+# The route whose stored HTTP key names an order (its id is derived from the key).
+CREATE_ROUTE = next(route.name for route in ROUTES if route.idempotent)
+
+
+def add_caller_argument(parser: argparse.ArgumentParser) -> None:
+    """`--caller`: whose Idempotency-Key `--key` is (keys are scoped to the caller who sent them)."""
+    parser.add_argument(
+        "--caller",
+        default=ANONYMOUS,
+        help=f"with --key: who sent it (IAM ARN, or sub:<subject>); {ANONYMOUS} on the local cloud",
+    )
 
 
 class OrderNotFound(LookupError):

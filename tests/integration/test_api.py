@@ -8,6 +8,7 @@ import json
 import pytest
 
 from ops.invariants import check
+from orders import items
 from reliability.crashpoints import CrashPlan
 from simulator.cloud import InProcessCloud, LambdaError, running_cloud
 from simulator.events import rest_event
@@ -120,6 +121,59 @@ def test_get_an_unknown_order_is_a_404_json(cloud: InProcessCloud):
     response = cloud.api("GET", "/orders/o-nope")
     assert response.status == 404
     assert response.body["error"] == "OrderNotFound"
+
+
+ALICE = "arn:aws:iam::123456789012:user/alice"
+MALLORY = "arn:aws:sts::123456789012:assumed-role/other-service/session-9"
+
+
+def test_a_key_belongs_to_its_caller_and_an_order_to_its_owner(cloud: InProcessCloud):
+    # Given Alice's order under key order-1003
+    mine = cloud.api("POST", "/orders", body=ORDER, headers={"Idempotency-Key": "order-1003"}, caller=ALICE)
+    # When another caller sends the same key, with Alice's body and with another body
+    same = cloud.api("POST", "/orders", body=ORDER, headers={"Idempotency-Key": "order-1003"}, caller=MALLORY)
+    other = {**ORDER, "customer_id": "customer-2"}
+    theirs = cloud.api("POST", "/orders", body=other, headers={"Idempotency-Key": "k-x"}, caller=MALLORY)
+    # Then each is its own new order (never Alice's stored answer, never a 422 about her key)
+    assert (mine.status, same.status, theirs.status) == (202, 202, 202)
+    assert same.header("Idempotent-Replayed") is None
+    assert len({mine.body["order_id"], same.body["order_id"], theirs.body["order_id"]}) == 3
+    # And Alice's order is hers alone: another caller's GET is the 404 of an unknown order
+    peek = cloud.api("GET", f"/orders/{mine.body['order_id']}", caller=MALLORY)
+    assert (peek.status, peek.body["error"]) == (404, "OrderNotFound")
+    assert "customer-1" not in str(peek.body)
+    assert cloud.api("GET", f"/orders/{mine.body['order_id']}", caller=ALICE).status == 200
+    cloud.settle()
+    report = check(cloud.stores())
+    assert report.ok, report.to_text()
+
+
+def test_a_retry_after_its_sku_left_the_catalog_gets_its_order(assembly):
+    plan = CrashPlan.parse("after:SQS.SendMessage=1", mode="raise")
+    with running_cloud(assembly, crash_plan=plan) as cloud:
+        # Given the api dies after sending the order's message (the client saw no answer), and
+        # the order completes and is charged
+        with pytest.raises(LambdaError):
+            cloud.api("POST", "/orders", body=ORDER, headers={"Idempotency-Key": "k-gone"})
+        cloud.settle()
+        (placed,) = _orders(cloud)
+        assert placed["status"]["S"] == "COMPLETED"
+        # And its sku leaves the catalog
+        sku = "sku-1"  # ORDER's one line
+        cloud.dynamodb.delete_item(
+            TableName=cloud.outputs["InventoryTableName"],
+            Key=items.key(items.sku_pk(sku), items.CATALOG_SK),
+        )
+        # When the client retries with the same key and body after the in-progress window
+        cloud.clock.advance(cloud.functions[cloud.function("Api")].timeout + 1)
+        retry = cloud.api("POST", "/orders", body=ORDER, headers={"Idempotency-Key": "k-gone"})
+        # Then it gets its order, not 422 UnknownSku, and nothing runs again
+        assert retry.status == 202, retry.body
+        assert retry.body["order_id"] == placed["order_id"]["S"]
+        cloud.settle()
+        report = check(cloud.stores())
+        assert report.ok, report.to_text()
+        assert len(cloud.executions()) == 1
 
 
 def test_a_crash_between_the_write_and_the_send_heals_on_the_client_retry(assembly):

@@ -69,11 +69,12 @@ ROUTE_VIEW = '''"""Where an order stands, for a polling client."""
 
 from orders.config import ApiSettings
 from orders.contract import OrderView
+from orders.handlers.api import caller
 from orders.runtime import current
 
 
 def order_status(order_id: str) -> OrderView:
-    return current(ApiSettings).order_service.view(order_id)
+    return current(ApiSettings).order_service.view(order_id, caller=caller())
 '''
 ROUTE_ENTRY = """    Route(
         method="GET",

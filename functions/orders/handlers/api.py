@@ -29,7 +29,7 @@ from orders.observability import logger, tracer
 from orders.runtime import current
 from orders.workflow import ROUTES, Route
 from reliability.errors import RetryableError
-from reliability.http import HttpResponse, header_value
+from reliability.http import HttpResponse, caller_of, header_value
 from reliability.telemetry import metrics_per_invocation
 
 if TYPE_CHECKING:  # annotations only: the module is not loaded at run time
@@ -37,7 +37,7 @@ if TYPE_CHECKING:  # annotations only: the module is not loaded at run time
     from pydantic import BaseModel
 
 SETTINGS = ApiSettings
-CREATE_ROUTE = "POST /orders"
+CREATE_ROUTE = next(route.name for route in ROUTES if route.view.endswith(":create_order"))
 JSON = "application/json"
 
 app = APIGatewayRestResolver()
@@ -74,6 +74,11 @@ def _status_base() -> str:
     return f"{scheme}://{domain}/{stage}" if domain and stage else ""
 
 
+def caller() -> str:
+    """Who sent the request (`reliability.http.caller_of`): it scopes the key and owns the order."""
+    return caller_of(app.current_event.raw_event.get("requestContext"))
+
+
 def _headers() -> Any:
     """Every header value (API Gateway's `multiValueHeaders`), so a repeated header is seen."""
     event = app.current_event
@@ -94,7 +99,8 @@ def create_order() -> Response[str]:
     runtime = current(SETTINGS)
     idempotency = runtime.http_idempotency()
     headers = _headers()
-    key = idempotency.checked_key(route=CREATE_ROUTE, headers=headers)
+    caller_id = caller()
+    key = idempotency.checked_key(route=CREATE_ROUTE, caller=caller_id, headers=headers)
     if isinstance(key, HttpResponse):
         return _from_http(key)
     stored_key = key.value
@@ -104,7 +110,9 @@ def create_order() -> Response[str]:
     request = parse_create_order(_body())
 
     def execute() -> HttpResponse:
-        accepted = runtime.order_service.place(request, stored_key=stored_key, status_base=_status_base())
+        accepted = runtime.order_service.place(
+            request, stored_key=stored_key, owner=caller_id, status_base=_status_base()
+        )
         return HttpResponse(status=202, body=accepted.model_dump(mode="json"))
 
     return _from_http(
@@ -119,7 +127,7 @@ def create_order() -> Response[str]:
 
 
 def get_order(order_id: str) -> BaseModel:
-    return current(SETTINGS).order_service.view(order_id)
+    return current(SETTINGS).order_service.view(order_id, caller=caller())
 
 
 def _register(route: Route) -> None:

@@ -17,7 +17,7 @@ from moto import mock_aws
 from ops.idem import Idem, Refused, describe_fence, describe_http, fence_record_id, http_record_id
 from ops.story.collect import record_location
 from reliability import AtomicEffect, BusinessError, FenceStore, RecordOn, StepId
-from reliability.http import HttpIdempotency, HttpResponse
+from reliability.http import ANONYMOUS, HttpIdempotency, HttpResponse
 from tests.unit.reliability.helpers import (
     FENCES,
     IDEMPOTENCY,
@@ -87,7 +87,7 @@ def _http(ddb: Any) -> HttpIdempotency:
 
 
 def _post(http: HttpIdempotency, key: str, execute: Any) -> HttpResponse:
-    scoped = http.checked_key(route="POST /orders", headers={"Idempotency-Key": key})
+    scoped = http.checked_key(route="POST /orders", caller=ANONYMOUS, headers={"Idempotency-Key": key})
     assert not isinstance(scoped, HttpResponse)
     return http.handle(
         route="POST /orders",

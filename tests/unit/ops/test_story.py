@@ -18,7 +18,7 @@ from ops.story.text import render
 from orders.domain import order_id_for
 from orders.handlers.api import CREATE_ROUTE as HANDLER_ROUTE
 from orders.saga import SAGA_NAMESPACE
-from reliability.keys import derive_key
+from reliability.http import ANONYMOUS, scoped_key
 
 FIXTURES = Path(__file__).parent / "fixtures"
 
@@ -207,10 +207,12 @@ def test_with_no_target_running_make_story_shows_the_story_the_demo_recorded(tmp
     assert "recorded" in captured.err
 
 
-def test_a_client_key_names_the_order_it_created():
-    # The order id is derived from the stored key (orders.domain.order_id_for), so the key finds it
-    stored = derive_key("http", stage="local", identity={"route": "POST /orders", "key": "demo-1"}).value
+def test_a_client_key_names_the_order_it_created_for_its_caller():
+    # The order id is derived from the stored key (orders.domain.order_id_for), which names the
+    # caller: the local cloud's one caller by default, another caller's same key another order
+    stored = scoped_key(stage="local", route="POST /orders", raw_key="demo-1", caller=ANONYMOUS).value
     assert order_for_key("demo-1", stage="local") == order_id_for(stored)
+    assert order_for_key("demo-1", stage="local", caller="arn:aws:iam::1:user/b") != order_id_for(stored)
 
 
 def test_a_takeover_that_found_the_effect_at_the_external_system_says_it_reconciled():

@@ -31,6 +31,7 @@ def _order(order_id: str = "o-1", customer: str = "c") -> Order:
         lines=(Line("sku-1", 2, 199),),
         idempotency_key="k",
         created_at=datetime.now(UTC).isoformat(),
+        owner="caller-a",
     )
 
 

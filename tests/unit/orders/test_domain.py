@@ -79,7 +79,11 @@ def test_merged_items_keeps_first_seen_order():
 def test_a_new_order_is_accepted_with_its_key_lineage():
     request = CreateOrderRequest(customer_id="c", currency="EUR", items=[OrderItem(sku="sku-3", quantity=2)])
     order = new_order(
-        request=request, catalog=CATALOG, stored_idempotency_key="k", now=datetime(2026, 1, 1, tzinfo=UTC)
+        request=request,
+        catalog=CATALOG,
+        stored_idempotency_key="k",
+        owner="caller-a",
+        now=datetime(2026, 1, 1, tzinfo=UTC),
     )
     assert order.order_id == order_id_for("k")
     assert order.idempotency_key == "k"
@@ -90,7 +94,9 @@ def test_a_new_order_is_accepted_with_its_key_lineage():
 
 def test_the_completed_event_has_the_documented_shape_and_a_stable_id():
     request = CreateOrderRequest(customer_id="c", currency="EUR", items=[OrderItem(sku="sku-1", quantity=1)])
-    order = new_order(request=request, catalog=CATALOG, stored_idempotency_key="k", now=datetime.now(UTC))
+    order = new_order(
+        request=request, catalog=CATALOG, stored_idempotency_key="k", owner="caller-a", now=datetime.now(UTC)
+    )
     first = event_id_for(stage="dev", order_id=order.order_id, run=1, event_type="OrderCompleted")
     again = event_id_for(stage="dev", order_id=order.order_id, run=1, event_type="OrderCompleted")
     other_run = event_id_for(stage="dev", order_id=order.order_id, run=2, event_type="OrderCompleted")

@@ -42,6 +42,7 @@ def test_the_event_a_step_builds_validates_unchanged():
         request=request,
         catalog={"sku-1": CatalogItem(sku="sku-1", price_cents=300, stock=5)},
         stored_idempotency_key="k",
+        owner="caller-a",
         now=datetime(2026, 1, 1, tzinfo=UTC),
     )
     event = completed_event(order=order, run=1, event_id="e-1", occurred_at=datetime(2026, 1, 1, tzinfo=UTC))

@@ -19,7 +19,7 @@ from orders.errors import OrderConflict, RerunRefused, RunNotCurrent
 from orders.messages import OrderMessageModel
 from orders.runs import Reruns, WorkflowStarter
 from reliability.errors import PoisonMessage
-from tests.unit.orders.test_service import TELEMETRY, ListQueue, _service
+from tests.unit.orders.test_service import OWNER, TELEMETRY, ListQueue, _service
 
 
 class RecordingWorkflow:
@@ -63,31 +63,31 @@ def _set_status(ddb: Any, order_id: str, status: OrderStatus) -> None:
 def test_a_retry_after_a_price_change_gets_the_stored_order_and_its_message_again(ddb: Any) -> None:
     queue = ListQueue()
     service = _service(ddb, queue)
-    first = service.place(_request(), stored_key="key-1")
+    first = service.place(_request(), stored_key="key-1", owner=OWNER)
     # Given the catalog price changed before the client retried (after a crash either side of the send)
     _set_price(ddb, "sku-1", 999_99)
     # When the client retries with the same key and body
-    again = service.place(_request(), stored_key="key-1")
+    again = service.place(_request(), stored_key="key-1", owner=OWNER)
     # Then it is the same order, at the price it was accepted at, and its message went out again
     assert again.order_id == first.order_id
-    assert service.view(first.order_id).total_cents == 2 * 199
+    assert service.view(first.order_id, caller=OWNER).total_cents == 2 * 199
     assert len(queue.sent) == 2
 
 
 def test_a_retry_with_other_items_under_the_same_key_is_still_a_conflict(ddb: Any) -> None:
     service = _service(ddb, ListQueue())
-    service.place(_request(quantity=2), stored_key="key-1")
+    service.place(_request(quantity=2), stored_key="key-1", owner=OWNER)
     with pytest.raises(OrderConflict):
-        service.place(_request(quantity=3), stored_key="key-1")
+        service.place(_request(quantity=3), stored_key="key-1", owner=OWNER)
 
 
 @pytest.mark.parametrize("status", [OrderStatus.RUNNING, OrderStatus.COMPLETED, OrderStatus.FAILED])
 def test_a_retry_for_an_order_past_accepted_sends_nothing(ddb: Any, status: OrderStatus) -> None:
     queue = ListQueue()
     service = _service(ddb, queue)
-    order = service.place(_request(), stored_key="key-1")
+    order = service.place(_request(), stored_key="key-1", owner=OWNER)
     _set_status(ddb, order.order_id, status)
-    assert service.place(_request(), stored_key="key-1").order_id == order.order_id
+    assert service.place(_request(), stored_key="key-1", owner=OWNER).order_id == order.order_id
     assert len(queue.sent) == 1
 
 
@@ -109,7 +109,7 @@ def _message(order_id: str, run: int) -> OrderMessageModel:
 
 @pytest.mark.parametrize("status", [OrderStatus.ACCEPTED, OrderStatus.RUNNING, OrderStatus.COMPLETED])
 def test_a_message_for_another_run_is_poison_and_starts_nothing(ddb: Any, status: OrderStatus) -> None:
-    order = _service(ddb, ListQueue()).place(_request(), stored_key="key-1")
+    order = _service(ddb, ListQueue()).place(_request(), stored_key="key-1", owner=OWNER)
     _set_status(ddb, order.order_id, status)
     workflow = RecordingWorkflow()
     with pytest.raises(PoisonMessage, match=r"message run 2 is not order .* current run 1"):
@@ -119,7 +119,7 @@ def test_a_message_for_another_run_is_poison_and_starts_nothing(ddb: Any, status
 
 @pytest.mark.parametrize("status", [OrderStatus.COMPLETED, OrderStatus.FAILED])
 def test_the_current_run_of_a_finished_order_starts_nothing(ddb: Any, status: OrderStatus) -> None:
-    order = _service(ddb, ListQueue()).place(_request(), stored_key="key-1")
+    order = _service(ddb, ListQueue()).place(_request(), stored_key="key-1", owner=OWNER)
     _set_status(ddb, order.order_id, status)
     workflow = RecordingWorkflow()
     starter = _starter(ddb, workflow)
@@ -132,7 +132,7 @@ def test_the_current_run_of_a_finished_order_starts_nothing(ddb: Any, status: Or
 
 def test_a_duplicate_message_of_a_started_run_starts_nothing_more(ddb: Any) -> None:
     # Given an order whose run 1 the worker started
-    order = _service(ddb, ListQueue()).place(_request(), stored_key="key-1")
+    order = _service(ddb, ListQueue()).place(_request(), stored_key="key-1", owner=OWNER)
     workflow = RecordingWorkflow()
     starter = _starter(ddb, workflow)
     arn = starter.start_once(_message(order.order_id, 1))
@@ -145,7 +145,7 @@ def test_a_duplicate_message_of_a_started_run_starts_nothing_more(ddb: Any) -> N
 
 def test_mark_running_ignores_a_run_that_is_not_current(ddb: Any) -> None:
     store = DynamoOrderStore(client=ddb, table_name="orders")
-    order = _service(ddb, ListQueue()).place(_request(), stored_key="key-1")
+    order = _service(ddb, ListQueue()).place(_request(), stored_key="key-1", owner=OWNER)
     store.mark_running(order.order_id, run=2, execution_arn="arn:stale")
     stored = store.get(order.order_id)
     assert stored is not None
@@ -158,7 +158,7 @@ def test_mark_running_ignores_a_run_that_is_not_current(ddb: Any) -> None:
 @pytest.mark.parametrize("status", [OrderStatus.RUNNING, OrderStatus.COMPLETED])
 def test_a_new_run_is_refused_unless_the_current_run_failed(ddb: Any, status: OrderStatus) -> None:
     queue = ListQueue()
-    order = _service(ddb, queue).place(_request(), stored_key="key-1")
+    order = _service(ddb, queue).place(_request(), stored_key="key-1", owner=OWNER)
     _set_status(ddb, order.order_id, status)
     reruns = Reruns(orders=DynamoOrderStore(client=ddb, table_name="orders"), queue=queue)
     with pytest.raises(RerunRefused, match=f"is {status.value} on run 1"):
@@ -168,7 +168,7 @@ def test_a_new_run_is_refused_unless_the_current_run_failed(ddb: Any, status: Or
 
 def test_a_failed_run_is_followed_by_one_next_run_whose_message_the_worker_starts(ddb: Any) -> None:
     queue = ListQueue()
-    order = _service(ddb, queue).place(_request(), stored_key="key-1")
+    order = _service(ddb, queue).place(_request(), stored_key="key-1", owner=OWNER)
     _set_status(ddb, order.order_id, OrderStatus.FAILED)
     store = DynamoOrderStore(client=ddb, table_name="orders")
     reruns = Reruns(orders=store, queue=queue)
@@ -198,7 +198,7 @@ def test_ops_rerun_prints_the_new_run_or_refuses(
         endpoint_url=None, region="us-east-1", outputs={"OrdersTableName": "orders", "OrdersQueueUrl": url}
     )
     monkeypatch.setattr(Target, "resolve", classmethod(lambda cls, **_: target))
-    order = _service(ddb, ListQueue()).place(_request(), stored_key="key-1")
+    order = _service(ddb, ListQueue()).place(_request(), stored_key="key-1", owner=OWNER)
     # Refused while run 1 is running, naming why
     _set_status(ddb, order.order_id, OrderStatus.RUNNING)
     assert rerun_cli.main([order.order_id]) == 1

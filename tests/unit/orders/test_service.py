@@ -17,7 +17,7 @@ from orders.adapters.payments import FakePaymentProvider
 from orders.consumers import EventConsumer, effect_of
 from orders.contract import CreateOrderRequest, OrderItem
 from orders.domain import WorkflowInput
-from orders.errors import OrderNotFound, OutOfStock, UnknownOrder, UnknownSku
+from orders.errors import OrderConflict, OrderNotFound, OutOfStock, UnknownOrder, UnknownSku
 from orders.events import OrderCompletedEvent
 from orders.saga import SagaContext, StepRequest, run_step
 from orders.service import OrderService
@@ -28,6 +28,8 @@ from reliability.keys import execution_token
 from reliability.telemetry import Telemetry
 
 TELEMETRY = Telemetry(logger=Logger(service="test"), metrics=Metrics(namespace="test", service="test"))
+OWNER = "arn:aws:iam::123456789012:user/alice"
+OTHER = "arn:aws:iam::123456789012:user/mallory"
 
 
 class ListQueue:
@@ -79,28 +81,78 @@ def test_placing_twice_with_one_key_is_one_order_and_two_messages(ddb: Any):
     queue = ListQueue()
     service = _service(ddb, queue)
 
-    first = service.place(_request(), stored_key="key-1", status_base="https://api/dev")
-    second = service.place(_request(), stored_key="key-1")
+    first = service.place(_request(), stored_key="key-1", owner=OWNER, status_base="https://api/dev")
+    second = service.place(_request(), stored_key="key-1", owner=OWNER)
 
     assert first.order_id == second.order_id
     assert first.status_url == f"https://api/dev/orders/{first.order_id}"
     # The message is re-sent (healing a crash between write and send); the worker dedupes it
     assert queue.sent == [{"order_id": first.order_id, "run": 1, "idempotency_key": "key-1"}] * 2
-    view = service.view(first.order_id)
+    view = service.view(first.order_id, caller=OWNER)
     assert (view.status, view.total_cents, view.steps, view.charges) == ("ACCEPTED", 398, {}, [])
 
 
 def test_placing_an_unknown_sku_stores_and_sends_nothing(ddb: Any):
     queue = ListQueue()
     with pytest.raises(UnknownSku):
-        _service(ddb, queue).place(_request(sku="sku-0"), stored_key="k")
+        _service(ddb, queue).place(_request(sku="sku-0"), stored_key="k", owner=OWNER)
     assert queue.sent == []
     assert ddb.scan(TableName="orders")["Count"] == 0
 
 
+def test_another_callers_order_is_not_found(ddb: Any):
+    # Given an order placed by one caller
+    service = _service(ddb, ListQueue())
+    order = service.place(_request(), stored_key="key-1", owner=OWNER)
+    # When another caller asks for it by id, then it does not exist for them (404, as an unknown id)
+    with pytest.raises(OrderNotFound):
+        service.view(order.order_id, caller=OTHER)
+    assert service.view(order.order_id, caller=OWNER).order_id == order.order_id
+
+
+def test_an_order_stored_before_owners_is_not_found_by_anyone(ddb: Any):
+    # Given an order item written before orders recorded their owner
+    service = _service(ddb, ListQueue())
+    order = service.place(_request(), stored_key="key-1", owner=OWNER)
+    ddb.update_item(
+        TableName="orders",
+        Key=items.key(items.order_pk(order.order_id), items.ORDER_SK),
+        UpdateExpression="REMOVE #owner",
+        ExpressionAttributeNames={"#owner": "owner"},
+    )
+    # Then no caller reads it through the API (operators still have `make story`)
+    with pytest.raises(OrderNotFound):
+        service.view(order.order_id, caller=OWNER)
+
+
+def test_a_retry_after_its_sku_left_the_catalog_gets_its_order(ddb: Any):
+    # Given an order placed with a key, and then its sku removed from the catalog
+    queue = ListQueue()
+    service = _service(ddb, queue)
+    first = service.place(_request(), stored_key="key-1", owner=OWNER)
+    ddb.delete_item(TableName="inventory", Key=items.key(items.sku_pk("sku-1"), items.CATALOG_SK))
+    # When the client retries with the same key and body (its HTTP record lost or expired)
+    again = service.place(_request(), stored_key="key-1", owner=OWNER)
+    # Then it gets its order back, not 422 UnknownSku; a new order with that sku is still refused
+    assert again.order_id == first.order_id
+    with pytest.raises(UnknownSku):
+        service.place(_request(), stored_key="key-2", owner=OWNER)
+
+
+def test_a_key_reused_with_another_body_after_its_record_expired_is_422(ddb: Any):
+    service = _service(ddb, ListQueue())
+    service.place(_request(quantity=2), stored_key="key-1", owner=OWNER)
+    with pytest.raises(OrderConflict) as refused:
+        service.place(_request(quantity=3), stored_key="key-1", owner=OWNER)
+    assert (refused.value.status, refused.value.code) == (422, "IdempotencyKeyReused")
+    ddb.delete_item(TableName="inventory", Key=items.key(items.sku_pk("sku-1"), items.CATALOG_SK))
+    with pytest.raises(OrderConflict):
+        service.place(_request(quantity=3), stored_key="key-1", owner=OWNER)
+
+
 def test_viewing_an_unknown_order_is_not_found(ddb: Any):
     with pytest.raises(OrderNotFound):
-        _service(ddb, ListQueue()).view("o-none")
+        _service(ddb, ListQueue()).view("o-none", caller=OWNER)
 
 
 def _saga(ddb: Any) -> SagaContext:
@@ -126,7 +178,7 @@ def _stock(ddb: Any, sku: str) -> int:
 
 def test_a_step_runs_once_and_its_fence_is_its_status(ddb: Any):
     service = _service(ddb, ListQueue())
-    order = service.place(_request(quantity=3), stored_key="k")
+    order = service.place(_request(quantity=3), stored_key="k", owner=OWNER)
     state = _state(ddb, order.order_id, execution_token(stage="dev", business_id=order.order_id, run=1))
     ctx, fences = _saga(ddb), _fences(ddb)
     before = _stock(ddb, "sku-1")
@@ -136,7 +188,7 @@ def test_a_step_runs_once_and_its_fence_is_its_status(ddb: Any):
 
     assert first == replay == {"reserved": {"sku-1": 3}}
     assert _stock(ddb, "sku-1") == before - 3
-    assert service.view(order.order_id).steps == {"ReserveInventory": "DONE"}
+    assert service.view(order.order_id, caller=OWNER).steps == {"ReserveInventory": "DONE"}
     # its record is on the reservation its effect wrote (orders.items.record_at), not in the fences
     token = state["token"]
     reservation = ddb.get_item(
@@ -152,7 +204,7 @@ def test_a_step_runs_once_and_its_fence_is_its_status(ddb: Any):
 
 def test_a_completed_compensation_marks_the_step_it_undid_compensated(ddb: Any):
     service = _service(ddb, ListQueue())
-    order = service.place(_request(quantity=1), stored_key="k")
+    order = service.place(_request(quantity=1), stored_key="k", owner=OWNER)
     state = _state(ddb, order.order_id, execution_token(stage="dev", business_id=order.order_id, run=1))
     ctx, fences = _saga(ddb), _fences(ddb)
     before = _stock(ddb, "sku-1")
@@ -161,7 +213,7 @@ def test_a_completed_compensation_marks_the_step_it_undid_compensated(ddb: Any):
     run_step(ctx, fences, "ReleaseInventory", StepRequest(state, "a-2", 10))
 
     assert _stock(ddb, "sku-1") == before
-    steps = service.view(order.order_id).steps
+    steps = service.view(order.order_id, caller=OWNER).steps
     assert steps == {"ReserveInventory": "COMPENSATED", "ReleaseInventory": "DONE"}
 
 
@@ -173,7 +225,7 @@ def test_out_of_stock_marks_the_step_failed_and_replays_the_same_error(ddb: Any)
         ExpressionAttributeValues={":s": {"N": "1"}},
     )
     service = _service(ddb, ListQueue())
-    order = service.place(_request(sku="sku-2", quantity=2), stored_key="k")
+    order = service.place(_request(sku="sku-2", quantity=2), stored_key="k", owner=OWNER)
     state = _state(ddb, order.order_id, execution_token(stage="dev", business_id=order.order_id, run=1))
     ctx, fences = _saga(ddb), _fences(ddb)
 
@@ -182,7 +234,7 @@ def test_out_of_stock_marks_the_step_failed_and_replays_the_same_error(ddb: Any)
             run_step(ctx, fences, "ReserveInventory", StepRequest(state, attempt, 10))
 
     assert _stock(ddb, "sku-2") == 1
-    assert service.view(order.order_id).steps == {"ReserveInventory": "FAILED"}
+    assert service.view(order.order_id, caller=OWNER).steps == {"ReserveInventory": "FAILED"}
     # a late duplicate after a restock still gets the stored failure: the FAILED record is at the
     # reservation's key, so the write that would reserve is refused by it
     ddb.update_item(
@@ -202,7 +254,7 @@ def test_out_of_stock_marks_the_step_failed_and_replays_the_same_error(ddb: Any)
 
 
 def test_publish_sends_one_event_per_queue_with_a_stable_id(ddb: Any):
-    order = _service(ddb, ListQueue()).place(_request(), stored_key="k")
+    order = _service(ddb, ListQueue()).place(_request(), stored_key="k", owner=OWNER)
     state = _state(ddb, order.order_id, "dev.t.r1")
     ctx = _saga(ddb)
 

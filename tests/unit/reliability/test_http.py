@@ -14,7 +14,15 @@ from botocore.stub import Stubber
 
 from reliability.crashpoints import SimulatedCrash
 from reliability.errors import TransientError
-from reliability.http import REPLAYED_HEADER, HttpIdempotency, HttpResponse, canonical_payload
+from reliability.http import (
+    ANONYMOUS,
+    REPLAYED_HEADER,
+    HttpIdempotency,
+    HttpResponse,
+    caller_of,
+    canonical_payload,
+    scoped_key,
+)
 from tests.unit.reliability.helpers import (
     IDEMPOTENCY,
     REGION,
@@ -26,6 +34,7 @@ from tests.unit.reliability.helpers import (
 )
 
 ROUTE = "POST /orders"
+CALLER = "arn:aws:iam::123456789012:user/alice"
 
 
 @dataclass
@@ -61,9 +70,10 @@ class Api:
         route: str = ROUTE,
         execute: Any = None,
         context: Any = None,
+        caller: str = CALLER,
     ) -> HttpResponse:
         headers = {} if key is None else {header: key}
-        scoped = self.http.checked_key(route=route, headers=headers)
+        scoped = self.http.checked_key(route=route, caller=caller, headers=headers)
         if isinstance(scoped, HttpResponse):
             return scoped
         return self.http.handle(
@@ -210,9 +220,9 @@ def test_keys_are_scoped_to_route_and_stage(ddb: Any) -> None:
     # Then each executed: nothing collided
     assert (dev.runs, prod.runs) == (2, 1)
     assert len(records(ddb)) == 3
-    assert dev.http.checked_key(route=ROUTE, headers={"idempotency-key": "key-1"}) != prod.http.checked_key(
-        route=ROUTE, headers={"idempotency-key": "key-1"}
-    )
+    assert dev.http.checked_key(
+        route=ROUTE, caller=CALLER, headers={"idempotency-key": "key-1"}
+    ) != prod.http.checked_key(route=ROUTE, caller=CALLER, headers={"idempotency-key": "key-1"})
 
 
 def test_a_dead_invocation_blocks_its_key_no_longer_than_its_remaining_time(api: Api) -> None:
@@ -305,7 +315,7 @@ def test_a_key_outside_the_sf_string_contract_is_a_400_and_nothing_runs(
 def test_two_header_lines_with_different_keys_are_a_400(api: Api, ddb: Any) -> None:
     # Given API Gateway's multiValueHeaders of a request that carries the header twice
     def call(values: list[str]) -> HttpResponse:
-        key = api.http.checked_key(route=ROUTE, headers={"Idempotency-Key": values})
+        key = api.http.checked_key(route=ROUTE, caller=CALLER, headers={"Idempotency-Key": values})
         if isinstance(key, HttpResponse):
             return key
         return api.http.handle(
@@ -325,10 +335,10 @@ def test_two_header_lines_with_different_keys_are_a_400(api: Api, ddb: Any) -> N
 
 
 def test_a_checked_key_is_the_scoped_key_or_the_400(api: Api) -> None:
-    assert api.http.checked_key(route=ROUTE, headers={"Idempotency-Key": "ok"}) == api.http.scoped_key(
-        route=ROUTE, raw_key="ok"
+    assert api.http.checked_key(route=ROUTE, caller=CALLER, headers={"Idempotency-Key": "ok"}) == scoped_key(
+        stage="dev", route=ROUTE, raw_key="ok", caller=CALLER
     )
-    missing = api.http.checked_key(route=ROUTE, headers={})
+    missing = api.http.checked_key(route=ROUTE, caller=CALLER, headers={})
     assert isinstance(missing, HttpResponse)
     assert missing.body == {
         "error": "IdempotencyKeyMissing",
@@ -339,3 +349,53 @@ def test_a_checked_key_is_the_scoped_key_or_the_400(api: Api) -> None:
 @pytest.mark.parametrize("payload", ["[" * 5_000, '{"n": ' + "9" * 5_000 + "}", "\ud800"])
 def test_a_payload_json_cannot_parse_is_hashed_as_text(payload: str) -> None:
     assert canonical_payload(payload) == payload
+
+
+def test_two_callers_with_one_key_never_meet(api: Api, ddb: Any) -> None:
+    # Given caller A's request with key key-1
+    first = api.call(payload='{"sku": "a"}', caller=CALLER)
+    # When caller B sends the same key and body, and then the same key with another body
+    bob = "arn:aws:iam::123456789012:user/bob"
+    same_body = api.call(payload='{"sku": "a"}', caller=bob)
+    other_body = api.call(payload='{"sku": "b"}', caller=bob)
+    # Then B's request executes on its own (A's answer is never replayed to it), and only B's own
+    # key, reused with another body, is refused: nothing tells B that A holds key-1
+    assert (first.status, same_body.status) == (201, 201)
+    assert REPLAYED_HEADER not in same_body.headers
+    assert same_body.body != first.body
+    assert (other_body.status, other_body.body["error"]) == (422, "IdempotencyKeyReused")
+    assert api.runs == 2
+    assert len(records(ddb)) == 2
+
+
+def test_the_stored_key_layout_is_pinned() -> None:
+    # A change here moves every stored key: clients' retries across the deploy would not find
+    # their records (say so in the change, as the caller scope's did)
+    assert scoped_key(stage="dev", route=ROUTE, raw_key="k-1", caller=ANONYMOUS).value == (
+        'http#dev#r1#v:{"caller":"anonymous","key":"k-1","route":"POST /orders"}'
+    )
+
+
+@pytest.mark.parametrize(
+    ("context", "caller"),
+    [
+        (None, ANONYMOUS),
+        ({"identity": {"userArn": None, "sourceIp": "1.2.3.4"}}, ANONYMOUS),
+        ({"identity": {"userArn": "arn:aws:iam::111:user/alice"}}, "arn:aws:iam::111:user/alice"),
+        (
+            {"identity": {"userArn": "arn:aws:sts::111:assumed-role/orders-client/i-0abc"}},
+            "arn:aws:sts::111:assumed-role/orders-client",
+        ),
+        ({"authorizer": {"claims": {"sub": "u-1"}}, "identity": {"userArn": "x"}}, "sub:u-1"),
+        ({"authorizer": {"principalId": "tenant-7"}}, "sub:tenant-7"),
+    ],
+)
+def test_the_caller_is_the_authenticated_identity(context: Any, caller: str) -> None:
+    assert caller_of(context) == caller
+
+
+def test_every_session_of_one_role_is_one_caller() -> None:
+    # A retry from a fresh container assumes the role again under another session name
+    first = caller_of({"identity": {"userArn": "arn:aws:sts::111:assumed-role/svc/session-1"}})
+    again = caller_of({"identity": {"userArn": "arn:aws:sts::111:assumed-role/svc/session-2"}})
+    assert first == again
