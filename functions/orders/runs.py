@@ -108,13 +108,16 @@ class Reruns:
     def start_next_run(self, order_id: str) -> Order:
         """Run N+1 of an order whose run N ended FAILED: one conditional transition on the order
         (run == N and FAILED -> run N+1, ACCEPTED), then its message. Asked again after a crash
-        between the two, it finds the order ACCEPTED on run N+1 and only sends the message again."""
+        between the two, it finds the order ACCEPTED on run N+1 and only sends the message again.
+        A transition whose answer was lost is still this call's (the store recognises its own
+        write); if run N+1 was started meanwhile (the sweeper sent its message), nothing is sent."""
         order = self.orders.get(order_id)
         if order is None:
             raise OrderNotFound(order_id)
         if order.status is not OrderStatus.ACCEPTED:
             order = self.orders.start_next_run(order_id, run=order.run)
-        self.resend(order)
+        if order.status is OrderStatus.ACCEPTED:
+            self.resend(order)
         return order
 
     def resend(self, order: Order) -> None:

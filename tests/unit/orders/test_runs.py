@@ -10,6 +10,7 @@ from typing import Any
 
 import boto3
 import pytest
+from botocore.config import Config
 
 from ops import rerun as rerun_cli
 from ops.target import Target
@@ -21,7 +22,7 @@ from orders.messages import OrderMessageModel
 from orders.runs import Reruns, WorkflowStarter
 from reliability.errors import PoisonMessage
 from tests.unit.orders.test_service import TELEMETRY, ListQueue, _service
-from tests.unit.reliability.helpers import make_telemetry, read_emitted
+from tests.unit.reliability.helpers import lose_answer, make_telemetry, read_emitted
 
 
 class RecordingWorkflow:
@@ -246,3 +247,34 @@ def test_ops_rerun_prints_the_new_run_or_refuses(
     assert json.loads(message["Body"])["run"] == 2
     assert rerun_cli.main(["o-none"]) == 1
 
+
+@pytest.mark.parametrize("meanwhile", [None, OrderStatus.RUNNING])
+def test_a_rerun_whose_transition_landed_but_whose_answer_was_lost_is_not_refused(
+    ddb: Any, meanwhile: OrderStatus | None
+) -> None:
+    # Given an order whose run 1 ended FAILED, and an operator's client that retries as botocore's
+    # standard mode does (ops.target's)
+    queue = ListQueue()
+    order = _service(ddb, queue).place(_request(), stored_key="key-1")
+    _set_status(ddb, order.order_id, OrderStatus.FAILED)
+    client = boto3.client("dynamodb", region_name="us-east-1", config=Config(retries={"mode": "standard"}))
+    # And the transition's UpdateItem lands but its answer is lost, so the SDK sends it again
+    # (meanwhile, the sweeper may have re-sent run 2's message and the worker started it)
+    attempts = lose_answer(client, "UpdateItem")
+    if meanwhile is not None:
+        client.meta.events.register(
+            "before-send.dynamodb.UpdateItem",
+            lambda **_: _set_status(ddb, order.order_id, meanwhile) if len(attempts) == 2 else None,
+        )
+    # When the operator asks for run 2
+    next_run = Reruns(
+        orders=DynamoOrderStore(client=client, table_name="orders"), queue=queue
+    ).start_next_run(order.order_id)
+    # Then it is run 2 (not RerunRefused), and run 2's message went out unless run 2 had started
+    assert len(attempts) == 2
+    assert (next_run.run, next_run.status) == (2, meanwhile or OrderStatus.ACCEPTED)
+    assert [m["run"] for m in queue.sent] == ([1, 2] if meanwhile is None else [1])
+    # And the order is on run 2, once
+    stored = DynamoOrderStore(client=ddb, table_name="orders").get(order.order_id)
+    assert stored is not None
+    assert stored.run == 2
