@@ -30,6 +30,7 @@ from botocore.exceptions import ClientError
 
 from infra.config import FENCE_WINDOWS, outlived
 from ops.target import Target
+from orders.adapters.aws import execution_arn as execution_arn_of
 
 REDRIVABLE_STATUSES = frozenset({"FAILED", "TIMED_OUT", "ABORTED"})
 # Every fence of an execution was written after it started and lives at least the windows it must
@@ -178,9 +179,20 @@ def redrive_execution(
                 f"{execution_arn} was redriven already: {latest['name']} is {latest['status']}"
             )
     attempt = next(n for n in range(1, len(taken) + 2) if f"{base}-restart-{n}" not in taken)
-    started = sfn.start_execution(
-        stateMachineArn=state_machine_arn, name=f"{base}-restart-{attempt}", input=execution["input"]
-    )
+    name = f"{base}-restart-{attempt}"
+    try:
+        started = sfn.start_execution(stateMachineArn=state_machine_arn, name=name, input=execution["input"])
+    except ClientError as error:
+        if error.response["Error"]["Code"] != "ExecutionAlreadyExists":
+            raise
+        # The name was free when listed: this start's own first attempt landed, its answer was lost
+        # and the SDK's resend met the restart already ended (a running one answers the resend as
+        # the start), or another operator's restart of this execution took the name. With the
+        # same input, either is the restart asked for; one more would run the steps twice over.
+        restart_arn = execution_arn_of(state_machine_arn, name)
+        if sfn.describe_execution(executionArn=restart_arn)["input"] != execution["input"]:
+            raise
+        return WorkflowRedrive(Method.RESTART, execution_arn, restart_arn)
     return WorkflowRedrive(Method.RESTART, execution_arn, started["executionArn"])
 
 

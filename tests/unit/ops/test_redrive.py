@@ -9,6 +9,7 @@ from typing import Any
 
 import boto3
 import pytest
+from botocore.config import Config
 from botocore.stub import Stubber
 from moto import mock_aws
 
@@ -19,6 +20,7 @@ from ops.redrive import (
     redrive_execution,
     redrive_failed_executions,
 )
+from tests.unit.reliability.helpers import lose_answer
 
 REGION = "us-east-1"
 FAILING = {"StartAt": "Boom", "States": {"Boom": {"Type": "Fail", "Error": "Crash", "Cause": "test"}}}
@@ -241,3 +243,31 @@ def test_an_execution_redriven_already_is_not_restarted_again() -> None:
         # When it is redriven by its ARN again / Then the tool refuses and says where the work went
         with pytest.raises(RedriveError, match="o-1-r1-restart-1 is SUCCEEDED"):
             redrive_execution(sfn, execution_arn=arn)
+
+
+def test_a_restart_whose_start_landed_but_whose_answer_was_lost_is_that_restart(aws: None) -> None:
+    # Given a failed execution, and an operator's client that retries as botocore's standard mode
+    # does (ops.target's)
+    sfn = boto3.client("stepfunctions", region_name=REGION, config=Config(retries={"mode": "standard"}))
+    machine = _state_machine(sfn, FAILING)
+    payload = json.dumps({"order_id": "o-1", "run": 1, "token": "tok-1"})
+    failed = sfn.start_execution(stateMachineArn=machine, name="o-1-r1", input=payload)["executionArn"]
+    assert _wait_closed(sfn, failed) == "FAILED"
+    # And the restart's StartExecution lands but its answer is lost; the SDK sends it again once
+    # the restart has ended (Step Functions answers a resend as the start only while it runs)
+    attempts = lose_answer(sfn, "StartExecution")
+    restart_arn = failed.replace(":o-1-r1", ":o-1-r1-restart-1")
+    observer = boto3.client("stepfunctions", region_name=REGION)
+
+    def the_restart_ends_before_the_resend(**_: Any) -> None:
+        if len(attempts) == 2:
+            _wait_closed(observer, restart_arn)
+
+    sfn.meta.events.register("before-send.sfn.StartExecution", the_restart_ends_before_the_resend)
+    # When it is redriven (restarted: the endpoint has no RedriveExecution)
+    result = redrive_execution(sfn, execution_arn=failed)
+    # Then the result is that restart (not ExecutionAlreadyExists), and no second one was started
+    assert len(attempts) == 2
+    assert (result.method, result.execution_arn) == (Method.RESTART, restart_arn)
+    names = [e["name"] for e in sfn.list_executions(stateMachineArn=machine)["executions"]]
+    assert sorted(names) == ["o-1-r1", "o-1-r1-restart-1"]
