@@ -130,9 +130,42 @@ def test_dlq_redrive_propagates_real_failures() -> None:
     with Stubber(sqs) as stub:
         stub.add_response("get_queue_attributes", {"Attributes": {"QueueArn": "arn:aws:sqs:us-east-1:1:q"}})
         stub.add_client_error("start_message_move_task", "AccessDeniedException", http_status_code=403)
+        stub.add_client_error("list_message_move_tasks", "AccessDeniedException", http_status_code=403)
         # When / Then: no silent fallback on an authorization error
         with pytest.raises(Exception, match="AccessDenied"):
             redrive_dlq(sqs, dlq_url="https://sqs/1/q")
+
+
+@pytest.mark.parametrize(
+    ("status", "started_ago_ms", "moved"),
+    [("RUNNING", 0, True), ("COMPLETED", 0, False), ("RUNNING", 3_600_000, False)],
+)
+def test_a_move_task_whose_start_landed_but_whose_answer_was_lost_is_that_task(
+    status: str, started_ago_ms: int, moved: bool
+) -> None:
+    # Given an endpoint with StartMessageMoveTask where the start landed, its answer was lost, and
+    # SQS refused the SDK's resend (one active task per queue; moto has no such API, so stubbed)
+    sqs = boto3.client("sqs", region_name=REGION, aws_access_key_id="x", aws_secret_access_key="x")
+    url, arn = "https://sqs/123/orders-dlq", "arn:aws:sqs:us-east-1:123:orders-dlq"
+    task = {
+        "TaskHandle": "task-1",
+        "Status": status,
+        "SourceArn": arn,
+        "StartedTimestamp": int(time.time() * 1000) - started_ago_ms,
+    }
+    with Stubber(sqs) as stub:
+        stub.add_response("get_queue_attributes", {"Attributes": {"QueueArn": arn}})
+        stub.add_client_error("start_message_move_task", "UnsupportedOperation", http_status_code=400)
+        stub.add_response("list_message_move_tasks", {"Results": [task]}, {"SourceArn": arn, "MaxResults": 1})
+        # When the operator moves the DLQ
+        if not moved:
+            # Then a task that is not running, or began before this call, is not this call's
+            with pytest.raises(Exception, match="UnsupportedOperation"):
+                redrive_dlq(sqs, dlq_url=url)
+            return
+        result = redrive_dlq(sqs, dlq_url=url)
+    # Then it is the task this call started (not the refusal of its resend)
+    assert (result.method, result.task_handle) == (Method.START_MESSAGE_MOVE_TASK, "task-1")
 
 
 def test_workflow_fallback_restarts_with_the_same_input_and_a_new_name(aws: None) -> None:
