@@ -26,13 +26,18 @@ export AWS_EC2_METADATA_DISABLED := true
 NODE_MAJOR := $(shell node -p 'process.versions.node.split(".")[0]' 2>/dev/null)
 export JSII_SILENCE_WARNING_END_OF_LIFE_NODE_VERSION := $(NODE_MAJOR)
 export JSII_SILENCE_WARNING_UNTESTED_NODE_VERSION := 1
+# Every recipe's import path, set here once (tests/unit/test_makefile.py checks each entry point
+# imports with it): the Lambda asset root (`orders`, `reliability`) and the project root (`ops`,
+# `infra`, `chaos`, ...), as pytest and mypy have them (pyproject.toml). Relative to the recipe's
+# directory, so a copy of the project imports its own code; a PYTHONPATH from outside is replaced.
+export PYTHONPATH := functions:.
 
 .PHONY: help install synth nag lint format test test-unit test-integration test-infra test-e2e bench \
         demo summary deploy destroy local local-up local-down invoke seed invariants redrive-dlq redrive-workflow chaos constraints clean \
         story idem-show idem-forget fence-show fence-reset browser openapi fuzz scale scale-sheet rerun new-service load
 
 help: ## List every target with what it does
-	@awk 'BEGIN {FS = ":.*## "} /^[a-zA-Z_-]+:.*## / {printf "  \033[36m%-18s\033[0m %s\n", $$1, $$2}' $(MAKEFILE_LIST)
+	@awk 'BEGIN {FS = ":.*## "} /^[a-zA-Z0-9_-]+:.*## / {printf "  \033[36m%-18s\033[0m %s\n", $$1, $$2}' $(MAKEFILE_LIST)
 
 $(PY_STAMP): requirements.txt requirements-dev.txt constraints.txt
 	@$(PYTHON) -c 'import sys; sys.exit(0 if sys.version_info >= (3, 11) else "Python 3.11+ is required")'
@@ -63,7 +68,7 @@ nag: synth ## Synthesize, then list every acknowledged cdk-nag finding with the 
 	@$(PY) -m ops.summary --acknowledgments cdk.out
 
 demo: install ## The service offline: local cloud up, orders, retries, duplicates, a crash, a redrive; report + invariants
-	PYTHONPATH=functions $(PY) -m ops.demo
+	$(PY) -m ops.demo
 
 summary: synth ## Synthesize and print the stack summary (resources per type, outputs, cdk-nag result)
 	$(PY) -m ops.summary cdk.out
@@ -94,28 +99,28 @@ test-e2e: install ## End to end over HTTP and AWS APIs: a local cloud of its own
 	$(PY) -m pytest tests/e2e
 
 bench: install ## Count AWS calls per step and per order through the handlers on moto, time each handler's cold-start import, price whole orders with and without the layer; writes bench/results/
-	PYTHONPATH=functions:. $(PY) -m bench.roundtrips
-	PYTHONPATH=functions $(PY) bench/coldstart.py
-	PYTHONPATH=functions:. $(PY) bench/cost.py
+	$(PY) -m bench.roundtrips
+	$(PY) bench/coldstart.py
+	$(PY) bench/cost.py
 
 openapi: install ## Write the API's OpenAPI description (functions/orders/openapi.json) from the route list and the contract models
-	PYTHONPATH=functions $(PY) -m orders.openapi
+	$(PY) -m orders.openapi
 
 fuzz: install ## Hostile requests over HTTP against a local cloud (running, or started and stopped); FUZZ_ARGS="--requests 5000 --seed 11"; writes ops/results/fuzz.{json,md}
-	PYTHONPATH=functions:. $(PY) -m ops.fuzz $(FUZZ_ARGS)
+	$(PY) -m ops.fuzz $(FUZZ_ARGS)
 
 load: install ## Orders/s and POST, GET, end-to-end latency from 16 clients, 5 rounds of 1,000 orders on one local cloud (running, or started and stopped); LOAD_ARGS="--clients 16 --orders 1000 --rounds 5"; writes ops/results/load.{json,md}
-	PYTHONPATH=functions:. $(PY) -m ops.load $(LOAD_ARGS)
+	$(PY) -m ops.load $(LOAD_ARGS)
 
 scale: install ## Burst (10,000 orders/min) and 1 h soak with faults in the scale model, planned and mutant; writes scale/results/report.{json,md}
-	PYTHONPATH=functions:. $(PY) -m scale run $(SCALE_ARGS)
+	$(PY) -m scale run $(SCALE_ARGS)
 
 scale-sheet: install ## Write docs/scale.md: which quota binds first at 10..10,000 orders/s, what to raise, cost per hour
-	PYTHONPATH=functions:. $(PY) -m scale sheet $(SCALE_ARGS)
+	$(PY) -m scale sheet $(SCALE_ARGS)
 
 chaos: install ## Crash points, error responses, time travel, random schedules, interleavings, the control, the mutant table; writes chaos/results/
-	PYTHONPATH=functions:. $(PY) -m chaos $(CHAOS_ARGS)
-	PYTHONPATH=functions:. $(PY) -m chaos.mutation
+	$(PY) -m chaos $(CHAOS_ARGS)
+	$(PY) -m chaos.mutation
 
 local: install ## Run the local cloud in the foreground with a live function log (Ctrl-C stops it); LOCALCLOUD_PORT=4599
 	$(PY) -m localcloud run $(LOCALCLOUD_ARGS)
@@ -127,7 +132,7 @@ local-down: install ## Stop the local cloud and every Lambda worker process it s
 	$(PY) -m localcloud down
 
 invariants: install ## Check the invariants on the target's stores (local cloud, or AWS_PROFILE/AWS_ENDPOINT_URL); exit 1 on a violation
-	PYTHONPATH=functions $(PY) -m ops.invariants
+	$(PY) -m ops.invariants
 
 seed: install ## Load the catalog (sku-1..sku-20) into the target's inventory table (local cloud, or AWS_PROFILE/AWS_ENDPOINT_URL)
 	$(PY) -m ops.seed
@@ -138,23 +143,23 @@ invoke: install ## Send a sample event to its function: make invoke EVENT=events
 
 story: install ## One order's story: make story ORDER=<id> | KEY=<Idempotency-Key> [CALLER=<arn>] [FORMAT=text|json|html|png|terminal-png]
 	@test -n "$(ORDER)$(KEY)" || { echo "usage: make story ORDER=<order id> | KEY=<Idempotency-Key> [FORMAT=text|json|html|png|terminal-png]"; exit 2; }
-	PYTHONPATH=functions $(PY) -m ops.story $(ORDER) $(if $(KEY),--key '$(KEY)') $(if $(CALLER),--caller '$(CALLER)') --format $(or $(FORMAT),text)
+	$(PY) -m ops.story $(ORDER) $(if $(KEY),--key '$(KEY)') $(if $(CALLER),--caller '$(CALLER)') --format $(or $(FORMAT),text)
 
 idem-show: install ## Print the idempotency record of a caller's key: make idem-show KEY=<Idempotency-Key> [CALLER=<arn>]
 	@test -n "$(KEY)" || { echo "usage: make idem-show KEY=<Idempotency-Key>"; exit 2; }
-	PYTHONPATH=functions $(PY) -m ops.idem show --key '$(KEY)' $(if $(CALLER),--caller '$(CALLER)')
+	$(PY) -m ops.idem show --key '$(KEY)' $(if $(CALLER),--caller '$(CALLER)')
 
 idem-forget: install ## Delete one idempotency record after confirming (refused while live): make idem-forget KEY=... [CALLER=...] [YES=1]
 	@test -n "$(KEY)" || { echo "usage: make idem-forget KEY=<Idempotency-Key> [YES=1]"; exit 2; }
-	PYTHONPATH=functions $(PY) -m ops.idem forget --key '$(KEY)' $(if $(CALLER),--caller '$(CALLER)') $(if $(YES),--yes)
+	$(PY) -m ops.idem forget --key '$(KEY)' $(if $(CALLER),--caller '$(CALLER)') $(if $(YES),--yes)
 
 fence-show: install ## Print a step fence: make fence-show ORDER=<id> STEP=<StepName> [RUN=1]
 	@test -n "$(ORDER)" -a -n "$(STEP)" || { echo "usage: make fence-show ORDER=<order id> STEP=<StepName> [RUN=1]"; exit 2; }
-	PYTHONPATH=functions $(PY) -m ops.idem fence-show --order $(ORDER) --step $(STEP) --run $(or $(RUN),1)
+	$(PY) -m ops.idem fence-show --order $(ORDER) --step $(STEP) --run $(or $(RUN),1)
 
 fence-reset: install ## Delete a step fence after confirming (refused while live): make fence-reset ORDER=... STEP=... [YES=1]
 	@test -n "$(ORDER)" -a -n "$(STEP)" || { echo "usage: make fence-reset ORDER=<order id> STEP=<StepName> [RUN=1] [YES=1]"; exit 2; }
-	PYTHONPATH=functions $(PY) -m ops.idem fence-reset --order $(ORDER) --step $(STEP) --run $(or $(RUN),1) $(if $(YES),--yes)
+	$(PY) -m ops.idem fence-reset --order $(ORDER) --step $(STEP) --run $(or $(RUN),1) $(if $(YES),--yes)
 
 browser: ## Install headless Chromium (Debian apt-get; needs root) for the story page's browser test and screenshots
 	@command -v chromium >/dev/null || { apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium; }
@@ -168,7 +173,7 @@ redrive-workflow: install ## Redrive failed workflow executions (all, or EXECUTI
 
 rerun: install ## Start run N+1 of an order whose run N ended FAILED (guarded on the order): make rerun ORDER=o-...
 	@test -n "$(ORDER)" || { echo "usage: make rerun ORDER=<order id>" >&2; exit 2; }
-	PYTHONPATH=functions $(PY) -m ops.rerun $(ORDER)
+	$(PY) -m ops.rerun $(ORDER)
 
 new-service: install ## Copy this project as a new service, renamed everywhere, git init'ed: make new-service NAME=payments-api [DEST=../payments-api]
 	@test -n "$(NAME)" || { echo "usage: make new-service NAME=<service name> [DEST=<directory>]" >&2; exit 2; }

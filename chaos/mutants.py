@@ -259,7 +259,8 @@ MUTANTS: tuple[Mutant, ...] = (
     ),
     Mutant(
         "run-guard",
-        "the worker starts only the order's current run (a message of another run is poison)",
+        "the worker starts only the order's current run (a later run's message is poison, an earlier "
+        "run's a duplicate)",
         frozenset({"worker"}),
         runtime=old.WorkerWithoutRunGuard,
         issue10=old.ISSUE10[5],

@@ -6,8 +6,10 @@
     python -m ops.idem fence-reset --order O --step S [--run N] [--yes]
 
 Each delete prints what it will remove, asks `yes` (or takes `--yes`), is conditioned on the record
-being what was shown (so a record that changed in between is not deleted), refuses a record held
-by a live attempt, and writes an audit event (one JSON line on stderr and in `<state dir>/audit.log`).
+being what was shown (so a record that changed in between is not deleted; one already gone when
+the delete is answered, as after the SDK's resend of a delete that landed, is deleted), refuses a
+record held by a live attempt, and writes an audit event (one JSON line on stderr and in
+`<state dir>/audit.log`).
 When to reset and when to start a new run instead: README, "Operator's guide".
 """
 
@@ -193,6 +195,7 @@ class Idem:
         if not self.confirm(f"delete this {what} from {self.table}?"):
             self.console.write("nothing deleted\n")
             return False
+        gone: dict[str, str] = {}
         try:
             self.dynamodb.delete_item(
                 TableName=self.table,
@@ -200,11 +203,16 @@ class Idem:
                 ConditionExpression=shown.condition,
                 ExpressionAttributeNames=shown.names,
                 ExpressionAttributeValues=shown.values,
+                ReturnValuesOnConditionCheckFailure="ALL_OLD",
             )
         except ClientError as error:
-            if error.response.get("Error", {}).get("Code") == "ConditionalCheckFailedException":
+            if error.response.get("Error", {}).get("Code") != "ConditionalCheckFailedException":
+                raise
+            if "Item" in error.response:
                 raise Refused(f"refused: the {what} changed since it was shown; nothing deleted") from error
-            raise
+            # Absent: what the operator asked for. A delete leaves no token to tell whose it was;
+            # most likely this one's, whose answer was lost and which the SDK sent again.
+            gone = {"answer": "the record was already gone when the delete was answered"}
         self.audit(
             {
                 "event": "idempotency-state-deleted",
@@ -212,9 +220,10 @@ class Idem:
                 "table": self.table,
                 "id": _shown(record_id),
                 "record": shown.lines,
+                **gone,
             }
         )
-        self.console.write(f"deleted {_shown(record_id)}\n")
+        self.console.write(f"deleted {_shown(record_id)}" + (f" ({gone['answer']})" if gone else "") + "\n")
         return True
 
     def audit(self, event: Mapping[str, Any]) -> None:

@@ -12,7 +12,9 @@ and otherwise a fallback with the same guarantees for this service (moto has nei
   it starts from the first state, every step whose fence completed is skipped and only the
   unfinished work runs, including a step whose fence an operator reset (README, "When to reset a
   fence").
-The result says which method was used.
+The result says which method was used. A start the SDK sent again after it had landed (a lost
+answer) is recognised, not reported as a failure: a move task refused while the DLQ's own task,
+started since the call, runs; a restart's name taken by an execution with the same input.
 """
 
 from __future__ import annotations
@@ -30,6 +32,7 @@ from botocore.exceptions import ClientError
 
 from infra.config import FENCE_WINDOWS, outlived
 from ops.target import Target
+from orders.adapters.aws import execution_arn as execution_arn_of
 
 REDRIVABLE_STATUSES = frozenset({"FAILED", "TIMED_OUT", "ABORTED"})
 # Every fence of an execution was written after it started and lives at least the windows it must
@@ -38,6 +41,9 @@ REDRIVABLE_STATUSES = frozenset({"FAILED", "TIMED_OUT", "ABORTED"})
 # repeat effects.
 RESTART_SAFE_SECONDS = outlived(FENCE_WINDOWS)
 _RECEIVE_BATCH = 10
+# AWS refuses a request signed more than 5 minutes off its clock: the most a task's start time
+# (the server's clock) can differ from this tool's.
+_SIGNING_SKEW_MS = 5 * 60 * 1000
 
 
 class Method(StrEnum):
@@ -95,17 +101,37 @@ def _source_queue(sqs: Any, dlq_url: str) -> str:
     return sources[0]
 
 
+def _task_started_since(sqs: Any, request: dict[str, Any], since_ms: int) -> str | None:
+    """The handle of the DLQ's move task to the same destination, running and started since
+    `since_ms` (less the clock skew SigV4 allows), if there is one: this call's own when its answer
+    was lost and SQS refused the SDK's resend (one active task per queue), or a task another
+    operator started meanwhile. Either is the move asked for."""
+    try:
+        tasks = sqs.list_message_move_tasks(SourceArn=request["SourceArn"], MaxResults=1).get("Results", [])
+    except ClientError:
+        return None
+    latest = tasks[0] if tasks else {}
+    started = int(latest.get("StartedTimestamp", 0)) >= since_ms - _SIGNING_SKEW_MS
+    same = latest.get("DestinationArn") == request.get("DestinationArn")
+    return str(latest["TaskHandle"]) if latest.get("Status") == "RUNNING" and started and same else None
+
+
 def redrive_dlq(sqs: Any, *, dlq_url: str, destination_url: str | None = None) -> DlqRedrive:
     """Move every message in `dlq_url` back to `destination_url` (default: its source queue)."""
+    request: dict[str, Any] = {}
+    asked_ms = int(time.time() * 1000)
     try:
-        request: dict[str, Any] = {"SourceArn": _queue_arn(sqs, dlq_url)}
+        request["SourceArn"] = _queue_arn(sqs, dlq_url)
         if destination_url:
             request["DestinationArn"] = _queue_arn(sqs, destination_url)
         handle = sqs.start_message_move_task(**request)["TaskHandle"]
         return DlqRedrive(Method.START_MESSAGE_MOVE_TASK, dlq_url, destination_url, None, handle)
     except (ClientError, NotImplementedError) as error:
         if not _unsupported(error):
-            raise
+            running = _task_started_since(sqs, request, asked_ms) if "SourceArn" in request else None
+            if running is None:
+                raise
+            return DlqRedrive(Method.START_MESSAGE_MOVE_TASK, dlq_url, destination_url, None, running)
     destination = destination_url or _source_queue(sqs, dlq_url)
     started_ms = int(time.time() * 1000)
     moved = 0
@@ -178,9 +204,20 @@ def redrive_execution(
                 f"{execution_arn} was redriven already: {latest['name']} is {latest['status']}"
             )
     attempt = next(n for n in range(1, len(taken) + 2) if f"{base}-restart-{n}" not in taken)
-    started = sfn.start_execution(
-        stateMachineArn=state_machine_arn, name=f"{base}-restart-{attempt}", input=execution["input"]
-    )
+    name = f"{base}-restart-{attempt}"
+    try:
+        started = sfn.start_execution(stateMachineArn=state_machine_arn, name=name, input=execution["input"])
+    except ClientError as error:
+        if error.response["Error"]["Code"] != "ExecutionAlreadyExists":
+            raise
+        # The name was free when listed: this start's own first attempt landed, its answer was lost
+        # and the SDK's resend met the restart already ended (a running one answers the resend as
+        # the start), or another operator's restart of this execution took the name. With the
+        # same input, either is the restart asked for; one more would run the steps twice over.
+        restart_arn = execution_arn_of(state_machine_arn, name)
+        if sfn.describe_execution(executionArn=restart_arn)["input"] != execution["input"]:
+            raise
+        return WorkflowRedrive(Method.RESTART, execution_arn, restart_arn)
     return WorkflowRedrive(Method.RESTART, execution_arn, started["executionArn"])
 
 

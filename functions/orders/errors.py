@@ -69,8 +69,9 @@ class UnknownOrder(Exception):
 
 
 class RunNotCurrent(Exception):
-    """A queue message for a run that is not the order's current run (a poison input): runs
-    after the first start only through `Reruns.start_next_run`, never from a message alone."""
+    """A queue message for a run after the order's current run (a poison input: nobody decided
+    on it): runs after the first start only through `Reruns.start_next_run`, never from a message
+    alone. (A message for an earlier run is a duplicate, not this.)"""
 
 
 class ExecutionConflict(Exception):

@@ -46,7 +46,8 @@ class OrderStore(Protocol):
 
     def start_next_run(self, order_id: str, *, run: int) -> Order:
         """run -> run + 1, status ACCEPTED, in ONE conditional write: only if the order's current
-        run is `run` and it ended FAILED (after its compensation). Else `RerunRefused`."""
+        run is `run` and it ended FAILED (after its compensation). Else `RerunRefused`, never for
+        the SDK's resend of this call's own write that landed (then: the order as it is now)."""
         ...
 
     def accepted_before(self, created_before: str) -> list[Order]:

@@ -54,10 +54,12 @@ class WorkflowStarter:
     def start(self, message: OrderMessage) -> str:
         """Start `<order_id>-r<run>` with the `WorkflowInput`; record RUNNING + ARN.
 
-        The run is the order's decision, never the message's: a message whose run is not the
-        order's current run (a run 2 for an order on run 1, COMPLETED or still running) is poison
-        (`RunNotCurrent`); a run after the first begins only by `Reruns.start_next_run`. A message
-        for a run already started (the order has its ARN) is a duplicate: no call but the read
+        The run is the order's decision, never the message's: a message for a run after the
+        order's current one (a run 2 for an order on run 1, COMPLETED or still running) is poison
+        (`RunNotCurrent`): a run after the first begins only by `Reruns.start_next_run`. A message
+        for an earlier run is a late copy of a message already consumed: run N+1 began only once
+        run N had ended FAILED, so that run was started and is over; like a message for a run
+        already started (the order has its ARN), it is a duplicate: no call but the read
         (`DedupHit`). A message for the current run of an order that finished without an ARN
         recorded (its steps were run by hand) records the ARN and starts nothing.
 
@@ -69,16 +71,22 @@ class WorkflowStarter:
             raise UnknownOrder(f"no order {message.order_id!r}")
         if order.idempotency_key != message.idempotency_key:
             raise UnknownOrder(f"message key lineage does not match order {message.order_id!r}")
-        if message.run != order.run:
+        if message.run > order.run:
             raise RunNotCurrent(
                 f"message run {message.run} is not order {order.order_id}'s current run {order.run} "
                 f"({order.status.value}); a new run starts only with `make rerun ORDER={order.order_id}`"
             )
         token = execution_token(stage=self.stage, business_id=message.order_id, run=message.run)
+        name = execution_name(message.order_id, message.run)
+        if message.run < order.run:
+            status = order.status.value  # the current run's, named beside it
+            self.telemetry.decision(
+                Decision.DEDUP_HIT, token=token, step="worker", status=status, current_run=order.run
+            )
+            return self.workflow.execution_arn(name)
         if order.status is not OrderStatus.ACCEPTED and order.execution_arn:
             self.telemetry.decision(Decision.DEDUP_HIT, token=token, step="worker", status=order.status.value)
             return order.execution_arn
-        name = execution_name(message.order_id, message.run)
         if order.status in TERMINAL_STATUSES:
             arn = self.workflow.execution_arn(name)
         else:
@@ -100,13 +108,16 @@ class Reruns:
     def start_next_run(self, order_id: str) -> Order:
         """Run N+1 of an order whose run N ended FAILED: one conditional transition on the order
         (run == N and FAILED -> run N+1, ACCEPTED), then its message. Asked again after a crash
-        between the two, it finds the order ACCEPTED on run N+1 and only sends the message again."""
+        between the two, it finds the order ACCEPTED on run N+1 and only sends the message again.
+        A transition whose answer was lost is still this call's (the store recognises its own
+        write); if run N+1 was started meanwhile (the sweeper sent its message), nothing is sent."""
         order = self.orders.get(order_id)
         if order is None:
             raise OrderNotFound(order_id)
         if order.status is not OrderStatus.ACCEPTED:
             order = self.orders.start_next_run(order_id, run=order.run)
-        self.resend(order)
+        if order.status is OrderStatus.ACCEPTED:
+            self.resend(order)
         return order
 
     def resend(self, order: Order) -> None:

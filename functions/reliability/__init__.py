@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
     from reliability.batch import DeadLetters, parse_body, process_batch
+    from reliability.calltoken import CallToken, with_attempt
     from reliability.crashpoints import CrashPlan, SimulatedCrash, active_plan, crash_point, instrument
     from reliability.dedup import ConsumerDedup
     from reliability.effects import AtomicEffect, ExternalEffect, RecordOn, Write
@@ -45,6 +46,7 @@ _SOURCES = {
     "TRANSITIONS": "record",
     "AtomicEffect": "effects",
     "BusinessError": "errors",
+    "CallToken": "calltoken",
     "Claim": "record",
     "ConsumerDedup": "dedup",
     "CrashPlan": "crashpoints",
@@ -88,12 +90,14 @@ _SOURCES = {
     "store_error": "errors",
     "transient_errors": "errors",
     "metrics_per_invocation": "telemetry",
+    "with_attempt": "calltoken",
 }
 
 __all__ = [
     "TRANSITIONS",
     "AtomicEffect",
     "BusinessError",
+    "CallToken",
     "Claim",
     "ConsumerDedup",
     "CrashPlan",
@@ -137,6 +141,7 @@ __all__ = [
     "process_batch",
     "store_error",
     "transient_errors",
+    "with_attempt",
 ]
 
 

@@ -57,6 +57,7 @@ from aws_lambda_powertools.utilities.idempotency.exceptions import (
 )
 from aws_lambda_powertools.utilities.idempotency.persistence.datarecord import DataRecord
 
+from reliability.calltoken import ATTEMPT_ATTRIBUTE, with_attempt  # the lock write's own token
 from reliability.errors import KEY_REUSED, StoreError, store_error
 from reliability.keys import Key, derive_key
 from reliability.telemetry import Decision, Telemetry
@@ -223,14 +224,6 @@ def canonical_payload(payload: Any) -> Any:
         except (ValueError, RecursionError):  # not JSON (or too deep, too long a number): hash as text
             return payload
     return payload
-
-
-ATTEMPT_ATTRIBUTE = "attempt"  # the lock write's own token (RetrySafeLockWrites)
-
-
-def with_attempt(condition: str) -> str:
-    """A lock write's condition: Powertools' own, or the record is the one this very call wrote."""
-    return f"({condition}) OR #attempt = :attempt"
 
 
 class RetrySafeLockWrites:

@@ -192,3 +192,20 @@ def test_run_2_starts_only_through_the_guarded_rerun_of_a_failed_order(cloud: In
     assert (
         sorted(item["sk"]["S"].split("#")[0] for item in movements) == ["release"] * 2 + ["reservation"] * 2
     )
+
+
+def test_a_late_copy_of_run_1s_message_after_a_rerun_is_acknowledged_not_dead_lettered(cloud: InProcessCloud):
+    # Given an order whose run 1 ended FAILED (declined) and whose run 2 an operator started
+    order_id = _place(cloud, "late-run-1", {**ORDER, "customer_id": "declined-11"})
+    cloud.settle()
+    assert cloud.rerun(order_id).run == 2
+    cloud.settle()
+    # When a straggling copy of run 1's message reaches the worker
+    cloud.send("OrdersQueueUrl", _run_message(cloud, order_id, 1))
+    cloud.settle()
+    # Then it is a duplicate, acknowledged: nothing in the orders DLQ (no alarm, nobody paged),
+    # no run started again, and the invariants hold for both runs
+    assert cloud.messages("OrdersDlqUrl") == []
+    assert sorted(e["name"] for e in cloud.executions()) == [f"{order_id}-r1", f"{order_id}-r2"]
+    row = _row(cloud, order_id)
+    assert (row.status, row.run, row.dead_letters) == ("FAILED", 2, [])

@@ -13,6 +13,7 @@ from orders.domain import Line, Order, OrderStatus
 from orders.errors import OrderConflict, RerunRefused
 from orders.items import ORDER_SK, key, order_pk
 from reliability import Write
+from reliability.calltoken import CallToken
 from reliability.errors import error_code, transient_errors
 
 
@@ -147,24 +148,31 @@ class DynamoOrderStore:
                 # The order moved on to a later run meanwhile: this run's ARN is history.
 
     def start_next_run(self, order_id: str, *, run: int) -> Order:
+        """Run N FAILED -> run N+1 ACCEPTED, or RerunRefused. The write carries this call's token,
+        so the SDK's resend of a transition whose answer was lost finds its own write and answers
+        the order as it is now, instead of refusing the run the transition began."""
+        token = CallToken()
         try:
             with transient_errors("start next run"):
                 response = self._client.update_item(
                     TableName=self._table,
                     Key=key(order_pk(order_id), ORDER_SK),
-                    UpdateExpression="SET #r = :next, #s = :accepted, accepted_at = :at "
+                    UpdateExpression=f"SET #r = :next, #s = :accepted, accepted_at = :at, {CallToken.SET} "
                     "REMOVE execution_arn, finished_at",
                     ConditionExpression="attribute_exists(pk) AND #r = :run AND #s = :failed",
-                    ExpressionAttributeNames={"#s": "status", "#r": "run"},
-                    ExpressionAttributeValues=to_item(
-                        {
-                            ":next": run + 1,
-                            ":run": run,
-                            ":accepted": OrderStatus.ACCEPTED.value,
-                            ":failed": OrderStatus.FAILED.value,
-                            ":at": now_iso(),
-                        }
-                    ),
+                    ExpressionAttributeNames={"#s": "status", "#r": "run", **token.names},
+                    ExpressionAttributeValues={
+                        **to_item(
+                            {
+                                ":next": run + 1,
+                                ":run": run,
+                                ":accepted": OrderStatus.ACCEPTED.value,
+                                ":failed": OrderStatus.FAILED.value,
+                                ":at": now_iso(),
+                            }
+                        ),
+                        **token.values,
+                    },
                     ReturnValues="ALL_NEW",
                     ReturnValuesOnConditionCheckFailure="ALL_OLD",
                 )
@@ -174,6 +182,8 @@ class DynamoOrderStore:
             old = error.response.get("Item")
             if not old:
                 raise RerunRefused(f"no order {order_id!r}") from error
+            if token.wrote(old):
+                return _order_from(from_item(old))
             current = from_item(old)
             raise RerunRefused(
                 f"order {order_id} is {current['status']} on run {current.get('run', 1)}; run "

@@ -12,6 +12,7 @@ from typing import Any
 import boto3
 import pytest
 from aws_lambda_powertools.utilities.idempotency import DynamoDBPersistenceLayer
+from botocore.config import Config
 from moto import mock_aws
 
 from ops.idem import Idem, Refused, describe_fence, describe_http, fence_record_id, http_record_id
@@ -25,6 +26,7 @@ from tests.unit.reliability.helpers import (
     REGION,
     FakeClock,
     create_tables,
+    lose_answer,
     make_telemetry,
 )
 
@@ -242,3 +244,34 @@ def test_a_record_carried_by_its_effects_item_is_shown_but_only_a_failed_one_is_
     # The failed one (no effect landed) may be reset, as a fence-table record may
     assert idem.forget(located["o-6"], describe, what="fence")
     assert "Item" not in ddb.get_item(TableName=INVENTORY, Key=located["o-6"])
+
+
+@pytest.mark.parametrize("what", ["record", "fence"])
+def test_a_delete_that_landed_but_whose_answer_was_lost_is_done_not_refused(ddb, tmp_path, what):
+    # Given a completed HTTP record, or a fence whose attempt died, and an operator's client that
+    # retries as botocore's standard mode does (ops.target's)
+    clock = FakeClock()
+    if what == "record":
+        _post(_http(ddb), "k-4", lambda: HttpResponse(202, {"order_id": "o-4"}))
+        record_id, table, describe = http_record_id("k-4", stage=STAGE)[0], IDEMPOTENCY, _describe_http("k-4")
+    else:
+        record_id, token = fence_record_id("o-5", "ChargePayment", stage=STAGE)
+        _fences(ddb, clock).claim(StepId(token, "ChargePayment"), attempt_id="attempt-1", lease_seconds=1)
+        clock.advance(2)
+        table = FENCES
+
+        def describe(item: Any) -> Any:
+            return describe_fence(item, now=clock())
+
+    client = boto3.client("dynamodb", region_name=REGION, config=Config(retries={"mode": "standard"}))
+    # And the DeleteItem lands but its answer is lost, so the SDK sends it again
+    attempts = lose_answer(client, "DeleteItem")
+    idem = Idem(dynamodb=client, table=table, console=io.StringIO(), confirm=lambda _q: True, clock=clock)
+    idem.audit_log = tmp_path / "audit.log"
+    # When the operator confirms the delete; Then it is done (not "changed since it was shown")
+    assert idem.forget(record_id, describe, what=what)
+    assert len(attempts) == 2
+    assert "Item" not in ddb.get_item(TableName=table, Key={"id": {"S": record_id}})
+    (audit,) = [json.loads(line) for line in (tmp_path / "audit.log").read_text().splitlines()]
+    assert (audit["event"], audit["id"]) == ("idempotency-state-deleted", record_id)
+    assert "already gone" in audit["answer"]

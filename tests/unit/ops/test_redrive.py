@@ -9,6 +9,7 @@ from typing import Any
 
 import boto3
 import pytest
+from botocore.config import Config
 from botocore.stub import Stubber
 from moto import mock_aws
 
@@ -19,6 +20,7 @@ from ops.redrive import (
     redrive_execution,
     redrive_failed_executions,
 )
+from tests.unit.reliability.helpers import lose_answer
 
 REGION = "us-east-1"
 FAILING = {"StartAt": "Boom", "States": {"Boom": {"Type": "Fail", "Error": "Crash", "Cause": "test"}}}
@@ -128,9 +130,42 @@ def test_dlq_redrive_propagates_real_failures() -> None:
     with Stubber(sqs) as stub:
         stub.add_response("get_queue_attributes", {"Attributes": {"QueueArn": "arn:aws:sqs:us-east-1:1:q"}})
         stub.add_client_error("start_message_move_task", "AccessDeniedException", http_status_code=403)
+        stub.add_client_error("list_message_move_tasks", "AccessDeniedException", http_status_code=403)
         # When / Then: no silent fallback on an authorization error
         with pytest.raises(Exception, match="AccessDenied"):
             redrive_dlq(sqs, dlq_url="https://sqs/1/q")
+
+
+@pytest.mark.parametrize(
+    ("status", "started_ago_ms", "moved"),
+    [("RUNNING", 0, True), ("COMPLETED", 0, False), ("RUNNING", 3_600_000, False)],
+)
+def test_a_move_task_whose_start_landed_but_whose_answer_was_lost_is_that_task(
+    status: str, started_ago_ms: int, moved: bool
+) -> None:
+    # Given an endpoint with StartMessageMoveTask where the start landed, its answer was lost, and
+    # SQS refused the SDK's resend (one active task per queue; moto has no such API, so stubbed)
+    sqs = boto3.client("sqs", region_name=REGION, aws_access_key_id="x", aws_secret_access_key="x")
+    url, arn = "https://sqs/123/orders-dlq", "arn:aws:sqs:us-east-1:123:orders-dlq"
+    task = {
+        "TaskHandle": "task-1",
+        "Status": status,
+        "SourceArn": arn,
+        "StartedTimestamp": int(time.time() * 1000) - started_ago_ms,
+    }
+    with Stubber(sqs) as stub:
+        stub.add_response("get_queue_attributes", {"Attributes": {"QueueArn": arn}})
+        stub.add_client_error("start_message_move_task", "UnsupportedOperation", http_status_code=400)
+        stub.add_response("list_message_move_tasks", {"Results": [task]}, {"SourceArn": arn, "MaxResults": 1})
+        # When the operator moves the DLQ
+        if not moved:
+            # Then a task that is not running, or began before this call, is not this call's
+            with pytest.raises(Exception, match="UnsupportedOperation"):
+                redrive_dlq(sqs, dlq_url=url)
+            return
+        result = redrive_dlq(sqs, dlq_url=url)
+    # Then it is the task this call started (not the refusal of its resend)
+    assert (result.method, result.task_handle) == (Method.START_MESSAGE_MOVE_TASK, "task-1")
 
 
 def test_workflow_fallback_restarts_with_the_same_input_and_a_new_name(aws: None) -> None:
@@ -241,3 +276,31 @@ def test_an_execution_redriven_already_is_not_restarted_again() -> None:
         # When it is redriven by its ARN again / Then the tool refuses and says where the work went
         with pytest.raises(RedriveError, match="o-1-r1-restart-1 is SUCCEEDED"):
             redrive_execution(sfn, execution_arn=arn)
+
+
+def test_a_restart_whose_start_landed_but_whose_answer_was_lost_is_that_restart(aws: None) -> None:
+    # Given a failed execution, and an operator's client that retries as botocore's standard mode
+    # does (ops.target's)
+    sfn = boto3.client("stepfunctions", region_name=REGION, config=Config(retries={"mode": "standard"}))
+    machine = _state_machine(sfn, FAILING)
+    payload = json.dumps({"order_id": "o-1", "run": 1, "token": "tok-1"})
+    failed = sfn.start_execution(stateMachineArn=machine, name="o-1-r1", input=payload)["executionArn"]
+    assert _wait_closed(sfn, failed) == "FAILED"
+    # And the restart's StartExecution lands but its answer is lost; the SDK sends it again once
+    # the restart has ended (Step Functions answers a resend as the start only while it runs)
+    attempts = lose_answer(sfn, "StartExecution")
+    restart_arn = failed.replace(":o-1-r1", ":o-1-r1-restart-1")
+    observer = boto3.client("stepfunctions", region_name=REGION)
+
+    def the_restart_ends_before_the_resend(**_: Any) -> None:
+        if len(attempts) == 2:
+            _wait_closed(observer, restart_arn)
+
+    sfn.meta.events.register("before-send.sfn.StartExecution", the_restart_ends_before_the_resend)
+    # When it is redriven (restarted: the endpoint has no RedriveExecution)
+    result = redrive_execution(sfn, execution_arn=failed)
+    # Then the result is that restart (not ExecutionAlreadyExists), and no second one was started
+    assert len(attempts) == 2
+    assert (result.method, result.execution_arn) == (Method.RESTART, restart_arn)
+    names = [e["name"] for e in sfn.list_executions(stateMachineArn=machine)["executions"]]
+    assert sorted(names) == ["o-1-r1", "o-1-r1-restart-1"]

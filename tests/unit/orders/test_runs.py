@@ -1,6 +1,7 @@
 """No stranded order, and runs guarded by the order: a client's retry gets its stored order even
-after a price change; the worker starts only the order's current run; run N+1 starts only through
-one conditional transition after run N ended FAILED (ops.rerun)."""
+after a price change; the worker starts only the order's current run (a later run's message is
+poison, an earlier run's a duplicate); run N+1 starts only through one conditional transition after
+run N ended FAILED (ops.rerun)."""
 
 from __future__ import annotations
 
@@ -9,6 +10,7 @@ from typing import Any
 
 import boto3
 import pytest
+from botocore.config import Config
 
 from ops import rerun as rerun_cli
 from ops.target import Target
@@ -20,6 +22,7 @@ from orders.messages import OrderMessageModel
 from orders.runs import Reruns, WorkflowStarter
 from reliability.errors import PoisonMessage
 from tests.unit.orders.test_service import OWNER, TELEMETRY, ListQueue, _service
+from tests.unit.reliability.helpers import lose_answer, make_telemetry, read_emitted
 
 
 class RecordingWorkflow:
@@ -108,7 +111,7 @@ def _message(order_id: str, run: int) -> OrderMessageModel:
 
 
 @pytest.mark.parametrize("status", [OrderStatus.ACCEPTED, OrderStatus.RUNNING, OrderStatus.COMPLETED])
-def test_a_message_for_another_run_is_poison_and_starts_nothing(ddb: Any, status: OrderStatus) -> None:
+def test_a_message_for_a_later_run_is_poison_and_starts_nothing(ddb: Any, status: OrderStatus) -> None:
     order = _service(ddb, ListQueue()).place(_request(), stored_key="key-1", owner=OWNER)
     _set_status(ddb, order.order_id, status)
     workflow = RecordingWorkflow()
@@ -180,13 +183,47 @@ def test_a_failed_run_is_followed_by_one_next_run_whose_message_the_worker_start
     # And asked again (a crash after the transition), it only re-sends run 2's message
     assert reruns.start_next_run(order.order_id).run == 2
     assert [m["run"] for m in queue.sent] == [1, 2, 2]
-    # And the worker starts run 2, and refuses run 1's late message
+    # And the worker starts run 2
     workflow = RecordingWorkflow()
-    starter = _starter(ddb, workflow)
-    starter.start_once(_message(order.order_id, 2))
+    _starter(ddb, workflow).start_once(_message(order.order_id, 2))
     assert workflow.started == [f"{order.order_id}-r2"]
-    with pytest.raises(PoisonMessage, match="message run 1 is not"):
-        starter.start_once(_message(order.order_id, 1))
+
+
+@pytest.mark.parametrize("status", [OrderStatus.ACCEPTED, OrderStatus.RUNNING, OrderStatus.COMPLETED])
+def test_a_late_copy_of_an_earlier_runs_message_is_a_duplicate_not_poison(
+    ddb: Any, capsys: pytest.CaptureFixture[str], status: OrderStatus
+) -> None:
+    # Given an order whose run 1 ended FAILED, then `make rerun` began run 2 (not started yet,
+    # started, or completed)
+    order = _service(ddb, ListQueue()).place(_request(), stored_key="key-1", owner=OWNER)
+    _set_status(ddb, order.order_id, OrderStatus.FAILED)
+    Reruns(orders=DynamoOrderStore(client=ddb, table_name="orders"), queue=ListQueue()).start_next_run(
+        order.order_id
+    )
+    _set_status(ddb, order.order_id, status)
+    workflow = RecordingWorkflow()
+    starter = WorkflowStarter(
+        stage="dev",
+        orders=DynamoOrderStore(client=ddb, table_name="orders"),
+        workflow=workflow,
+        telemetry=make_telemetry(),
+    )
+    capsys.readouterr()
+    # When a straggling copy of run 1's message reaches the worker
+    arn = starter.start_once(_message(order.order_id, 1))
+    # Then it is acknowledged as the duplicate it is (no DLQ, nobody paged): run 1's execution,
+    # nothing started, the order untouched, one DedupHit naming run 1 and the current run
+    assert arn == f"arn:{order.order_id}-r1"
+    assert workflow.started == []
+    stored = DynamoOrderStore(client=ddb, table_name="orders").get(order.order_id)
+    assert stored is not None
+    assert (stored.run, stored.status, stored.execution_arn) == (2, status, None)
+    (line,) = read_emitted(capsys.readouterr().out).decisions()
+    assert (line["decision"], line["step"], line["run"], line["current_run"]) == ("DedupHit", "worker", 1, 2)
+    # While a message for run 3, which nobody decided on, is still poison
+    with pytest.raises(PoisonMessage, match=r"message run 3 is not order .* current run 2"):
+        starter.start_once(_message(order.order_id, 3))
+    assert workflow.started == []
 
 
 def test_ops_rerun_prints_the_new_run_or_refuses(
@@ -209,3 +246,35 @@ def test_ops_rerun_prints_the_new_run_or_refuses(
     (message,) = sqs.receive_message(QueueUrl=url)["Messages"]
     assert json.loads(message["Body"])["run"] == 2
     assert rerun_cli.main(["o-none"]) == 1
+
+
+@pytest.mark.parametrize("meanwhile", [None, OrderStatus.RUNNING])
+def test_a_rerun_whose_transition_landed_but_whose_answer_was_lost_is_not_refused(
+    ddb: Any, meanwhile: OrderStatus | None
+) -> None:
+    # Given an order whose run 1 ended FAILED, and an operator's client that retries as botocore's
+    # standard mode does (ops.target's)
+    queue = ListQueue()
+    order = _service(ddb, queue).place(_request(), stored_key="key-1", owner=OWNER)
+    _set_status(ddb, order.order_id, OrderStatus.FAILED)
+    client = boto3.client("dynamodb", region_name="us-east-1", config=Config(retries={"mode": "standard"}))
+    # And the transition's UpdateItem lands but its answer is lost, so the SDK sends it again
+    # (meanwhile, the sweeper may have re-sent run 2's message and the worker started it)
+    attempts = lose_answer(client, "UpdateItem")
+    if meanwhile is not None:
+        client.meta.events.register(
+            "before-send.dynamodb.UpdateItem",
+            lambda **_: _set_status(ddb, order.order_id, meanwhile) if len(attempts) == 2 else None,
+        )
+    # When the operator asks for run 2
+    next_run = Reruns(
+        orders=DynamoOrderStore(client=client, table_name="orders"), queue=queue
+    ).start_next_run(order.order_id)
+    # Then it is run 2 (not RerunRefused), and run 2's message went out unless run 2 had started
+    assert len(attempts) == 2
+    assert (next_run.run, next_run.status) == (2, meanwhile or OrderStatus.ACCEPTED)
+    assert [m["run"] for m in queue.sent] == ([1, 2] if meanwhile is None else [1])
+    # And the order is on run 2, once
+    stored = DynamoOrderStore(client=ddb, table_name="orders").get(order.order_id)
+    assert stored is not None
+    assert stored.run == 2

@@ -181,5 +181,6 @@ def lose_answer(client: Any, operation: str, attempt: int = 1) -> list[str]:
             botocore_stubber(event_name, request)  # the write happens
             raise ReadTimeoutError(endpoint_url=request.url)
 
-    client.meta.events.register_first(f"before-send.dynamodb.{operation}", before_send)
+    service = client.meta.service_model.service_id.hyphenize()  # dynamodb, sfn, ...
+    client.meta.events.register_first(f"before-send.{service}.{operation}", before_send)
     return attempts
