@@ -86,6 +86,23 @@ def execution_token(*, stage: str, business_id: str, run: int) -> str:
 
 
 @dataclass(frozen=True)
+class Fact:
+    """What an event states, named by its business identity: its ``kind`` (the event type), the
+    business id it is about (``subject``) and the ``run``. Two deliveries that state the same fact
+    are one delivery, whatever id each carries: a consumer dedupes on ``id(stage=<its own>)``,
+    never on an id the event declares (another stage's, or a hand-made redrive's)."""
+
+    kind: str
+    subject: str
+    run: int = 1
+
+    def id(self, *, stage: str) -> str:
+        """``{kind}#{stage}#r{run}#v:{subject}``: the id a publisher stamps on the event and the
+        token each consumer of ``stage`` keys its dedup record and its per-event items on."""
+        return derive_key(self.kind, stage=stage, identity=self.subject, run=self.run).value
+
+
+@dataclass(frozen=True)
 class KeyParts:
     """What a stored key or an execution token says about itself (for telemetry and operators)."""
 
