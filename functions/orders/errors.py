@@ -67,6 +67,11 @@ class UnknownOrder(Exception):
     """A workflow or queue message names an order that does not exist (a poison input)."""
 
 
+class UnverifiedEvent(Exception):
+    """An event a consumer cannot verify (a poison input): another stage's, or one whose run or
+    terms are not its order's (orders.consumers)."""
+
+
 class RunNotCurrent(Exception):
     """A queue message for a run that is not the order's current run (a poison input): runs
     after the first start only through `Reruns.start_next_run`, never from a message alone."""

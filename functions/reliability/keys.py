@@ -20,7 +20,9 @@ from typing import Any
 
 MAX_KEY_BYTES = 256
 LABEL_CHARS = 96
-_SEGMENT = re.compile(r"^[^#\s]{1,64}$")
+# A namespace or stage: what may stand between a key's '#' separators.
+SEGMENT_PATTERN = r"^[^#\s]{1,64}$"
+_SEGMENT = re.compile(SEGMENT_PATTERN)
 _EXECUTION_SAFE = re.compile(r"^[A-Za-z0-9_-]+$")
 # Step Functions execution names are at most 80 characters.
 MAX_TOKEN_CHARS = 80
