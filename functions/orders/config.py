@@ -188,7 +188,8 @@ class WorkerSettings(QueueFedSettings):
 
 @dataclass(frozen=True, kw_only=True)
 class ConsumerSettings(QueueFedSettings):
-    """One consumer of orders.workflow.CONSUMERS: its dedup (idempotency) table, its tables, its DLQ."""
+    """One consumer of orders.workflow.CONSUMERS: its dedup (idempotency) table, the orders table
+    (read: every event is verified against its order, orders.consumers), its tables, its DLQ."""
 
     consumer_name: str
 
@@ -206,7 +207,7 @@ class ConsumerSettings(QueueFedSettings):
         if not name:
             return (), ()
         consumer = _entry(declared.consumer, name)
-        return ("idempotency", *consumer.tables), (f"{consumer.name}-dlq",)
+        return tuple(dict.fromkeys(("idempotency", "orders", *consumer.tables))), (f"{consumer.name}-dlq",)
 
     @classmethod
     def own(cls, reader: _Reader) -> dict[str, Any]:

@@ -14,7 +14,7 @@ from typing import Annotated
 
 from pydantic import AfterValidator, BaseModel, ConfigDict, Field, StringConstraints, ValidationError
 
-from orders.domain import OrderStatus, StepStatus
+from orders.domain import CURRENCY_PATTERN, MAX_ID_CHARS, VISIBLE_ASCII_PATTERN, OrderStatus, StepStatus
 from orders.errors import InvalidRequest, MalformedBody
 
 MAX_ITEMS = 50
@@ -25,11 +25,12 @@ MAX_QUANTITY = 100
 MAX_BODY_BYTES = 16 * 1024
 _MAX_PROBLEMS = 5
 
-# Ids are visible ASCII: they become DynamoDB keys and log fields, and stay readable in both.
-_VISIBLE_ASCII = r"^[!-~]+$"
-Sku = Annotated[str, StringConstraints(min_length=1, max_length=64, pattern=_VISIBLE_ASCII)]
-CustomerId = Annotated[str, StringConstraints(min_length=1, max_length=64, pattern=_VISIBLE_ASCII)]
-Currency = Annotated[str, StringConstraints(pattern=r"^[A-Z]{3}$")]
+# Ids are visible ASCII (orders.domain: the consumers' event bounds them alike).
+Sku = Annotated[str, StringConstraints(min_length=1, max_length=MAX_ID_CHARS, pattern=VISIBLE_ASCII_PATTERN)]
+CustomerId = Annotated[
+    str, StringConstraints(min_length=1, max_length=MAX_ID_CHARS, pattern=VISIBLE_ASCII_PATTERN)
+]
+Currency = Annotated[str, StringConstraints(pattern=CURRENCY_PATTERN)]
 
 
 class _Strict(BaseModel):

@@ -13,6 +13,7 @@ from enum import StrEnum
 from typing import TYPE_CHECKING, Any, TypedDict
 
 from orders.errors import UnknownSku
+from reliability.keys import Fact
 
 if TYPE_CHECKING:
     # pydantic models: the API's contract. Not imported at run time here, so the functions that
@@ -44,6 +45,12 @@ _ORDER_ID_HEX = 32
 # What a queue message's order id may hold (orders.messages, orders.events): the characters an
 # execution name allows.
 ORDER_ID_PATTERN = r"^[A-Za-z0-9_-]+$"
+# Ids a client chooses (customer, sku) are visible ASCII: they become DynamoDB keys and log fields,
+# and stay readable in both. The API's contract (orders.contract) and the consumers' event
+# (orders.events) bound them alike.
+VISIBLE_ASCII_PATTERN = r"^[!-~]+$"
+MAX_ID_CHARS = 64
+CURRENCY_PATTERN = r"^[A-Z]{3}$"
 EVENT_TYPE_COMPLETED = "OrderCompleted"
 
 
@@ -252,9 +259,15 @@ class OrderCompleted(TypedDict):
     """The OrderCompleted fan-out event (DEVELOPERS.md, Messages): the one definition of its shape.
     The consumers validate it with orders.events.OrderCompletedEvent, which adds the bounds (a
     pydantic model: the step that builds the event must not load pydantic); a unit test holds
-    that model's fields to these."""
+    that model's fields to these.
+
+    `event_id` is the publisher's `Fact.id` of (type, order, run) in its stage, a label a consumer
+    does not trust: each derives the id it dedupes on itself (orders.consumers). `stage` is the
+    publishing stage (a consumer refuses another's); None in events published before it was
+    stamped, which a consumer judges by their order alone."""
 
     event_id: str
+    stage: str | None
     type: str
     order_id: str
     run: int
@@ -265,10 +278,17 @@ class OrderCompleted(TypedDict):
     occurred_at: str
 
 
-def completed_event(*, order: OrderTerms, run: int, event_id: str, occurred_at: datetime) -> OrderCompleted:
-    """The fan-out message for every consumer of orders.workflow.CONSUMERS."""
+def completed_fact(order_id: str, run: int) -> Fact:
+    """What an OrderCompleted event states: this run of this order completed."""
+    return Fact(kind=EVENT_TYPE_COMPLETED, subject=order_id, run=run)
+
+
+def completed_event(*, stage: str, order: OrderTerms, run: int, occurred_at: datetime) -> OrderCompleted:
+    """The fan-out message for every consumer of orders.workflow.CONSUMERS; its id is stable
+    across republishes (derived from the stage, order, run and event type)."""
     return {
-        "event_id": event_id,
+        "event_id": completed_fact(order.order_id, run).id(stage=stage),
+        "stage": stage,
         "type": EVENT_TYPE_COMPLETED,
         "order_id": order.order_id,
         "run": run,

@@ -9,11 +9,10 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any, Protocol
 
-from orders.domain import EVENT_TYPE_COMPLETED, OrderStatus, OrderTerms, completed_event
+from orders.domain import OrderStatus, OrderTerms, completed_event
 from orders.errors import PaymentDeclined
 from orders.saga import Effect, SagaContext, StepRequest
 from reliability import Write
-from reliability.keys import derive_key
 
 if TYPE_CHECKING:
     from orders.contract import Charge  # a pydantic model: the charge step builds it on its first call
@@ -70,26 +69,13 @@ def record_ledger(ctx: SagaContext, order: OrderTerms, request: StepRequest) -> 
     )
 
 
-def event_id_for(*, stage: str, order_id: str, run: int, event_type: str) -> str:
-    """Stable across republishes: derived from (stage, order id, run, event type)."""
-    return derive_key(event_type, stage=stage, identity=order_id, run=run).value
-
-
 def publish_events(
     ctx: SagaContext, order: OrderTerms, request: StepRequest, _external_key: str
 ) -> dict[str, Any]:
     """OrderCompleted to every consumer's queue (`orders.workflow.CONSUMERS`)."""
     if not ctx.event_queues:
         raise RuntimeError("this function is not configured with the consumers' queues")
-    workflow = request.workflow
-    event = completed_event(
-        order=order,
-        run=workflow.run,
-        event_id=event_id_for(
-            stage=ctx.stage, order_id=order.order_id, run=workflow.run, event_type=EVENT_TYPE_COMPLETED
-        ),
-        occurred_at=ctx.clock(),
-    )
+    event = completed_event(stage=ctx.stage, order=order, run=request.workflow.run, occurred_at=ctx.clock())
     message_ids = [queue.send(event) for queue in ctx.event_queues]
     return {"event_id": event["event_id"], "messages": len(message_ids)}
 

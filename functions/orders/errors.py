@@ -68,6 +68,11 @@ class UnknownOrder(Exception):
     """A workflow or queue message names an order that does not exist (a poison input)."""
 
 
+class UnverifiedEvent(Exception):
+    """An event a consumer cannot verify (a poison input): another stage's, or one whose run or
+    terms are not its order's (orders.consumers)."""
+
+
 class RunNotCurrent(Exception):
     """A queue message for a run after the order's current run (a poison input: nobody decided
     on it): runs after the first start only through `Reruns.start_next_run`, never from a message

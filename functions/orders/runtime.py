@@ -252,7 +252,9 @@ class Runtime(Generic[S_co]):
         from orders.consumers import EventConsumer, effect_of  # noqa: PLC0415 - cold start
 
         name = self.kind(ConsumerSettings).consumer_name
-        return EventConsumer(name=name, effect=effect_of(name), ports=self, dedup=self.consumer_dedup(name))
+        return EventConsumer(
+            name=name, effect=effect_of(name), ports=self, orders=self.orders, dedup=self.consumer_dedup(name)
+        )
 
     def http_idempotency(self) -> HttpIdempotency:
         """A fresh one per invocation: Powertools' persistence layer keeps per-call state."""

@@ -70,7 +70,9 @@ class Step:
 class Consumer:
     """One consumer of the OrderCompleted event: `name` is its function, its queue (with a DLQ
     `<name>-dlq` and its alarm) and its dedup namespace; `effect` `(tables, event) -> writes`
-    is applied exactly once per event id; `tables` are the tables it writes."""
+    is applied exactly once per fact (the event's order, run and type in this stage, whatever
+    `event_id` it carries), and only to an event verified against its order (orders.consumers);
+    `tables` are the tables it writes (it also reads the orders table)."""
 
     name: str
     effect: str

@@ -36,7 +36,7 @@ if TYPE_CHECKING:
         transient_errors,
     )
     from reliability.http import HttpIdempotency, HttpResponse, error_response, header_value
-    from reliability.keys import Key, canonical_json, derive_key, execution_token
+    from reliability.keys import Fact, Key, canonical_json, derive_key, execution_token
     from reliability.record import TRANSITIONS, Claim, FenceEvent, FenceRecord, FenceState, Outcome, StepId
     from reliability.runs import FenceStore
     from reliability.telemetry import Decision, Telemetry, metrics_per_invocation
@@ -55,6 +55,7 @@ _SOURCES = {
     "EffectConditionFailed": "errors",
     "ExternalEffect": "effects",
     "ExternalKeyExpired": "errors",
+    "Fact": "keys",
     "FenceBusy": "errors",
     "FenceEvent": "record",
     "FenceRecord": "record",
@@ -106,6 +107,7 @@ __all__ = [
     "EffectConditionFailed",
     "ExternalEffect",
     "ExternalKeyExpired",
+    "Fact",
     "FenceBusy",
     "FenceEvent",
     "FenceRecord",

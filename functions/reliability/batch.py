@@ -50,7 +50,8 @@ class DeadLetters:
 
 
 def parse_body(record: SQSRecord, model: type[M]) -> M:
-    """Parse a JSON body into ``model``; PoisonMessage when it is not JSON or has the wrong shape."""
+    """Parse a JSON body into ``model``; PoisonMessage when it is not JSON or has the wrong shape
+    (the reason names each field that failed and why)."""
     try:
         data = json.loads(record.body or "")
     except json.JSONDecodeError as error:
@@ -58,8 +59,12 @@ def parse_body(record: SQSRecord, model: type[M]) -> M:
     try:
         return model.model_validate(data)
     except ValidationError as error:
-        fields = ",".join(".".join(str(p) for p in e["loc"]) for e in error.errors()[:5])
-        raise PoisonMessage(f"wrong shape: {fields or 'body'}") from error
+        # Each field with pydantic's message (never the input: the body is in the DLQ beside it).
+        fields = "; ".join(
+            f"{'.'.join(str(p) for p in e['loc']) or 'body'} ({e['msg']})"
+            for e in error.errors(include_url=False, include_input=False)[:5]
+        )
+        raise PoisonMessage(f"wrong shape: {fields}") from error
 
 
 def process_batch(

@@ -20,7 +20,9 @@ from typing import Any
 
 MAX_KEY_BYTES = 256
 LABEL_CHARS = 96
-_SEGMENT = re.compile(r"^[^#\s]{1,64}$")
+# A namespace or stage: what may stand between a key's '#' separators.
+SEGMENT_PATTERN = r"^[^#\s]{1,64}$"
+_SEGMENT = re.compile(SEGMENT_PATTERN)
 _EXECUTION_SAFE = re.compile(r"^[A-Za-z0-9_-]+$")
 # Step Functions execution names are at most 80 characters.
 MAX_TOKEN_CHARS = 80
@@ -83,6 +85,23 @@ def execution_token(*, stage: str, business_id: str, run: int) -> str:
         return token
     digest = hashlib.sha256(business_id.encode()).hexdigest()[:40]
     return f"{stage}.h-{digest}.r{run}"
+
+
+@dataclass(frozen=True)
+class Fact:
+    """What an event states, named by its business identity: its ``kind`` (the event type), the
+    business id it is about (``subject``) and the ``run``. Two deliveries that state the same fact
+    are one delivery, whatever id each carries: a consumer dedupes on ``id(stage=<its own>)``,
+    never on an id the event declares (another stage's, or a hand-made redrive's)."""
+
+    kind: str
+    subject: str
+    run: int = 1
+
+    def id(self, *, stage: str) -> str:
+        """``{kind}#{stage}#r{run}#v:{subject}``: the id a publisher stamps on the event and the
+        token each consumer of ``stage`` keys its dedup record and its per-event items on."""
+        return derive_key(self.kind, stage=stage, identity=self.subject, run=self.run).value
 
 
 @dataclass(frozen=True)

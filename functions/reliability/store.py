@@ -83,6 +83,11 @@ class FenceRecords:
         self._crash_plan = crash_plan
         self._max_result = max_result_bytes
 
+    @property
+    def stage(self) -> str:
+        """The stage every key of this store names."""
+        return self._stage
+
     def fence(self, step: StepId | Fence) -> Fence:
         """The step and its record's key (a ``Fence`` is handed on as it is)."""
         if isinstance(step, Fence):

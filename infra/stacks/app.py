@@ -61,8 +61,13 @@ def _step_access(step: Any) -> Access:
 
 
 def _consumer_access(consumer: Any) -> Access:
+    """Its dedup table and its tables; the orders table read-only, to verify each event against its
+    order (functions/orders/consumers.py), unless the consumer writes it."""
     return Access(
-        read_write=("idempotency", *consumer.tables), send=(f"{consumer.name}-dlq",), consume=consumer.name
+        read_write=("idempotency", *consumer.tables),
+        read=() if "orders" in consumer.tables else ("orders",),
+        send=(f"{consumer.name}-dlq",),
+        consume=consumer.name,
     )
 
 

@@ -48,8 +48,16 @@ def _step_env(step: workflow.Step) -> set[str]:
 
 
 def _consumer_env(consumer: workflow.Consumer) -> set[str]:
+    """A consumer: dedup, its tables, the orders table (read: each event is verified against its
+    order), its DLQ, which consumer it runs."""
     tables = {TABLE_VARS[t] for t in consumer.tables}
-    return {"IDEMPOTENCY_TABLE", *tables, workflow.queue_env(f"{consumer.name}-dlq"), "CONSUMER_NAME"}
+    return {
+        "IDEMPOTENCY_TABLE",
+        "ORDERS_TABLE",
+        *tables,
+        workflow.queue_env(f"{consumer.name}-dlq"),
+        "CONSUMER_NAME",
+    }
 
 
 # DEVELOPERS.md, "Functions: name suffix, handler, environment"; the steps' and consumers' rows
@@ -83,6 +91,7 @@ CONTRACT_HANDLERS = {
 }
 READ_ONLY = {
     "api": {"INVENTORY_TABLE", "PAYMENTS_TABLE", "LEDGER_TABLE", "FENCE_TABLE"},
+    **{consumer.name: {"ORDERS_TABLE"} for consumer in workflow.CONSUMERS},
     "sweep-accepted": {"ORDERS_TABLE"},
 }
 

@@ -201,7 +201,8 @@ def test_the_new_consumer_gets_its_queue_dlq_env_and_iam(report: dict):
     assert {"retrysafe-local-receipts", "retrysafe-local-receipts-dlq"} <= set(report["queues"])
     env = report["consumer_env"]
     assert env["CONSUMER_NAME"] == "receipts"
-    assert {"IDEMPOTENCY_TABLE", "NOTIFICATIONS_TABLE", "RECEIPTS_DLQ_URL"} <= set(env)
+    # ORDERS_TABLE: like every consumer, it verifies each event against its order (orders.consumers)
+    assert {"IDEMPOTENCY_TABLE", "ORDERS_TABLE", "NOTIFICATIONS_TABLE", "RECEIPTS_DLQ_URL"} <= set(env)
     assert "ReceiptsQueue" in report["consumer_policy"]
     # PublishEvents sends to every consumer on the list, the new one included
     assert {"NOTIFY_QUEUE_URL", "ANALYTICS_QUEUE_URL", "RECEIPTS_QUEUE_URL"} <= set(report["publish_env"])

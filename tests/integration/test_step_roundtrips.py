@@ -65,10 +65,23 @@ def test_the_worker_starts_once_and_a_duplicate_costs_one_read(runs: dict[str, O
     assert replay.calls == ["GetItem Orders"]
 
 
+# Its dedup record is carried by the one item per event its effect writes (orders.items).
+CONSUMER_WRITE = {"Notify": "UpdateItem Notifications", "Analytics": "TransactWriteItems Aggregates"}
+
+
+def test_a_consumer_reads_the_order_then_writes_once_first_run_and_replay(runs: dict[str, OrderRun]) -> None:
+    # The event is verified against its order (orders.consumers: one GetItem), then applied with
+    # its dedup record in one write; a replay is the same read and the refused write
+    for function, write in CONSUMER_WRITE.items():
+        first, replay = runs["completed"].of(function)
+        assert first.calls == replay.calls == ["GetItem Orders", write], (function, first, replay)
+        assert first.layer_calls == [], (function, first)
+
+
 def test_the_order_totals_and_its_view(runs: dict[str, OrderRun]) -> None:
     completed, declined = runs["completed"], runs["declined"]
-    # api 5 + worker 3 + three atomic steps 1 each + two leased steps 4 each + two consumers 1 each
-    assert (completed.total(completed.first), completed.total(completed.replays)) == (21, 9)
+    # api 5 + worker 3 + three atomic steps 1 each + two leased steps 4 each + two consumers 2 each
+    assert (completed.total(completed.first), completed.total(completed.replays)) == (23, 11)
     # api 5 + worker 3 + reserve 1 + declined charge 4 + release 1 + mark failed 1
     assert (declined.total(declined.first), declined.total(declined.replays)) == (15, 6)
     # every step's record in one batch, wherever orders.items.record_at puts it

@@ -8,7 +8,7 @@ from collections.abc import Mapping
 
 from ops.invariants.rules import check_runs, new_counts, run_of, tally_rows
 from orders import items as layout
-from orders.effects import event_id_for
+from orders.domain import completed_fact
 from reliability.keys import execution_token
 
 FAILED_RUN = {  # a declined run: reserved, charge failed, released, marked FAILED
@@ -38,7 +38,7 @@ def _check(
 
 def test_each_effect_item_says_its_run():
     token = execution_token(stage="dev", business_id="o-1", run=2)
-    event_id = event_id_for(stage="dev", order_id="o-1", run=2, event_type="OrderCompleted")
+    event_id = completed_fact("o-1", 2).id(stage="dev")
     pk = layout.order_pk("o-1")
     assert run_of({"pk": pk, "sk": f"{layout.RESERVATION}{token}", "token": token}) == 2
     assert run_of({"pk": pk, "sk": f"{layout.CHARGE}k", "reference": token}) == 2
@@ -51,9 +51,7 @@ def test_each_effect_item_says_its_run():
 
 def test_the_same_effect_in_two_runs_is_two_runs_effects_not_a_double():
     counts = new_counts()
-    events = [
-        event_id_for(stage="dev", order_id="o-1", run=run, event_type="OrderCompleted") for run in (1, 2)
-    ]
+    events = [completed_fact("o-1", run).id(stage="dev") for run in (1, 2)]
     items = [{"pk": layout.order_pk("o-1"), "sk": f"{layout.NOTIFICATION}{e}", "event_id": e} for e in events]
     tally_rows(items, layout.NOTIFICATION, "notification", counts)
     assert {run: c["notification"] for run, c in counts["o-1"].items()} == {1: 1, 2: 1}

@@ -64,6 +64,7 @@ def test_each_kind_reads_its_own_typed_fields():
             **BASE,
             "CONSUMER_NAME": "notify",
             "IDEMPOTENCY_TABLE": "i",
+            "ORDERS_TABLE": "o",
             "NOTIFICATIONS_TABLE": "n",
             "NOTIFY_DLQ_URL": "d",
         }
@@ -142,6 +143,17 @@ def test_a_step_function_is_given_the_tables_and_queues_of_its_entry():
             ConsumerSettings,
             {"CONSUMER_NAME": "analytics", "IDEMPOTENCY_TABLE": "i", "AGGREGATES_TABLE": "a"},
             "ANALYTICS_DLQ_URL",
+        ),
+        # every consumer reads the order its event names (orders.consumers)
+        (
+            ConsumerSettings,
+            {
+                "CONSUMER_NAME": "notify",
+                "IDEMPOTENCY_TABLE": "i",
+                "NOTIFICATIONS_TABLE": "n",
+                "NOTIFY_DLQ_URL": "d",
+            },
+            "ORDERS_TABLE",
         ),
         (StepSettings, {"STEP_NAME": "NoSuchStep"}, "NoSuchStep"),
         (ConsumerSettings, {"CONSUMER_NAME": "nobody"}, "nobody"),

@@ -14,13 +14,13 @@ from orders.domain import (
     CatalogItem,
     Line,
     completed_event,
+    completed_fact,
     execution_name,
     merged_items,
     new_order,
     order_id_for,
     price,
 )
-from orders.effects import event_id_for
 from orders.errors import UnknownSku
 
 CATALOG = {f"sku-{n}": CatalogItem(sku=f"sku-{n}", price_cents=n * 100, stock=10) for n in range(1, 4)}
@@ -97,15 +97,17 @@ def test_the_completed_event_has_the_documented_shape_and_a_stable_id():
     order = new_order(
         request=request, catalog=CATALOG, stored_idempotency_key="k", owner="caller-a", now=datetime.now(UTC)
     )
-    first = event_id_for(stage="dev", order_id=order.order_id, run=1, event_type="OrderCompleted")
-    again = event_id_for(stage="dev", order_id=order.order_id, run=1, event_type="OrderCompleted")
-    other_run = event_id_for(stage="dev", order_id=order.order_id, run=2, event_type="OrderCompleted")
-    other_stage = event_id_for(stage="prod", order_id=order.order_id, run=1, event_type="OrderCompleted")
-    assert first == again
+    first = completed_fact(order.order_id, 1).id(stage="dev")
+    again = completed_fact(order.order_id, 1).id(stage="dev")
+    other_run = completed_fact(order.order_id, 2).id(stage="dev")
+    other_stage = completed_fact(order.order_id, 1).id(stage="prod")
+    assert first == again == f"OrderCompleted#dev#r1#v:{order.order_id}"
     assert len({first, other_run, other_stage}) == 3
-    event = completed_event(order=order, run=1, event_id=first, occurred_at=datetime(2026, 1, 1, tzinfo=UTC))
+    event = completed_event(stage="dev", order=order, run=1, occurred_at=datetime(2026, 1, 1, tzinfo=UTC))
+    assert (event["event_id"], event["stage"]) == (first, "dev")
     assert set(event) == {
         "event_id",
+        "stage",
         "type",
         "order_id",
         "run",

@@ -45,5 +45,5 @@ def test_the_event_a_step_builds_validates_unchanged():
         owner="caller-a",
         now=datetime(2026, 1, 1, tzinfo=UTC),
     )
-    event = completed_event(order=order, run=1, event_id="e-1", occurred_at=datetime(2026, 1, 1, tzinfo=UTC))
+    event = completed_event(stage="dev", order=order, run=1, occurred_at=datetime(2026, 1, 1, tzinfo=UTC))
     assert OrderCompletedEvent.model_validate(event).model_dump(mode="json") == event

@@ -16,7 +16,7 @@ from orders.adapters.order_store import DynamoOrderStore
 from orders.adapters.payments import FakePaymentProvider
 from orders.consumers import EventConsumer, effect_of
 from orders.contract import CreateOrderRequest, OrderItem
-from orders.domain import WorkflowInput
+from orders.domain import WorkflowInput, completed_event
 from orders.errors import OrderConflict, OrderNotFound, OutOfStock, UnknownOrder, UnknownSku
 from orders.events import OrderCompletedEvent
 from orders.saga import SagaContext, StepRequest, run_step
@@ -302,22 +302,16 @@ def test_consumers_apply_each_event_once(ddb: Any):
             name=name,
             effect=effect_of(name),
             ports=ports,
+            orders=DynamoOrderStore(client=ddb, table_name="orders"),
             dedup=ConsumerDedup(fences=_fences(ddb, name), consumer=name, telemetry=TELEMETRY),
         )
         for name in ("notify", "analytics")
     )
+    accepted = _service(ddb, ListQueue()).place(_request(quantity=1), stored_key="k", owner=OWNER)
+    order = DynamoOrderStore(client=ddb, table_name="orders").get(accepted.order_id)
+    assert order is not None
     event = OrderCompletedEvent.model_validate(
-        {
-            "event_id": "evt-1",
-            "type": "OrderCompleted",
-            "order_id": "o-1",
-            "run": 1,
-            "customer_id": "c",
-            "currency": "EUR",
-            "total_cents": 250,
-            "items": [{"sku": "sku-1", "quantity": 1}],
-            "occurred_at": "2026-11-22T05:00:00+00:00",
-        }
+        completed_event(stage="-", order=order, run=1, occurred_at=datetime(2026, 11, 22, 5, tzinfo=UTC))
     )
 
     assert [notify.apply(event) for _ in range(3)] == [True, False, False]
@@ -327,4 +321,4 @@ def test_consumers_apply_each_event_once(ddb: Any):
     total = ddb.get_item(TableName="aggregates", Key={"pk": {"S": "day#2026-11-22"}, "sk": {"S": "total"}})[
         "Item"
     ]
-    assert (total["orders"]["N"], total["revenue_cents"]["N"]) == ("1", "250")
+    assert (total["orders"]["N"], total["revenue_cents"]["N"]) == ("1", "199")

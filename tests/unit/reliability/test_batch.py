@@ -15,6 +15,7 @@ from reliability import AtomicEffect, FenceStore
 from reliability.batch import DeadLetters, parse_body, process_batch
 from reliability.dedup import ConsumerDedup
 from reliability.errors import PoisonMessage
+from reliability.keys import Fact, derive_key
 from reliability.telemetry import Telemetry
 from tests.unit.reliability.helpers import (
     IDEMPOTENCY,
@@ -83,11 +84,17 @@ def consumer(ddb: Any, name: str, telemetry: Telemetry) -> ConsumerDedup:
     return ConsumerDedup(fences=fences, consumer=name, telemetry=telemetry)
 
 
+def fact(event_id: str) -> Fact:
+    """These tests' events state one fact each, named by their id."""
+    return Fact(kind="Counted", subject=event_id)
+
+
 def counting_handler(dedup: ConsumerDedup) -> Any:
     def handle(record: SQSRecord) -> None:
         event = parse_body(record, Event)
         dedup.apply_atomic(
-            event.event_id, lambda: AtomicEffect({"applied": event.event_id}, [counter_add(dedup.consumer)])
+            fact(event.event_id),
+            lambda: AtomicEffect({"applied": event.event_id}, [counter_add(dedup.consumer)]),
         )
 
     return handle
@@ -230,7 +237,7 @@ def test_consumers_are_independent(ddb: Any, sqs: Any, dlq: str) -> None:
     # Then neither suppressed the other
     assert counter_value(ddb, "notify") == 1
     assert counter_value(ddb, "analytics") == 1
-    assert notify.step("e-1") != analytics.step("e-1")
+    assert notify.step(fact("e-1")) != analytics.step(fact("e-1"))
 
 
 def test_leased_dedup_for_external_effects(ddb: Any) -> None:
@@ -241,8 +248,8 @@ def test_leased_dedup_for_external_effects(ddb: Any) -> None:
         sent.append(key)
         return {"message_id": "mail-1"}
 
-    first = dedup.apply_leased("e-9", attempt_id="A", lease_seconds=10, effect=send)
-    second = dedup.apply_leased("e-9", attempt_id="B", lease_seconds=10, effect=send)
+    first = dedup.apply_leased(fact("e-9"), attempt_id="A", lease_seconds=10, effect=send)
+    second = dedup.apply_leased(fact("e-9"), attempt_id="B", lease_seconds=10, effect=send)
     assert (first.skipped, second.skipped) == (False, True)
     assert len(sent) == 1
 
@@ -258,3 +265,23 @@ def test_an_empty_poison_body_still_reaches_the_dlq(ddb: Any, sqs: Any, dlq: str
     assert response == {"batchItemFailures": []}
     [message] = dead_lettered(sqs, dlq)
     assert message["Body"] == "(empty body)"
+
+
+def test_the_dedup_key_is_the_facts_in_the_stores_stage_as_stored_before_the_fact_keys(ddb: Any) -> None:
+    # A consumer keys on the fact (kind, business id, run) in its own stage, whatever id the event
+    # declares; that key is the one records were stored under when consumers keyed on the
+    # publisher's event id (the same derivation), so stored records still match across the deploy.
+    fences = FenceStore(
+        client=ddb,
+        table_name=IDEMPOTENCY,
+        ttl_seconds=3600,
+        telemetry=make_telemetry(),
+        namespace="notify",
+        stage="dev",
+    )
+    dedup = ConsumerDedup(fences=fences, consumer="notify", telemetry=make_telemetry())
+    stated = Fact(kind="OrderCompleted", subject="o-1", run=2)
+    publishers_id = "OrderCompleted#dev#r2#v:o-1"
+    assert dedup.fact_id(stated) == publishers_id
+    stored_before = derive_key("notify", stage="dev", identity={"token": publishers_id, "step": "notify"})
+    assert fences.external_key(dedup.step(stated)) == stored_before.value

@@ -1,4 +1,4 @@
-"""derive_key and execution_token."""
+"""derive_key, execution_token and a fact's id."""
 
 from __future__ import annotations
 
@@ -6,7 +6,14 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from reliability.keys import MAX_KEY_BYTES, MAX_TOKEN_CHARS, canonical_json, derive_key, execution_token
+from reliability.keys import (
+    MAX_KEY_BYTES,
+    MAX_TOKEN_CHARS,
+    Fact,
+    canonical_json,
+    derive_key,
+    execution_token,
+)
 
 
 def test_short_identity_is_readable_and_scoped() -> None:
@@ -89,3 +96,17 @@ def test_execution_token_hashes_unsafe_or_long_ids(business_id: str) -> None:
 def test_execution_token_rejects_bad_input(stage: str, business_id: str, run: int) -> None:
     with pytest.raises(ValueError, match=r"must|starts"):
         execution_token(stage=stage, business_id=business_id, run=run)
+
+
+def test_a_facts_id_names_its_kind_stage_run_and_subject_and_nothing_else() -> None:
+    fact = Fact(kind="OrderCompleted", subject="o-1", run=2)
+    assert fact.id(stage="dev") == "OrderCompleted#dev#r2#v:o-1"
+    assert fact.id(stage="dev") == Fact("OrderCompleted", "o-1", 2).id(stage="dev")
+    others = {
+        Fact("OrderShipped", "o-1", 2).id(stage="dev"),
+        Fact("OrderCompleted", "o-2", 2).id(stage="dev"),
+        Fact("OrderCompleted", "o-1", 1).id(stage="dev"),
+        fact.id(stage="prod"),
+    }
+    assert len(others) == 4
+    assert fact.id(stage="dev") not in others

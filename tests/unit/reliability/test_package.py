@@ -46,6 +46,7 @@ def test_public_names_are_exported() -> None:
         "HttpResponse",
         "derive_key",
         "execution_token",
+        "Fact",
         "Key",
         "BusinessError",
         "FenceBusy",
