@@ -10,6 +10,10 @@ PY := $(VENV)/bin/python
 CDK := node_modules/.bin/cdk
 PY_STAMP := $(VENV)/.installed
 NODE_STAMP := node_modules/.installed
+# checkov pins boto3, packaging and networkx below this project's pins: a virtualenv of its own
+# (requirements-checkov.txt), built by the first `make lint`.
+CHECKOV_VENV := .venv-checkov
+CHECKOV_STAMP := $(CHECKOV_VENV)/.installed
 STAGE ?= dev
 # Where `make deploy` / `make destroy` go: always named, never guessed (STAGE=local: the local cloud).
 TARGET ?= $(if $(filter local,$(STAGE)),local,)
@@ -45,6 +49,11 @@ $(PY_STAMP): requirements.txt requirements-dev.txt constraints.txt
 	$(VENV)/bin/pip install --quiet --disable-pip-version-check -r requirements-dev.txt -c constraints.txt
 	@touch $@
 
+$(CHECKOV_STAMP): requirements-checkov.txt constraints-checkov.txt
+	$(PYTHON) -m venv $(CHECKOV_VENV)
+	$(CHECKOV_VENV)/bin/pip install --quiet --disable-pip-version-check -r requirements-checkov.txt -c constraints-checkov.txt
+	@touch $@
+
 $(NODE_STAMP): package.json package-lock.json
 	npm ci --no-audit --no-fund --loglevel=error
 	@touch $@
@@ -73,17 +82,18 @@ demo: install ## The service offline: local cloud up, orders, retries, duplicate
 summary: synth ## Synthesize and print the stack summary (resources per type, outputs, cdk-nag result)
 	$(PY) -m ops.summary cdk.out
 
-lint: install ## ruff (lint + format check), mypy, and the GitHub Actions workflows against their schema
+lint: install $(CHECKOV_STAMP) ## ruff (lint + format check), mypy, the GitHub Actions workflows against their schema, checkov on every stage's templates
 	$(VENV)/bin/ruff check .
 	$(VENV)/bin/ruff format --check .
 	$(VENV)/bin/mypy
 	$(VENV)/bin/check-jsonschema --builtin-schema vendor.github-workflows .github/workflows/*.yml
+	$(VENV)/bin/python -m ops.security_scan
 
 format: install ## Apply ruff's fixes and formatting
 	$(VENV)/bin/ruff check --fix .
 	$(VENV)/bin/ruff format .
 
-test: install ## The whole suite: unit, integration, infrastructure, end to end on a local cloud, chaos subset (one worker per core)
+test: install $(CHECKOV_STAMP) ## The whole suite: unit, integration, infrastructure, end to end on a local cloud, chaos subset (one worker per core)
 	$(PY) -m pytest -n auto --dist loadgroup
 
 test-unit: install ## Unit tests only (fast, no synthesis)
@@ -92,7 +102,7 @@ test-unit: install ## Unit tests only (fast, no synthesis)
 test-integration: install ## The whole chain in-process on moto
 	$(PY) -m pytest tests/integration
 
-test-infra: install ## Template assertions, cdk-nag and cfn-lint
+test-infra: install $(CHECKOV_STAMP) ## Template assertions, cdk-nag, checkov and cfn-lint
 	$(PY) -m pytest tests/infra
 
 test-e2e: install ## End to end over HTTP and AWS APIs: a local cloud of its own, or RETRYSAFE_E2E_TARGET=outputs|aws
@@ -186,7 +196,13 @@ constraints: ## Re-pin transitive dependencies after editing requirements*.txt
 	  echo "# Regenerate with 'make constraints' after changing requirements*.txt."; \
 	  $(VENV)/bin/pip freeze --exclude-editable; } > constraints.txt
 	@touch $(PY_STAMP)
+	rm -rf $(CHECKOV_VENV) && $(PYTHON) -m venv $(CHECKOV_VENV)
+	$(CHECKOV_VENV)/bin/pip install --quiet -r requirements-checkov.txt
+	{ echo "# Exact versions of checkov's transitive dependencies, applied with pip's -c when .venv-checkov is built."; \
+	  echo "# Regenerate with 'make constraints' after changing requirements-checkov.txt."; \
+	  $(CHECKOV_VENV)/bin/pip freeze --exclude-editable; } > constraints-checkov.txt
+	@touch $(CHECKOV_STAMP)
 
 clean: ## Remove build output, caches, the venv and node_modules
-	rm -rf cdk.out .cache .localcloud .pytest_cache .mypy_cache .ruff_cache .hypothesis $(VENV) node_modules
+	rm -rf cdk.out .cache .localcloud .pytest_cache .mypy_cache .ruff_cache .hypothesis $(VENV) $(CHECKOV_VENV) node_modules
 	find . -name __pycache__ -type d -prune -exec rm -rf {} +

@@ -119,6 +119,10 @@ class StageConfig:
     fence_ttl_days: int
     log_level: str
     api_throttle: ApiThrottle
+    # One KMS key of the stage's own (rotated yearly) encrypts its tables, queues, log groups and
+    # Lambda environments; false keeps AWS's keys (no key to pay for and administer), and every
+    # scanner finding that asks for a customer managed key is acknowledged on its resource.
+    customer_managed_keys: bool = False
 
     def name(self, suffix: str) -> str:
         """The physical name of a resource: `{service}-{stage}-{suffix}`."""
@@ -189,11 +193,14 @@ def load_config(context: Mapping[str, Any], stage: str | None = None) -> StageCo
             fence_ttl_days=int(raw.get("fence_ttl_days", derived_ttl_days(FENCE_WINDOWS))),
             log_level=str(raw.get("log_level", "INFO")),
             api_throttle=throttle,
+            customer_managed_keys=raw.get("customer_managed_keys", False),
         )
     except (KeyError, TypeError, ValueError) as e:
         raise ConfigError(f"retrysafe.stages.{stage} is invalid: {e!r}") from e
     if not isinstance(raw["retain_data"], bool):
         raise ConfigError(f"retrysafe.stages.{stage}.retain_data must be true or false")
+    if not isinstance(config.customer_managed_keys, bool):
+        raise ConfigError(f"retrysafe.stages.{stage}.customer_managed_keys must be true or false")
     if config.log_level not in _LOG_LEVELS:
         raise ConfigError(f"log_level must be one of {_LOG_LEVELS}, got {config.log_level!r}")
     if not 1 <= config.client_retry_window_hours <= 24 * 30:

@@ -7,11 +7,13 @@ from collections.abc import Mapping
 from aws_cdk import Duration
 from aws_cdk import aws_cloudwatch as cloudwatch
 from aws_cdk import aws_iam as iam
+from aws_cdk import aws_kms as kms
 from aws_cdk import aws_lambda as lambda_
 from constructs import Construct
 
+from infra.constructs.key import acknowledge_aws_key
 from infra.constructs.log_group import log_group
-from infra.nag import acknowledge
+from infra.nag import acknowledge, acknowledge_checkov
 from infra.sizing import FunctionSizing
 
 # The newest Python runtime that both this aws-cdk-lib and the AWS-managed Powertools layer
@@ -35,7 +37,8 @@ _LAMBDA_LOG_LEVEL = {
 
 class ServiceFunction(Construct):
     """`function` with a role that has no managed policy, a retained-or-not log group, JSON logs,
-    active tracing, and two alarms (any error, any throttle)."""
+    active tracing, its environment encrypted with the stage's `key` (if any), and two alarms
+    (any error, any throttle)."""
 
     def __init__(
         self,
@@ -49,10 +52,13 @@ class ServiceFunction(Construct):
         environment: Mapping[str, str],
         log_level: str,
         retain_logs: bool,
+        key: kms.IKey | None,
         reserved_concurrency: int | None = None,
     ) -> None:
         super().__init__(scope, construct_id)
-        self.log_group = log_group(self, "Logs", name=f"/aws/lambda/{function_name}", retain=retain_logs)
+        self.log_group = log_group(
+            self, "Logs", name=f"/aws/lambda/{function_name}", retain=retain_logs, key=key
+        )
         # A role of our own instead of the default one, which carries the managed
         # AWSLambdaBasicExecutionRole (logs:* on every log group in the account).
         self.role = iam.Role(
@@ -77,11 +83,35 @@ class ServiceFunction(Construct):
             reserved_concurrent_executions=reserved_concurrency,
             role=self.role,
             environment=dict(environment),
+            environment_encryption=key,
             tracing=lambda_.Tracing.ACTIVE,
             logging_format=lambda_.LoggingFormat.JSON,
             application_log_level_v2=_LAMBDA_LOG_LEVEL[log_level],
             system_log_level_v2=lambda_.SystemLogLevel.WARN,
             log_group=self.log_group,
+        )
+        if key is not None:
+            # Lambda decrypts the environment through a grant it makes for this role at deploy
+            # time; the role's own permission keeps working if that grant is ever lost.
+            key.grant_decrypt(self.role)
+            # Every later grant on an encrypted table or queue adds the key's actions here too.
+            key_policy = self.role.node.find_child("DefaultPolicy")
+            for action in ("kms:GenerateDataKey*", "kms:ReEncrypt*"):
+                acknowledge(
+                    key_policy,
+                    f"IAM5[Action::{action}]",
+                    f"{action} on the stage's one KMS key only: the data key and re-encrypt calls "
+                    "that DynamoDB and SQS make with the caller's permission on an encrypted table "
+                    "or queue (CDK's table and queue grants).",
+                )
+        else:
+            acknowledge_aws_key(self.function, "CKV_AWS_173", "Lambda's AWS-managed key (aws/lambda)")
+        acknowledge_checkov(
+            self.function,
+            "CKV_AWS_117",
+            "No VPC: the function calls only AWS service APIs (DynamoDB, SQS, Step Functions) over "
+            "TLS with SigV4 and reaches no private network resource; a VPC would add NAT gateways "
+            "or interface endpoints to run and pay for, and nothing to protect.",
         )
         # Active tracing adds its statement as a separate inline policy of the function.
         tracing_policy = self.function.node.try_find_child("inlinePolicyAddedToExecutionRole-0")

@@ -4,11 +4,15 @@ from __future__ import annotations
 
 from aws_cdk import RemovalPolicy
 from aws_cdk import aws_dynamodb as dynamodb
+from aws_cdk import aws_kms as kms
 from constructs import Construct
+
+from infra.constructs.key import acknowledge_aws_key
 
 
 class ServiceTable(Construct):
-    """On-demand, point-in-time recovery, SSE with the AWS-managed key, optional TTL attribute.
+    """On-demand, point-in-time recovery, optional TTL attribute; encrypted with the stage's `key`,
+    or with DynamoDB's AWS-managed key when the stage has none.
 
     `retain` keeps the table (RETAIN + deletion protection) when its stack is deleted.
     """
@@ -23,8 +27,12 @@ class ServiceTable(Construct):
         sort_key: str | None = None,
         ttl_attribute: str | None = None,
         retain: bool,
+        key: kms.IKey | None,
     ) -> None:
         super().__init__(scope, construct_id)
+        encryption = (
+            dynamodb.TableEncryption.AWS_MANAGED if key is None else dynamodb.TableEncryption.CUSTOMER_MANAGED
+        )
         self.table = dynamodb.Table(
             self,
             "Table",
@@ -37,8 +45,11 @@ class ServiceTable(Construct):
             point_in_time_recovery_specification=dynamodb.PointInTimeRecoverySpecification(
                 point_in_time_recovery_enabled=True
             ),
-            encryption=dynamodb.TableEncryption.AWS_MANAGED,
+            encryption=encryption,
+            encryption_key=key,
             time_to_live_attribute=ttl_attribute,
             deletion_protection=retain,
             removal_policy=RemovalPolicy.RETAIN if retain else RemovalPolicy.DESTROY,
         )
+        if key is None:
+            acknowledge_aws_key(self.table, "CKV_AWS_119", "DynamoDB's AWS-managed key (aws/dynamodb)")

@@ -14,6 +14,7 @@ from dataclasses import dataclass, field
 
 from aws_cdk import CfnElement, Duration, Stack
 from aws_cdk import aws_cloudwatch as cloudwatch
+from aws_cdk import aws_kms as kms
 from aws_cdk import aws_lambda as lambda_
 from aws_cdk import aws_stepfunctions as sfn
 from aws_cdk import aws_stepfunctions_tasks as tasks
@@ -107,6 +108,7 @@ class FencedWorkflow(Construct):
         state_machine_name: str,
         steps: Sequence[StepSpec],
         retain_logs: bool,
+        log_key: kms.IKey | None,
     ) -> None:
         super().__init__(scope, construct_id)
         _check_graph(steps)
@@ -119,7 +121,11 @@ class FencedWorkflow(Construct):
             task.next(states[step.next] if step.next else done)
 
         self.log_group = log_group(
-            self, "Logs", name=f"/aws/vendedlogs/states/{state_machine_name}", retain=retain_logs
+            self,
+            "Logs",
+            name=f"/aws/vendedlogs/states/{state_machine_name}",
+            retain=retain_logs,
+            key=log_key,
         )
         self.state_machine = sfn.StateMachine(
             self,

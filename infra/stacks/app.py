@@ -27,7 +27,7 @@ from infra.constructs.api import OrdersApi
 from infra.constructs.dashboard import ServiceDashboard
 from infra.constructs.function import POWERTOOLS_LAYER_PARAMETER, ServiceFunction
 from infra.constructs.workflow import FencedWorkflow, StepSpec
-from infra.nag import acknowledge
+from infra.nag import acknowledge, acknowledge_checkov
 from infra.sizing import FUNCTIONS, QUEUE_CONSUMERS, pascal
 from infra.stacks.data import DataStack
 
@@ -86,6 +86,57 @@ ACCESS: dict[str, Access] = {
 }
 assert ACCESS.keys() == FUNCTIONS.keys()
 assert {a.consume for a in ACCESS.values() if a.consume} == set(QUEUE_CONSUMERS)
+
+
+@dataclass(frozen=True, kw_only=True)
+class Invocation:
+    """How a function is invoked, which answers two things checkov asks of every function: where
+    a failed invocation goes (a Lambda DLQ only ever receives failed asynchronous invocations)
+    and what bounds its concurrency when infra/capacity.py reserves none for it."""
+
+    failures: str
+    concurrency: str
+
+
+_SYNCHRONOUS = "a Lambda DLQ only receives failed asynchronous invocations."
+_POOL = "a reservation would only carve slots out of the account's shared pool."
+BY_API = Invocation(
+    failures="Invoked synchronously by API Gateway: a failure is the HTTP answer, and the client "
+    f"retries with the same Idempotency-Key; {_SYNCHRONOUS}",
+    concurrency="Bounded by the API stage's throttle (api_throttle in cdk.json); a reservation "
+    "below it would turn Lambda throttles into 5xx answers, and infra/capacity.py reserves only "
+    "where a cap protects a downstream limit.",
+)
+BY_QUEUE = Invocation(
+    failures="Invoked synchronously by its SQS event source mapping: a failed message returns to "
+    f"its queue and, after maxReceiveCount receives, to the queue's alarmed DLQ; {_SYNCHRONOUS}",
+    concurrency="Bounded by its SQS event source mapping's MaximumConcurrency (infra/capacity.py); " + _POOL,
+)
+BY_WORKFLOW = Invocation(
+    failures="Invoked synchronously by the order workflow (Step Functions): failures are retried "
+    f"or caught there, and an unhandled one fails the execution (alarmed) for a redrive; {_SYNCHRONOUS}",
+    concurrency="Bounded by the orders the worker admits into the workflow (its reserved "
+    "concurrency, infra/capacity.py); only the charge step, which calls the rate-limited "
+    "provider, needs a reservation of its own.",
+)
+BY_SCHEDULE = Invocation(
+    failures="Invoked asynchronously by an EventBridge schedule whose event carries nothing: the "
+    f"next run, {SWEEP_EVERY_MINUTES} minutes later, is the retry and finds the same orders; a "
+    "failure trips the function's errors alarm.",
+    concurrency=f"One invocation per schedule tick (every {SWEEP_EVERY_MINUTES} minutes); {_POOL}",
+)
+
+
+def _invocation(function: str) -> Invocation:
+    if function == "api":
+        return BY_API
+    if ACCESS[function].consume:
+        return BY_QUEUE
+    if function in {manifest.step_function(step) for step in manifest.steps()}:
+        return BY_WORKFLOW
+    if function == "sweep-accepted":
+        return BY_SCHEDULE
+    raise ValueError(f"how is {function} invoked?")
 
 
 def _entry_env(function: str) -> dict[str, str]:
@@ -150,8 +201,13 @@ class AppStack(Stack):
                 environment=env,
                 log_level=config.log_level,
                 retain_logs=config.retain_data,
+                key=data.key,
                 reserved_concurrency=capacity.reserved_concurrency.get(name),
             ).function
+            invocation = _invocation(name)
+            acknowledge_checkov(function, "CKV_AWS_116", invocation.failures)
+            if name not in capacity.reserved_concurrency:
+                acknowledge_checkov(function, "CKV_AWS_115", invocation.concurrency)
             for table in access.read_write:
                 data.tables[table].grant_read_write_data(function)
             for table in access.read:
@@ -177,6 +233,7 @@ class AppStack(Stack):
             "OrderWorkflow",
             state_machine_name=config.name("order-workflow"),
             retain_logs=config.retain_data,
+            log_key=data.key,
             steps=[
                 StepSpec(
                     name=step.name,
@@ -244,5 +301,6 @@ class AppStack(Stack):
             auth=config.api_auth,
             throttle=config.api_throttle,
             retain_logs=config.retain_data,
+            log_key=data.key,
         )
         CfnOutput(self, "ApiUrl", value=api.api.url)

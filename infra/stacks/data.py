@@ -1,5 +1,6 @@
-"""`{service}-{stage}-data`: every table and queue. Retained and deletion-protected when the
-stage says `retain_data`, so the compute stack can be destroyed and redeployed freely."""
+"""`{service}-{stage}-data`: every table and queue, and the stage's KMS key when it sets
+`customer_managed_keys`. Retained and deletion-protected when the stage says `retain_data`, so
+the compute stack can be destroyed and redeployed freely."""
 
 from __future__ import annotations
 
@@ -7,10 +8,12 @@ from dataclasses import dataclass
 
 from aws_cdk import CfnOutput, Stack
 from aws_cdk import aws_dynamodb as dynamodb
+from aws_cdk import aws_kms as kms
 from aws_cdk import aws_sqs as sqs
 from constructs import Construct
 
 from infra.config import StageConfig
+from infra.constructs.key import stage_key
 from infra.constructs.queue import QueueWithDlq
 from infra.constructs.table import ServiceTable
 from infra.sizing import FUNCTIONS, QUEUE_CONSUMERS, pascal
@@ -57,6 +60,10 @@ class DataStack(Stack):
             construct_id,
             description=f"{config.service} {config.stage}: tables and queues (stateful)",
         )
+        # The app stack's log groups and functions use the same key.
+        self.key: kms.IKey | None = (
+            stage_key(self, "Key", config=config) if config.customer_managed_keys else None
+        )
         self.tables: dict[str, dynamodb.ITable] = {}
         for key, spec in TABLES.items():
             table = ServiceTable(
@@ -67,6 +74,7 @@ class DataStack(Stack):
                 sort_key=spec.sort_key,
                 ttl_attribute=spec.ttl_attribute,
                 retain=config.retain_data,
+                key=self.key,
             ).table
             self.tables[key] = table
             CfnOutput(self, spec.output, value=table.table_name)
@@ -80,6 +88,7 @@ class DataStack(Stack):
                 queue_name=config.name(name),
                 consumer_timeout=FUNCTIONS[consumer].timeout,
                 retain=config.retain_data,
+                key=self.key,
             )
             self.queues[name] = pair.queue
             self.queues[f"{name}-dlq"] = pair.dlq

@@ -7,6 +7,7 @@ from typing import Any
 import pytest
 from aws_cdk.assertions import Template
 
+from infra.nag import CHECKOV_METADATA
 from simulator.synth import synthesize_stages, templates
 
 SERVICE = "retrysafe"
@@ -21,6 +22,24 @@ def _all_stages_in_one_synth() -> None:
 
 def stack(stage: str, kind: str) -> dict[str, Any]:
     return templates(stage)[f"{SERVICE}-{stage}-{kind}"]
+
+
+def checkov_skips(stage: str) -> dict[tuple[str, str], str]:
+    """Every checkov acknowledgment of the stage: (check, `Type.LogicalId`) -> reason."""
+    found: dict[tuple[str, str], str] = {}
+    for template in templates(stage).values():
+        assert CHECKOV_METADATA not in template.get("Metadata", {}), "a template-wide skip"
+        for logical_id, resource in template["Resources"].items():
+            metadata = resource.get("Metadata", {}).get(CHECKOV_METADATA)
+            if metadata is None:
+                continue
+            assert set(metadata) == {"skip"}, (logical_id, metadata)
+            for skip in metadata["skip"]:
+                assert set(skip) == {"id", "comment"}, (logical_id, skip)
+                key = (skip["id"], f"{resource['Type']}.{logical_id}")
+                assert key not in found, f"{key} acknowledged twice"
+                found[key] = skip["comment"]
+    return found
 
 
 @pytest.fixture(scope="module")

@@ -142,6 +142,7 @@ def test_routes_that_take_the_same_body_share_one_model(monkeypatch: pytest.Monk
         auth=ApiAuth.NONE,
         throttle=throttle,
         retain_logs=False,
+        log_key=None,
     )
     template = Template.from_stack(stack)
     (model_id,) = template.find_resources("AWS::ApiGateway::Model")

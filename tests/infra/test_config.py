@@ -47,6 +47,16 @@ def test_prod_retains_data_and_local_has_no_api_auth(context: dict[str, Any]) ->
     assert load_config(context, "dev").api_auth is ApiAuth.IAM
 
 
+def test_only_prod_has_customer_managed_keys_and_they_default_to_off(context: dict[str, Any]) -> None:
+    assert {stage: load_config(context, stage).customer_managed_keys for stage in context["stages"]} == {
+        "dev": False,
+        "prod": True,
+        "local": False,  # the local cloud (moto) deploys it: AWS's keys only
+    }
+    del context["stages"]["prod"]["customer_managed_keys"]
+    assert load_config(context, "prod").customer_managed_keys is False
+
+
 def test_ttls_are_derived_from_the_windows_they_must_outlive(context: dict[str, Any]) -> None:
     config = load_config(context, "dev")
     assert config.idempotency_ttl_seconds == 24 * 3600  # the client retry window itself
@@ -88,6 +98,7 @@ def test_unknown_stage_is_rejected(context: dict[str, Any]) -> None:
     [
         (("api_auth",), "COGNITO", "invalid"),
         (("retain_data",), "yes", "retain_data"),
+        (("customer_managed_keys",), "yes", "customer_managed_keys"),
         (("log_level",), "TRACE", "log_level"),
         (("client_retry_window_hours",), 0, "client_retry_window_hours"),
         (("api_throttle", "burst"), 1, "api_throttle"),

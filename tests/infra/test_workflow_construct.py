@@ -33,7 +33,9 @@ def function(stack: Stack) -> lambda_.Function:
 
 
 def _build(stack: Stack, steps: list[StepSpec]) -> None:
-    FencedWorkflow(stack, "Flow", state_machine_name="s-dev-flow", steps=steps, retain_logs=False)
+    FencedWorkflow(
+        stack, "Flow", state_machine_name="s-dev-flow", steps=steps, retain_logs=False, log_key=None
+    )
 
 
 def test_a_step_without_a_timeout_has_no_lease_and_is_refused(stack: Stack) -> None:
