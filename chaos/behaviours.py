@@ -21,12 +21,18 @@ from typing import Any
 from botocore.exceptions import ClientError
 
 from chaos.audit import is_fence
-from orders.contract import CreateOrderRequest, OrderAccepted
-from orders.domain import OrderMessage, WorkflowInput, execution_name, new_order
+from orders.consumers import EventConsumer
+from orders.contract import CreateOrderRequest, OrderAccepted, OrderView
+from orders.domain import OrderMessage, OrderStatus, WorkflowInput, execution_name, new_order
+from orders.errors import RunNotCurrent
+from orders.events import OrderCompletedEvent
 from orders.runs import WorkflowStarter
 from orders.runtime import Runtime
 from orders.service import OrderService
-from reliability.keys import execution_token
+from reliability import AtomicEffect
+from reliability.calltoken import CallToken
+from reliability.http import ANONYMOUS, Headers, HttpIdempotency, HttpResponse
+from reliability.keys import Fact, Key, execution_token
 
 Params = dict[str, Any]
 Template = dict[str, Any]
@@ -181,3 +187,116 @@ class WorkerWithoutRunGuard(Runtime):
     @cached_property
     def workflow_starter(self) -> WorkflowStarter:
         return _as(StartsAnyRun, super().workflow_starter)
+
+
+# --- whose key is it: the old behaviour of each root cause the outside review found --------------
+class CallerBlindHttp(HttpIdempotency):
+    """The old key: stage + route + the raw key, whoever sent it (every caller shares a key)."""
+
+    def checked_key(self, *, route: str, caller: str, headers: Headers | None) -> Key | HttpResponse:  # noqa: ARG002 - the guard is the caller
+        return super().checked_key(route=route, caller=ANONYMOUS, headers=headers)
+
+
+class OwnerBlindService(OrderService):
+    """The old `GET /orders/{id}`: any caller reads any order."""
+
+    def view(self, order_id: str, *, caller: str) -> OrderView:
+        order = self.orders.get(order_id)
+        return super().view(order_id, caller=order.owner if order is not None else caller)
+
+
+class ApiWithoutCallers(Runtime):
+    """The composition root with the keys and orders of every caller in one namespace."""
+
+    @cached_property
+    def order_service(self) -> OrderService:
+        return _as(OwnerBlindService, super().order_service)
+
+    def http_idempotency(self) -> HttpIdempotency:
+        real = super().http_idempotency()
+        blind = CallerBlindHttp.__new__(CallerBlindHttp)
+        blind.__dict__.update(real.__dict__)
+        return blind
+
+
+class PricesBeforeFinding(OrderService):
+    """The old `POST /orders`: the retry is priced first, so a retry whose sku left the catalog
+    is 422 UnknownSku for an order that exists."""
+
+    def place(
+        self, request: CreateOrderRequest, *, stored_key: str, owner: str, status_base: str = ""
+    ) -> OrderAccepted:
+        catalog = self.catalog.lookup([item.sku for item in request.items])
+        order = self.orders.create(
+            new_order(
+                request=request,
+                catalog=catalog,
+                stored_idempotency_key=stored_key,
+                owner=owner,
+                now=self.clock(),
+            )
+        )
+        if order.status is OrderStatus.ACCEPTED:
+            self.queue.send(OrderMessage(order.order_id, order.run, order.idempotency_key).as_dict())
+        return OrderAccepted(order_id=order.order_id, status_url=f"{status_base}/orders/{order.order_id}")
+
+
+class ApiPricingFirst(Runtime):
+    @cached_property
+    def order_service(self) -> OrderService:
+        return _as(PricesBeforeFinding, super().order_service)
+
+
+def forget_own_write(_function: str, operation: str, params: Params, _client: Any = None) -> bool:
+    """The old conditional UpdateItem: it carries no token of its own call, so the SDK's resend of
+    a write that landed fails its condition and is taken for another writer's (`make rerun`
+    answered RerunRefused for the run it had just begun)."""
+    expression = params.get("UpdateExpression", "")
+    if operation != "UpdateItem" or ":attempt" not in params.get("ExpressionAttributeValues", {}):
+        return False
+    params["UpdateExpression"] = expression.replace(f", {CallToken.SET}", "").replace(
+        f"{CallToken.SET}, ", ""
+    )
+    params.get("ExpressionAttributeNames", {}).pop("#attempt", None)
+    params["ExpressionAttributeValues"].pop(":attempt", None)
+    return True
+
+
+class TrustsTheEvent(EventConsumer):
+    """The old consumer: the event's own `event_id` is its identity, and whatever it names is
+    applied (another stage's copy, a hand-made redrive, an order that does not exist)."""
+
+    def verify(self, event: OrderCompletedEvent) -> None:  # noqa: ARG002 - the guard is the check
+        return None
+
+    def apply(self, event: OrderCompletedEvent) -> bool:
+        fact = Fact(kind="event", subject=event.event_id)
+        body = {**event.model_dump(mode="json"), "stage": self.dedup.stage}
+        outcome = self.dedup.apply_atomic(
+            fact,
+            lambda: AtomicEffect(result={"order_id": event.order_id}, writes=self.effect(self.ports, body)),
+        )
+        return not outcome.skipped
+
+
+class ConsumerTrustingEvents(Runtime):
+    @cached_property
+    def event_consumer(self) -> EventConsumer:
+        return _as(TrustsTheEvent, super().event_consumer)
+
+
+class EarlierRunIsPoison(WorkflowStarter):
+    """The old worker: a late copy of an earlier run's message is `RunNotCurrent` (the DLQ and its
+    alarm), though run N+1 began only once run N had ended: it is provably a duplicate."""
+
+    def start(self, message: OrderMessage) -> str:
+        order = self.orders.get(message.order_id)
+        if order is not None and message.run < order.run:
+            raise RunNotCurrent(f"message run {message.run} is not order {order.order_id}'s run {order.run}")
+        return super().start(message)
+
+
+class WorkerPagingOnLateCopies(Runtime):
+    @cached_property
+    def workflow_starter(self) -> WorkflowStarter:
+        return _as(EarlierRunIsPoison, super().workflow_starter)
