@@ -89,8 +89,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument(
         "--schemathesis-examples",
         type=int,
-        default=100,
-        help="schemathesis's test cases per operation and phase (default 100; 0: no schemathesis run)",
+        default=500,
+        help="schemathesis's test cases per operation and phase (default 500; 0: no schemathesis run)",
     )
     add_state_dir_option(parser)
     args = parser.parse_args(argv)
