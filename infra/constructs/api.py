@@ -25,7 +25,8 @@ OPENAPI_DOCUMENT = Path(__file__).resolve().parents[2] / "functions" / "orders" 
 OPENAPI = json.loads(OPENAPI_DOCUMENT.read_text())
 # Methods that send every other request to the function, which answers 404 (unknown path) or 405
 # (known path, other method, with Allow) in the error shape, instead of API Gateway's
-# 403 "Missing Authentication Token".
+# 403 "Missing Authentication Token". ANY covers the seven methods API Gateway routes; any other
+# (TRACE, ...) still gets that 403 (orders.openapi.ROUTED_METHODS).
 CATCH_ALL = "ANY"
 
 _ACCESS_LOG_FORMAT = apigw.AccessLogFormat.custom(
