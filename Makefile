@@ -116,7 +116,7 @@ bench: install ## Count AWS calls per step and per order through the handlers on
 openapi: install ## Write the API's OpenAPI description (functions/orders/openapi.json) from the route list and the contract models
 	$(PY) -m orders.openapi
 
-fuzz: install ## Hostile requests over HTTP against a local cloud (running, or started and stopped); FUZZ_ARGS="--requests 5000 --seed 11"; writes ops/results/fuzz.{json,md}
+fuzz: install ## Hostile requests, then schemathesis (every phase, schemathesis.toml) over HTTP against a local cloud (running, or started and stopped); FUZZ_ARGS="--requests 5000 --seed 11 --schemathesis-examples 500"; writes ops/results/{fuzz,schemathesis}.{json,md}
 	$(PY) -m ops.fuzz $(FUZZ_ARGS)
 
 load: install ## Orders/s and POST, GET, end-to-end latency from 16 clients, 5 rounds of 1,000 orders on one local cloud (running, or started and stopped); LOAD_ARGS="--clients 16 --orders 1000 --rounds 5"; writes ops/results/load.{json,md}

@@ -12,7 +12,15 @@ import json
 from collections import Counter
 from typing import Annotated
 
-from pydantic import AfterValidator, BaseModel, ConfigDict, Field, StringConstraints, ValidationError
+from pydantic import (
+    AfterValidator,
+    BaseModel,
+    BeforeValidator,
+    ConfigDict,
+    Field,
+    StringConstraints,
+    ValidationError,
+)
 
 from orders.domain import CURRENCY_PATTERN, MAX_ID_CHARS, VISIBLE_ASCII_PATTERN, OrderStatus, StepStatus
 from orders.errors import InvalidRequest, MalformedBody
@@ -33,13 +41,29 @@ CustomerId = Annotated[
 Currency = Annotated[str, StringConstraints(pattern=CURRENCY_PATTERN)]
 
 
+def _whole_number(value: object) -> object:
+    """A JSON number with a zero fraction (`65.0`) is the integer it equals.
+
+    The published document is OpenAPI 3.1, whose schemas are JSON Schema 2020-12: there `integer`
+    is any number with a zero fractional part, so `65.0` is the integer 65, and encoders write it so
+    (Python's `json.dumps(65.0)`). Refusing it would make the API stricter than its own document
+    (and JSON Schema cannot say "written without a fraction"). It becomes 65 before anything reads
+    it: the idempotency payload, the stored line and `GET` see one value, so `65.0` and `65` under
+    one key are one order. Still refused: `65.5`, `"65"`, `true` (strict). The edge's draft-4 model
+    says the same (`infra/api_model.py`)."""
+    return int(value) if isinstance(value, float) and value.is_integer() else value
+
+
+Quantity = Annotated[int, Field(ge=1, le=MAX_QUANTITY, strict=True), BeforeValidator(_whole_number)]
+
+
 class _Strict(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True)
 
 
 class OrderItem(_Strict):
     sku: Sku
-    quantity: int = Field(ge=1, le=MAX_QUANTITY, strict=True)
+    quantity: Quantity
 
 
 def _distinct_skus(items: list[OrderItem]) -> list[OrderItem]:
@@ -52,15 +76,23 @@ def _distinct_skus(items: list[OrderItem]) -> list[OrderItem]:
     return items
 
 
+# Each sku once is stricter than JSON Schema can say: `uniqueItems` compares whole items, so it
+# refuses only a line sent twice (at the edge, 400), and the function refuses a sku repeated with
+# another quantity (422). Every accepted order's items are unique, so the keyword is true of them.
 OrderItems = Annotated[
-    list[OrderItem], Field(min_length=1, max_length=MAX_ITEMS), AfterValidator(_distinct_skus)
+    list[OrderItem],
+    Field(
+        min_length=1,
+        max_length=MAX_ITEMS,
+        description="Each sku at most once (a sku repeated with another quantity: 422 InvalidRequest).",
+        json_schema_extra={"uniqueItems": True},
+    ),
+    AfterValidator(_distinct_skus),
 ]
 
 
 class CreateOrderRequest(_Strict):
-    """Body of `POST /orders` (the `Idempotency-Key` header is required too).
-
-    Not expressible in the edge's JSON Schema: "each sku once" (the function answers 422)."""
+    """Body of `POST /orders` (the `Idempotency-Key` header is required too)."""
 
     customer_id: CustomerId
     currency: Currency

@@ -23,9 +23,11 @@ from pydantic import BaseModel
 from orders import contract
 from orders.contract import MAX_BODY_BYTES
 from orders.workflow import ROUTES, Route
-from reliability.http import HEADER, MAX_KEY_CHARS, REPLAYED_HEADER
+from reliability.http import HEADER, MAX_KEY_CHARS, REPLAYED_HEADER, KeyRejected, idempotency_key
 
 DOCUMENT = Path(__file__).with_name("openapi.json")
+# The catalog `make seed` loads: the examples order from it, so an example is an order the API takes.
+CATALOG_SEED = Path(__file__).with_name("catalog_seed.json")
 GATEWAY_RESPONSES = "x-amazon-apigateway-gateway-responses"
 UNMATCHED = "x-retrysafe-unmatched-requests"
 
@@ -45,8 +47,9 @@ def _gateway(status: int, code: str, *, retry_after: bool = False) -> dict[str, 
 
 # API Gateway's own answers, each in the error shape (response type -> status, code). The two
 # BAD_REQUEST ones use the code the function gives for the same fault. With the catch-all methods
-# an unknown path or method reaches the function (404/405); MISSING_AUTHENTICATION_TOKEN is then
-# what an unsigned request gets on an IAM stage, so it keeps its 403 rather than posing as a 404.
+# an unknown path or another routed method reaches the function (404/405); MISSING_AUTHENTICATION_TOKEN
+# is then what an unsigned request gets on an IAM stage, a path outside the stage, or a method API
+# Gateway cannot route (ROUTED_METHODS), so it keeps its 403 rather than posing as a 404.
 GATEWAY: dict[str, dict[str, Any]] = {
     "BAD_REQUEST_PARAMETERS": _gateway(400, "IdempotencyKeyMissing"),
     "BAD_REQUEST_BODY": _gateway(400, "InvalidRequest"),
@@ -76,6 +79,10 @@ _EVERY_OPERATION_ERRORS: dict[int, tuple[str, ...]] = {
 }
 # A request no operation matches: the function's catch-all answers (and the gateway's).
 _UNMATCHED_ERRORS: dict[int, tuple[str, ...]] = {404: ("NotFound",), 405: ("MethodNotAllowed",)}
+# The methods API Gateway REST can route (a method of a resource is one of these; ANY is all
+# seven): only these reach the catch-all. Any other (TRACE, CONNECT, ...) has no method to match,
+# and API Gateway answers it with MISSING_AUTHENTICATION_TOKEN (403 in the error shape).
+ROUTED_METHODS = ("DELETE", "GET", "HEAD", "OPTIONS", "PATCH", "POST", "PUT")
 
 
 def _merge(*tables: Mapping[int, Iterable[str]]) -> dict[int, list[str]]:
@@ -154,6 +161,112 @@ _KEY_DESCRIPTION = (
 )
 
 
+# Every octet a header value can carry (HTTP field values are bytes; the function reads them as
+# Latin-1 at most): what the key rules are probed over.
+_HEADER_OCTETS = tuple(map(chr, range(0x100)))
+
+
+def _accepted_key(value: str) -> str | None:
+    try:
+        return idempotency_key({HEADER: value})
+    except KeyRejected:
+        return None
+
+
+def _char_class(chars: Iterable[str]) -> str:
+    """A regex character class (ECMA-262, as JSON Schema's `pattern` reads it) of `chars`, in ranges."""
+    runs: list[list[int]] = []  # [first, last] code points of consecutive characters
+    for code in sorted({ord(char) for char in chars}):
+        if runs and code == runs[-1][1] + 1:
+            runs[-1][1] = code
+        else:
+            runs.append([code, code])
+
+    def literal(code: int) -> str:
+        return "\\" + chr(code) if chr(code) in "\\]^-[" else chr(code)
+
+    def span(first: int, last: int) -> str:
+        if last - first >= 2:
+            return f"{literal(first)}-{literal(last)}"
+        return "".join(literal(code) for code in range(first, last + 1))
+
+    return "[" + "".join(span(first, last) for first, last in runs) + "]"
+
+
+def _key_schema() -> dict[str, Any]:
+    """The Idempotency-Key header's schema: the key rules of `reliability.http.idempotency_key`,
+    probed over every octet rather than retyped, and its bound `MAX_KEY_CHARS` (characters of the
+    key: a bare value's length, or the quoted one's characters between the quotes, an escape
+    counting once). A bare value starts and ends with a visible character (HTTP strips the
+    whitespace around a field value); a quoted one holds one at least (a blank key is refused)."""
+    visible = [c for c in _HEADER_OCTETS if _accepted_key(c) == c]
+    probe = visible[0]
+    inside = [c for c in _HEADER_OCTETS if _accepted_key(probe + c + probe) == probe + c + probe]
+    quoted = [c for c in _HEADER_OCTETS if _accepted_key(f'"{probe}{c}"') == probe + c]
+    escaped = [c for c in _HEADER_OCTETS if _accepted_key(f'"{probe}\\{c}"') == probe + c]
+    blank = [c for c in quoted if not c.strip()]
+    visible_class = _char_class(visible)
+    unit = f"(?:{_char_class(quoted)}|\\\\{_char_class(escaped)})"
+    return {
+        "type": "string",
+        "anyOf": [
+            {
+                "title": "bare",
+                "maxLength": MAX_KEY_CHARS,
+                "pattern": f"^{visible_class}(?:{_char_class(inside)}*{visible_class})?$",
+            },
+            {
+                "title": "RFC 8941 sf-string",
+                "pattern": f'^"(?={_char_class(blank)}*[^{"".join(blank)}"]){unit}{{1,{MAX_KEY_CHARS}}}"$',
+            },
+        ],
+    }
+
+
+def _catalog_orders() -> dict[str, Any]:
+    """Orders the API accepts once the catalog is seeded (`make seed`), named as OpenAPI examples:
+    a reader, a client or a tool following the document (schemathesis's examples phase) starts
+    from an order that goes through rather than from an unknown sku."""
+    skus = [item["sku"] for item in json.loads(CATALOG_SEED.read_text())["items"]]
+    orders = {
+        "oneLine": (
+            "one sku",
+            {"customer_id": "customer-1", "currency": "EUR", "items": [{"sku": skus[0], "quantity": 1}]},
+        ),
+        "severalLines": (
+            "three skus, each once",
+            {
+                "customer_id": "customer-2",
+                "currency": "USD",
+                "items": [{"sku": sku, "quantity": n} for n, sku in enumerate(skus[1:4], start=2)],
+            },
+        ),
+    }
+    for _, order in orders.values():
+        contract.CreateOrderRequest.model_validate(order)  # an example outside the contract fails here
+    return {name: {"summary": summary, "value": order} for name, (summary, order) in orders.items()}
+
+
+# Examples of each request model (by name), for the operations that take it.
+_REQUEST_EXAMPLES = {"CreateOrderRequest": _catalog_orders}
+
+
+def _links(route: Route) -> dict[str, Any]:
+    """Where a success answer leads: each other operation whose path parameters its body names
+    (POST /orders' `order_id` -> GET /orders/{order_id}), as OpenAPI links a client or a
+    stateful test follows."""
+    fields = getattr(contract, route.response).model_fields
+    links: dict[str, Any] = {}
+    for other in ROUTES:
+        names = re.findall(r"\{(\w+)\}", other.path)
+        if other is not route and names and all(name in fields for name in names):
+            links[other.operation_id] = {
+                "operationId": other.operation_id,
+                "parameters": {name: f"$response.body#/{name}" for name in names},
+            }
+    return links
+
+
 def _operation(route: Route) -> dict[str, Any]:
     errors = _merge(
         route.errors,
@@ -161,6 +274,8 @@ def _operation(route: Route) -> dict[str, Any]:
         _gateway_errors(validated_body=route.request is not None, required_header=route.idempotent),
     )
     responses = _responses((route.status, route.description, route.response), errors)
+    if links := _links(route):
+        responses[str(route.status)]["links"] = links
     parameters: list[dict[str, Any]] = []
     if route.idempotent:
         parameters.append(
@@ -169,7 +284,7 @@ def _operation(route: Route) -> dict[str, Any]:
                 "in": "header",
                 "required": True,
                 "description": _KEY_DESCRIPTION,
-                "schema": {"type": "string", "minLength": 1},
+                "schema": _key_schema(),
             }
         )
         replayed = {"description": "true on a replay", "schema": {"type": "string", "enum": ["true"]}}
@@ -182,10 +297,10 @@ def _operation(route: Route) -> dict[str, Any]:
     if parameters:
         operation["parameters"] = parameters
     if route.request is not None:
-        operation["requestBody"] = {
-            "required": True,
-            "content": {"application/json": {"schema": {"$ref": f"#/components/schemas/{route.request}"}}},
-        }
+        content: dict[str, Any] = {"schema": {"$ref": f"#/components/schemas/{route.request}"}}
+        if route.request in _REQUEST_EXAMPLES:
+            content["examples"] = _REQUEST_EXAMPLES[route.request]()
+        operation["requestBody"] = {"required": True, "content": {"application/json": content}}
     operation["responses"] = responses
     return operation
 
@@ -208,7 +323,12 @@ def document() -> dict[str, Any]:
         "paths": paths,
         "components": {"schemas": {name: _schema(getattr(contract, name)) for name in dict.fromkeys(models)}},
         UNMATCHED: {
-            "description": "Any other path or method: 404 NotFound or 405 MethodNotAllowed (with Allow).",
+            "description": (
+                f"Any other path, or a path with another of the methods API Gateway routes "
+                f"({', '.join(ROUTED_METHODS)}): 404 NotFound or 405 MethodNotAllowed (with Allow). "
+                "Any other method (TRACE, CONNECT, ...) never reaches the function: API Gateway "
+                "answers it 403 MissingAuthenticationToken."
+            ),
             "responses": {
                 str(status): {"content": {"application/json": {"schema": error_schema(codes)}}}
                 for status, codes in _merge(

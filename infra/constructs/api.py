@@ -13,6 +13,7 @@ from aws_cdk import aws_kms as kms
 from aws_cdk import aws_lambda as lambda_
 from constructs import Construct
 
+from infra.api_model import model_schema
 from infra.config import ApiAuth, ApiThrottle
 from infra.constructs.log_group import log_group
 from infra.nag import acknowledge, acknowledge_checkov
@@ -23,10 +24,10 @@ from infra.nag import acknowledge, acknowledge_checkov
 # function and the document agree.
 OPENAPI_DOCUMENT = Path(__file__).resolve().parents[2] / "functions" / "orders" / "openapi.json"
 OPENAPI = json.loads(OPENAPI_DOCUMENT.read_text())
-JSON_SCHEMA_DRAFT4 = "http://json-schema.org/draft-04/schema#"
 # Methods that send every other request to the function, which answers 404 (unknown path) or 405
 # (known path, other method, with Allow) in the error shape, instead of API Gateway's
-# 403 "Missing Authentication Token".
+# 403 "Missing Authentication Token". ANY covers the seven methods API Gateway routes; any other
+# (TRACE, ...) still gets that 403 (orders.openapi.ROUTED_METHODS).
 CATCH_ALL = "ANY"
 
 _ACCESS_LOG_FORMAT = apigw.AccessLogFormat.custom(
@@ -167,9 +168,9 @@ class OrdersApi(Construct):
                     schema=apigw.JsonSchemaVersion.DRAFT4, type=apigw.JsonSchemaType.OBJECT
                 ),
             )
-            # The schema is plain JSON Schema from the document (JsonSchema would mean retyping it).
+            # The schema is the document's, in draft 4's words (JsonSchema would mean retyping it).
             cast(apigw.CfnModel, model.node.default_child).add_property_override(
-                "Schema", {"$schema": JSON_SCHEMA_DRAFT4, **OPENAPI["components"]["schemas"][schema_name]}
+                "Schema", model_schema(OPENAPI["components"]["schemas"][schema_name])
             )
             self._models[schema_name] = model
         return self._models[schema_name]

@@ -1,10 +1,12 @@
-"""`python -m ops.fuzz` (`make fuzz`): thousands of hostile requests over HTTP against a local cloud.
+"""`python -m ops.fuzz` (`make fuzz`): thousands of hostile requests over HTTP against a local cloud,
+then schemathesis (every phase) against the published OpenAPI document on the same cloud.
 
 Uses the running local cloud in `--dir` (left running), else starts one there and stops it. Prints
-the figures and writes them to ops/results/fuzz.{json,md}; exit 1 when any answer broke the
-contract (a 5xx, an error without the shape, an answer the OpenAPI description does not list or
-the contract does not promise, a state change from a rejected request, an accepted order that does
-not read back).
+the figures and writes them to ops/results/fuzz.{json,md} and ops/results/schemathesis.{json,md}
+(schemathesis's own reports in .cache/schemathesis/); exit 1 when any answer broke the contract
+(a 5xx, an error without the shape, an answer the OpenAPI description does not list or the contract
+does not promise, a state change from a rejected request, an accepted order that does not read
+back) or schemathesis found a failure (ops/fuzz/schemathesis_run.py, schemathesis.toml).
 """
 
 from __future__ import annotations
@@ -18,6 +20,7 @@ import time
 from pathlib import Path
 from typing import Any
 
+from ops.fuzz import schemathesis_run
 from ops.fuzz.oracle import Tally
 from ops.fuzz.run import Runner, Stores
 from ops.fuzz.transport import HttpTransport
@@ -26,6 +29,7 @@ from ops.seed import seed_inventory
 from ops.target import add_state_dir_option
 
 RESULTS = Path(__file__).resolve().parents[1] / "results"
+SCHEMATHESIS_REPORTS = schemathesis_run.PROJECT / ".cache" / "schemathesis"
 STAGE = "local"
 
 
@@ -48,10 +52,46 @@ def _markdown(figures: dict[str, Any]) -> str:
     return "\n".join(lines) + "\n"
 
 
+def _schemathesis_markdown(figures: dict[str, Any]) -> str:
+    def counts(table: dict[str, Any]) -> str:
+        return ", ".join(f"{key}: {value}" for key, value in table.items()) or "none"
+
+    lines = [
+        "# make fuzz: schemathesis against the published OpenAPI document, over HTTP on the local cloud",
+        "",
+        f"Command (from the project directory, so `schemathesis.toml` applies): `{figures['command']}`; "
+        f"{figures['seconds']:.0f} s wall, {figures['machine']}.",
+        "",
+        "| figure | value |",
+        "| --- | --- |",
+        f"| requests | {figures.get('requests')} |",
+        f"| test cases | {figures.get('test_cases')} |",
+        f"| failures | {figures.get('failures')} |",
+        f"| errors | {figures.get('errors')} |",
+        "",
+        "Phases: " + counts(figures.get("phases", {})) + ".",
+        "",
+        "Statuses: " + counts(figures.get("statuses", {})) + ".",
+        "",
+        "Failures by kind: " + counts(figures.get("failures_by_kind", {})) + ".",
+        "",
+        "Failing test cases by check: " + counts(figures.get("failing_test_cases_by_check", {})) + ".",
+        "",
+        "Warnings: " + counts({k: ", ".join(v) for k, v in figures.get("warnings", {}).items()}) + ".",
+    ]
+    return "\n".join(lines) + "\n"
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m ops.fuzz", description=__doc__.splitlines()[0])
     parser.add_argument("--requests", type=int, default=5000, help="requests drawn (default 5000)")
     parser.add_argument("--seed", type=int, default=11, help="hypothesis seed (default 11)")
+    parser.add_argument(
+        "--schemathesis-examples",
+        type=int,
+        default=500,
+        help="schemathesis's test cases per operation and phase (default 500; 0: no schemathesis run)",
+    )
     add_state_dir_option(parser)
     args = parser.parse_args(argv)
     started = time.monotonic()
@@ -70,7 +110,13 @@ def main(argv: list[str] | None = None) -> int:
         runner.progress = say
         say(f"sending {args.requests} drawn requests to {out.api_url} ...")
         tally: Tally = runner.run(args.requests, seed=args.seed)
-    seconds = time.monotonic() - started
+        seconds = time.monotonic() - started
+        checked = None
+        if args.schemathesis_examples > 0:
+            say(f"schemathesis, every phase, {args.schemathesis_examples} examples per operation ...")
+            checked = schemathesis_run.run(
+                out.api_url, SCHEMATHESIS_REPORTS, max_examples=args.schemathesis_examples, seed=args.seed
+            )
     figures = {
         "command": f"make fuzz (python -m ops.fuzz --requests {args.requests} --seed {args.seed})",
         "seed": args.seed,
@@ -84,7 +130,20 @@ def main(argv: list[str] | None = None) -> int:
     print(_markdown(figures))
     verdict = "OK" if tally.ok else "CONTRACT BROKEN"
     print(f"fuzz: {verdict} ({tally.requests} requests, written to {RESULTS / 'fuzz.md'})")
-    return 0 if tally.ok else 1
+    if checked is None:
+        return 0 if tally.ok else 1
+    output = checked.pop("output")
+    checked["machine"] = figures["machine"]
+    (RESULTS / "schemathesis.json").write_text(json.dumps(checked, indent=2) + "\n")
+    (RESULTS / "schemathesis.md").write_text(_schemathesis_markdown(checked))
+    if not checked["ok"]:
+        print(output)
+    print(_schemathesis_markdown(checked))
+    verdict = "OK" if checked["ok"] else "DOCUMENT AND API DISAGREE"
+    print(
+        f"schemathesis: {verdict} (written to {RESULTS / 'schemathesis.md'}, reports {SCHEMATHESIS_REPORTS})"
+    )
+    return 0 if tally.ok and checked["ok"] else 1
 
 
 if __name__ == "__main__":

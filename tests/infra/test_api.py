@@ -14,6 +14,7 @@ from aws_cdk import App, Stack
 from aws_cdk import aws_lambda as lambda_
 from aws_cdk.assertions import Template
 
+from infra.api_model import model_schema
 from infra.config import ApiAuth, ApiThrottle, load_config
 from infra.constructs import api
 from infra.constructs.api import CATCH_ALL
@@ -97,11 +98,12 @@ def test_each_route_requires_its_parameters_and_validates_its_body(dev_app: Temp
             assert "RequestModels" not in props, key
             continue
         model = models[props["RequestModels"]["application/json"]["Ref"]]["Properties"]
-        # One definition: the model is the pydantic contract's schema, through openapi.json
-        assert model["Schema"] == {
-            "$schema": "http://json-schema.org/draft-04/schema#",
-            **openapi.document()["components"]["schemas"][route.request],
-        }, key
+        # One definition: the model is the pydantic contract's schema, through openapi.json, in
+        # draft 4's words
+        assert model["Schema"] == model_schema(openapi.document()["components"]["schemas"][route.request]), (
+            key
+        )
+        assert model["Schema"]["$schema"] == "http://json-schema.org/draft-04/schema#"
         assert model["ContentType"] == "application/json"
         jsonschema.Draft4Validator.check_schema(model["Schema"])
     # One model per request body, however many routes take it
@@ -120,6 +122,23 @@ def test_the_create_order_body_is_closed_and_bounded(dev_app: Template) -> None:
     item = props["items"]["items"]
     assert item["additionalProperties"] is False
     assert (item["properties"]["quantity"]["minimum"], item["properties"]["quantity"]["maximum"]) == (1, 100)
+
+
+def test_the_create_order_model_reads_integers_as_the_document_does(dev_app: Template) -> None:
+    # Regression: draft 4's `integer` refused 65.0, which the document (JSON Schema 2020-12) and
+    # the function take as 65, so the edge answered 400 to an order its document admits
+    (schema,) = [
+        model["Properties"]["Schema"]
+        for model in dev_app.find_resources("AWS::ApiGateway::Model").values()
+        if model["Properties"]["Name"] == "CreateOrder"
+    ]
+    edge = jsonschema.Draft4Validator(schema)
+    order = {"customer_id": "c", "currency": "EUR"}
+    assert edge.is_valid({**order, "items": [{"sku": "sku-1", "quantity": 65.0}]})
+    assert edge.is_valid({**order, "items": [{"sku": "sku-1", "quantity": 65}]})
+    for refused in (65.5, "65", True, 0, 101.0):
+        assert not edge.is_valid({**order, "items": [{"sku": "sku-1", "quantity": refused}]}), refused
+    assert not edge.is_valid({**order, "items": [{"sku": "sku-1", "quantity": 1}] * 2})  # uniqueItems
 
 
 def test_routes_that_take_the_same_body_share_one_model(monkeypatch: pytest.MonkeyPatch) -> None:
