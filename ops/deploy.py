@@ -20,6 +20,8 @@ with and in what an emulator lacks:
 - `local`: the local cloud whose state directory (`$LOCALCLOUD_DIR`, default `.localcloud`) holds
   its `endpoint.json`; the local cloud answers the public parameters itself. Afterwards it is told
   to serve the REST APIs now deployed, and `outputs.json` is derived from the CLI's outputs.
+Each target runs the CLI with a `CDK_HOME` of its own (`cdk_home`): the CLI caches the account of
+each access key there, and the local cloud and LocalStack take the same key for two accounts.
 """
 
 from __future__ import annotations
@@ -62,6 +64,19 @@ _FOREIGN = (
     "AWS_ACCESS_KEY_ID",
     "AWS_SECRET_ACCESS_KEY",
 )
+
+
+def cdk_home(target: str, environ: Mapping[str, str]) -> str:
+    """The CDK CLI's home directory when it deploys to `target`: `$CDK_HOME/targets/<target>`.
+
+    The CLI caches access key -> account in `$CDK_HOME/cache/accounts_partitions.json` and trusts
+    it over STS. The local cloud (moto's account 123456789012) and LocalStack (000000000000) both
+    take the key `test`, so with one home the second target's bootstrap fails with
+    IncorrectDefaultCredentials ("the current credentials are for" the other account) until the
+    file is deleted. Keyed by target, never shared with `make synth`'s home either.
+    """
+    base = environ.get("CDK_HOME") or str(PROJECT_DIR / ".cache" / "cdk")
+    return str(Path(base) / "targets" / target)
 
 
 class DeployFailed(RuntimeError):
@@ -111,6 +126,7 @@ class DeployTarget:
             for name in _FOREIGN:
                 env.pop(name, None)
         env.update(self.env)
+        env["CDK_HOME"] = cdk_home(self.name, env)
         return env
 
 
