@@ -42,20 +42,21 @@ from botocore.exceptions import BotoCoreError, ClientError
 from localcloud import control
 from localcloud import outputs as localcloud_outputs
 from localcloud.synth import stacks_of_stage, synth_env
-from ops.target import local_state_dir, outputs_file
+from ops.target import LOCALSTACK_CREDENTIALS, local_state_dir, localstack, outputs_file
 
 PROJECT_DIR = Path(__file__).resolve().parents[1]
 CLI = PROJECT_DIR / "node_modules" / ".bin" / "cdk"
 TARGETS = ("local", "localstack", "aws")
-LOCALSTACK_ENDPOINT = "http://localhost.localstack.cloud:4566"
 # What `cdk bootstrap` writes with the default qualifier; templates check it at deploy time.
 BOOTSTRAP_VERSION_PARAMETER = "/cdk-bootstrap/hnb659fds/version"
 PUBLIC_PARAMETER_PREFIX = "/aws/service/"
 # Where an emulator deploy keeps the values of the public parameters it lacks.
 EMULATOR_PARAMETER_PREFIX = "/retrysafe/emulator/"
 LAYER_ARN_ENV = "POWERTOOLS_LAYER_ARN"
-# The local cloud and LocalStack accept any credentials; these are LocalStack's documented ones.
-_EMULATOR_CREDENTIALS = {"AWS_ACCESS_KEY_ID": "test", "AWS_SECRET_ACCESS_KEY": "test"}
+# The local cloud accepts any credentials; these are LocalStack's documented ones.
+_EMULATOR_CREDENTIALS = dict(
+    zip(("AWS_ACCESS_KEY_ID", "AWS_SECRET_ACCESS_KEY"), LOCALSTACK_CREDENTIALS, strict=True)
+)
 # Variables that would point the CLI at another account or endpoint than the target's.
 _FOREIGN = (
     "AWS_PROFILE",
@@ -158,18 +159,18 @@ def resolve(
             state,
         )
     if name == "localstack":
-        endpoint_url = environ.get("AWS_ENDPOINT_URL") or LOCALSTACK_ENDPOINT
-        region = region or "us-east-1"
+        emulator = localstack(environ)
+        key, secret = emulator.credentials
         env = {
-            "AWS_ENDPOINT_URL": endpoint_url,
-            "AWS_REGION": region,
-            "AWS_DEFAULT_REGION": region,
-            "AWS_ACCESS_KEY_ID": environ.get("AWS_ACCESS_KEY_ID")
-            or _EMULATOR_CREDENTIALS["AWS_ACCESS_KEY_ID"],
-            "AWS_SECRET_ACCESS_KEY": environ.get("AWS_SECRET_ACCESS_KEY")
-            or _EMULATOR_CREDENTIALS["AWS_SECRET_ACCESS_KEY"],
+            "AWS_ENDPOINT_URL": emulator.endpoint,
+            "AWS_REGION": emulator.region,
+            "AWS_DEFAULT_REGION": emulator.region,
+            "AWS_ACCESS_KEY_ID": key,
+            "AWS_SECRET_ACCESS_KEY": secret,
         }
-        return DeployTarget(name, stage, region, endpoint_url, env, outputs_file(name, stage, environ))
+        return DeployTarget(
+            name, stage, emulator.region, emulator.endpoint, env, outputs_file(name, stage, environ)
+        )
     if name == "aws":
         region = region or boto3.session.Session().region_name or ""
         if not region:
