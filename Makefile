@@ -37,13 +37,13 @@ export JSII_SILENCE_WARNING_UNTESTED_NODE_VERSION := 1
 export PYTHONPATH := functions:.
 
 .PHONY: help install synth nag lint format test test-unit test-integration test-infra test-e2e bench \
-        demo summary deploy destroy local local-up local-down invoke seed invariants redrive-dlq redrive-workflow chaos constraints clean \
+        demo summary deploy destroy layer local local-up local-down invoke seed invariants redrive-dlq redrive-workflow chaos constraints clean \
         story idem-show idem-forget fence-show fence-reset browser openapi fuzz scale scale-sheet rerun new-service load
 
 help: ## List every target with what it does
 	@awk 'BEGIN {FS = ":.*## "} /^[a-zA-Z0-9_-]+:.*## / {printf "  \033[36m%-18s\033[0m %s\n", $$1, $$2}' $(MAKEFILE_LIST)
 
-$(PY_STAMP): requirements.txt requirements-dev.txt constraints.txt
+$(PY_STAMP): requirements.txt requirements-layer.txt requirements-dev.txt constraints.txt
 	@$(PYTHON) -c 'import sys; sys.exit(0 if sys.version_info >= (3, 11) else "Python 3.11+ is required")'
 	$(PYTHON) -m venv $(VENV)
 	$(VENV)/bin/pip install --quiet --disable-pip-version-check -r requirements-dev.txt -c constraints.txt
@@ -112,6 +112,9 @@ bench: install ## Count AWS calls per step and per order through the handlers on
 	$(PY) -m bench.roundtrips
 	$(PY) bench/coldstart.py
 	$(PY) bench/cost.py
+
+layer: install ## Build the Powertools layer zip for an emulator (.cache/layer/); TARGET=localstack also publishes it there and prints its ARN; LAYER_ARGS="--python 3.11 --arch x86_64"
+	@$(PY) -m ops.layer $(if $(filter localstack,$(TARGET)),--publish) $(LAYER_ARGS)
 
 openapi: install ## Write the API's OpenAPI description (functions/orders/openapi.json) from the route list and the contract models
 	$(PY) -m orders.openapi

@@ -91,6 +91,16 @@ class LocalStack:
     region: str
     credentials: tuple[str, str]  # access key id, secret access key
 
+    def client(self, service_name: str) -> Any:
+        key, secret = self.credentials
+        return boto3.client(
+            service_name,
+            endpoint_url=self.endpoint,
+            region_name=self.region,
+            aws_access_key_id=key,
+            aws_secret_access_key=secret,
+        )
+
 
 def localstack(environ: Mapping[str, str] | None = None) -> LocalStack:
     """`AWS_ENDPOINT_URL`, `AWS_REGION`/`AWS_DEFAULT_REGION` and the access keys when set, else
