@@ -27,13 +27,19 @@ from localstack_engine import process
 
 LOG_DIR = process.PROJECT_DIR / ".cache" / "e2e-localstack"
 STAGE = "dev"
-# The environment a step must not inherit: it would point the tools at another account or endpoint.
+# The environment a step must not inherit: what would point the tools at another account or
+# endpoint, and an enclosing make's (a sub-make prints "Entering directory" on stdout), so that each
+# step's make runs as a user's does.
 _FOREIGN = (
     "AWS_PROFILE",
     "AWS_ACCESS_KEY_ID",
     "AWS_SECRET_ACCESS_KEY",
     "AWS_SESSION_TOKEN",
     "RETRYSAFE_TARGET",
+    "MAKELEVEL",
+    "MAKEFLAGS",
+    "MFLAGS",
+    "MAKEOVERRIDES",
 )
 # Lambda's names for the machine architectures Python reports.
 _LAMBDA_ARCH = {"x86_64": "x86_64", "amd64": "x86_64", "aarch64": "arm64", "arm64": "arm64"}

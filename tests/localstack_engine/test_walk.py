@@ -54,6 +54,7 @@ def _engine_python(monkeypatch: pytest.MonkeyPatch) -> None:
 
 def test_the_path_runs_readmes_commands_against_the_engine(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("AWS_PROFILE", "prod-admin")  # must never reach a step
+    monkeypatch.setenv("MAKELEVEL", "1")  # nor an enclosing make's level (a sub-make prints its directory)
     events: list[str] = []
     run = Recorder()
 
@@ -71,6 +72,7 @@ def test_the_path_runs_readmes_commands_against_the_engine(monkeypatch: pytest.M
     for step, env in run.ran:
         assert env["AWS_ENDPOINT_URL"] == ENDPOINT
         assert "AWS_PROFILE" not in env
+        assert "MAKELEVEL" not in env
         if step.name != "layer":
             assert env["POWERTOOLS_LAYER_ARN"] == ARN  # the layer step's last line
     e2e_env = run.ran[3][1]
