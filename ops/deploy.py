@@ -29,6 +29,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import re
 import subprocess
 import sys
 from collections.abc import Mapping, Sequence
@@ -53,6 +54,7 @@ PUBLIC_PARAMETER_PREFIX = "/aws/service/"
 # Where an emulator deploy keeps the values of the public parameters it lacks.
 EMULATOR_PARAMETER_PREFIX = "/retrysafe/emulator/"
 LAYER_ARN_ENV = "POWERTOOLS_LAYER_ARN"
+LAYER_VERSION_ARN = re.compile(r"arn:[\w-]+:lambda:[\w-]+:\d{12}:layer:[\w-]+:\d+")
 # The local cloud accepts any credentials; these are LocalStack's documented ones.
 _EMULATOR_CREDENTIALS = dict(
     zip(("AWS_ACCESS_KEY_ID", "AWS_SECRET_ACCESS_KEY"), LOCALSTACK_CREDENTIALS, strict=True)
@@ -249,8 +251,10 @@ def _emulator_overrides(target: DeployTarget, app: Path, environ: Mapping[str, s
         names = ", ".join(sorted({p.name for p in wanted}))
         raise DeployFailed(
             f"LocalStack has no public SSM parameters ({names}): set {LAYER_ARN_ENV} to a Powertools "
-            "layer version it can attach"
+            "layer version it can attach (`make layer TARGET=localstack` publishes one and prints it)"
         )
+    if wanted and not LAYER_VERSION_ARN.fullmatch(environ[LAYER_ARN_ENV]):
+        raise DeployFailed(f"{LAYER_ARN_ENV} is not a layer version ARN: {environ[LAYER_ARN_ENV]!r}")
     ssm = target.client("ssm")
     for parameter in wanted:
         ssm.put_parameter(

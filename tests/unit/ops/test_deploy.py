@@ -133,6 +133,11 @@ def test_localstack_without_a_layer_arn_stops_before_deploying(local_assembly: P
 
     with pytest.raises(deploy.DeployFailed, match="POWERTOOLS_LAYER_ARN"):
         deploy._emulator_overrides(target, local_assembly, {})
+    # nor with something else in it, e.g. what a sub-make printed around `make layer`'s ARN
+    arn = "arn:aws:lambda:us-east-1:000000000000:layer:retrysafe-powertools:1"
+    with pytest.raises(deploy.DeployFailed, match="not a layer version ARN"):
+        deploy._emulator_overrides(target, local_assembly, {"POWERTOOLS_LAYER_ARN": f"make[1]: ...\n{arn}"})
+    assert deploy.LAYER_VERSION_ARN.fullmatch(arn)
 
 
 def test_the_target_is_described_before_deploying() -> None:
