@@ -14,6 +14,11 @@ NODE_STAMP := node_modules/.installed
 # (requirements-checkov.txt), built by the first `make lint`.
 CHECKOV_VENV := .venv-checkov
 CHECKOV_STAMP := $(CHECKOV_VENV)/.installed
+# MiniStack, the LocalStack-compatible engine `make e2e-localstack` runs on (no token, no Docker),
+# pins botocore and graphql-core below this project's pins: a virtualenv of its own too
+# (requirements-ministack.txt), built by the first `make test`, `make ministack` or `make e2e-localstack`.
+MINISTACK_VENV := .venv-ministack
+MINISTACK_STAMP := $(MINISTACK_VENV)/.installed
 STAGE ?= dev
 # Where `make deploy` / `make destroy` go: always named, never guessed (STAGE=local: the local cloud).
 TARGET ?= $(if $(filter local,$(STAGE)),local,)
@@ -36,14 +41,14 @@ export JSII_SILENCE_WARNING_UNTESTED_NODE_VERSION := 1
 # directory, so a copy of the project imports its own code; a PYTHONPATH from outside is replaced.
 export PYTHONPATH := functions:.
 
-.PHONY: help install synth nag lint format test test-unit test-integration test-infra test-e2e bench \
-        demo summary deploy destroy local local-up local-down invoke seed invariants redrive-dlq redrive-workflow chaos constraints clean \
+.PHONY: help install synth nag lint format test test-unit test-integration test-infra test-e2e ministack e2e-localstack bench \
+        demo summary deploy destroy layer local local-up local-down invoke seed invariants redrive-dlq redrive-workflow chaos constraints clean \
         story idem-show idem-forget fence-show fence-reset browser openapi fuzz scale scale-sheet rerun new-service load
 
 help: ## List every target with what it does
 	@awk 'BEGIN {FS = ":.*## "} /^[a-zA-Z0-9_-]+:.*## / {printf "  \033[36m%-18s\033[0m %s\n", $$1, $$2}' $(MAKEFILE_LIST)
 
-$(PY_STAMP): requirements.txt requirements-dev.txt constraints.txt
+$(PY_STAMP): requirements.txt requirements-layer.txt requirements-dev.txt constraints.txt
 	@$(PYTHON) -c 'import sys; sys.exit(0 if sys.version_info >= (3, 11) else "Python 3.11+ is required")'
 	$(PYTHON) -m venv $(VENV)
 	$(VENV)/bin/pip install --quiet --disable-pip-version-check -r requirements-dev.txt -c constraints.txt
@@ -52,6 +57,11 @@ $(PY_STAMP): requirements.txt requirements-dev.txt constraints.txt
 $(CHECKOV_STAMP): requirements-checkov.txt constraints-checkov.txt
 	$(PYTHON) -m venv $(CHECKOV_VENV)
 	$(CHECKOV_VENV)/bin/pip install --quiet --disable-pip-version-check -r requirements-checkov.txt -c constraints-checkov.txt
+	@touch $@
+
+$(MINISTACK_STAMP): requirements-ministack.txt constraints-ministack.txt
+	$(PYTHON) -m venv $(MINISTACK_VENV)
+	$(MINISTACK_VENV)/bin/pip install --quiet --disable-pip-version-check -r requirements-ministack.txt -c constraints-ministack.txt
 	@touch $@
 
 $(NODE_STAMP): package.json package-lock.json
@@ -93,7 +103,7 @@ format: install ## Apply ruff's fixes and formatting
 	$(VENV)/bin/ruff check --fix .
 	$(VENV)/bin/ruff format .
 
-test: install $(CHECKOV_STAMP) ## The whole suite: unit, integration, infrastructure, end to end on a local cloud, chaos subset (one worker per core)
+test: install $(CHECKOV_STAMP) $(MINISTACK_STAMP) ## The whole suite: unit, integration, infrastructure, end to end on a local cloud, chaos subset (one worker per core)
 	$(PY) -m pytest -n auto --dist loadgroup
 
 test-unit: install ## Unit tests only (fast, no synthesis)
@@ -105,13 +115,22 @@ test-integration: install ## The whole chain in-process on moto
 test-infra: install $(CHECKOV_STAMP) ## Template assertions, cdk-nag, checkov and cfn-lint
 	$(PY) -m pytest tests/infra
 
-test-e2e: install ## End to end over HTTP and AWS APIs: a local cloud of its own, or RETRYSAFE_E2E_TARGET=outputs|aws
+test-e2e: install ## End to end over HTTP and AWS APIs: a local cloud of its own, or RETRYSAFE_E2E_TARGET=outputs|aws|localstack
 	$(PY) -m pytest tests/e2e
+
+ministack: install $(MINISTACK_STAMP) ## Run MiniStack, patched where it differs from AWS (localstack_engine/), on 127.0.0.1:4566 in the foreground (Ctrl-C stops it)
+	$(PY) -m localstack_engine.process
+
+e2e-localstack: install $(MINISTACK_STAMP) ## The LocalStack path on MiniStack: engine up, layer, deploy STAGE=dev TARGET=localstack, seed, the e2e tier, destroy, engine down (1-2 min)
+	$(PY) -m localstack_engine.walk
 
 bench: install ## Count AWS calls per step and per order through the handlers on moto, time each handler's cold-start import, price whole orders with and without the layer; writes bench/results/
 	$(PY) -m bench.roundtrips
 	$(PY) bench/coldstart.py
 	$(PY) bench/cost.py
+
+layer: install ## Build the Powertools layer zip for an emulator (.cache/layer/); TARGET=localstack also publishes it there and prints its ARN; LAYER_ARGS="--python 3.11 --arch x86_64"
+	@$(PY) -m ops.layer $(if $(filter localstack,$(TARGET)),--publish) $(LAYER_ARGS)
 
 openapi: install ## Write the API's OpenAPI description (functions/orders/openapi.json) from the route list and the contract models
 	$(PY) -m orders.openapi
@@ -202,7 +221,13 @@ constraints: ## Re-pin transitive dependencies after editing requirements*.txt
 	  echo "# Regenerate with 'make constraints' after changing requirements-checkov.txt."; \
 	  $(CHECKOV_VENV)/bin/pip freeze --exclude-editable; } > constraints-checkov.txt
 	@touch $(CHECKOV_STAMP)
+	rm -rf $(MINISTACK_VENV) && $(PYTHON) -m venv $(MINISTACK_VENV)
+	$(MINISTACK_VENV)/bin/pip install --quiet -r requirements-ministack.txt
+	{ echo "# Exact versions of MiniStack's transitive dependencies, applied with pip's -c when .venv-ministack is built."; \
+	  echo "# Regenerate with 'make constraints' after changing requirements-ministack.txt."; \
+	  $(MINISTACK_VENV)/bin/pip freeze --exclude-editable; } > constraints-ministack.txt
+	@touch $(MINISTACK_STAMP)
 
 clean: ## Remove build output, caches, the venv and node_modules
-	rm -rf cdk.out .cache .localcloud .pytest_cache .mypy_cache .ruff_cache .hypothesis $(VENV) $(CHECKOV_VENV) node_modules
+	rm -rf cdk.out .cache .localcloud .pytest_cache .mypy_cache .ruff_cache .hypothesis $(VENV) $(CHECKOV_VENV) $(MINISTACK_VENV) node_modules
 	find . -name __pycache__ -type d -prune -exec rm -rf {} +

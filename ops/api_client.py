@@ -2,6 +2,7 @@
 
     api = ApiClient(target.output("ApiUrl"))                       # the local cloud (auth NONE)
     api = ApiClient(url, sign_with=boto3.Session(), region="eu-west-1")  # a real stage (IAM auth)
+    api = ApiClient(url, sign_with=session, endpoint="http://127.0.0.1:4566")  # LocalStack (IAM auth)
     response = api.post_order({"customer_id": ..., "items": [...]}, key="k-1")
     response.status, response.json, response.header("Idempotent-Replayed")
 
@@ -11,12 +12,34 @@ Only the standard library plus botocore's SigV4 signer; never an import of handl
 from __future__ import annotations
 
 import json
+import re
 import urllib.error
 import urllib.request
 from dataclasses import dataclass, field
 from typing import Any
+from urllib.parse import urlsplit
 
 DEFAULT_TIMEOUT_SECONDS = 60.0
+# API Gateway's own host names: `<api id>.execute-api.<region>.amazonaws.com` on AWS; an emulator
+# answers its own (`<api id>.execute-api.localhost.localstack.cloud:4566`, ...).
+_EXECUTE_API_HOST = re.compile(r"^(?P<api>[a-z0-9]+)\.execute-api\.")
+# LocalStack's path form of an API's URL, which needs no DNS (MiniStack serves it too).
+EMULATOR_API_PATH = "/_aws/execute-api/"
+
+
+def api_via_endpoint(url: str, endpoint: str) -> str:
+    """An API Gateway URL as an emulator at `endpoint` serves it, else `url` unchanged.
+
+    `https://<id>.execute-api.<domain>/<stage>/<path>` -> `<endpoint>/_aws/execute-api/<id>/<stage>/<path>`.
+    An emulator's stack outputs and its API's own links name execute-api hosts (often AWS's
+    `amazonaws.com`, as CloudFormation's `AWS::URLSuffix` answers) that do not resolve to it.
+    """
+    parts = urlsplit(url)
+    match = _EXECUTE_API_HOST.match(parts.hostname or "")
+    if match is None:
+        return url
+    query = f"?{parts.query}" if parts.query else ""
+    return f"{endpoint.rstrip('/')}{EMULATOR_API_PATH}{match['api']}{parts.path or '/'}{query}"
 
 
 @dataclass(frozen=True)
@@ -37,7 +60,8 @@ class ApiResponse:
 
 
 class ApiClient:
-    """Requests against the API's base URL (`.../<stage>/`), SigV4-signed when given a session."""
+    """Requests against the API's base URL (`.../<stage>/`), SigV4-signed when given a session;
+    on an emulator (`endpoint`), absolute API URLs (an answer's links) go through its endpoint."""
 
     def __init__(
         self,
@@ -46,11 +70,13 @@ class ApiClient:
         sign_with: Any = None,
         region: str | None = None,
         timeout: float = DEFAULT_TIMEOUT_SECONDS,
+        endpoint: str | None = None,
     ) -> None:
         self.base_url = base_url if base_url.endswith("/") else base_url + "/"
         self._session = sign_with
         self._region = region
         self._timeout = timeout
+        self._endpoint = endpoint
 
     def request(
         self,
@@ -61,6 +87,8 @@ class ApiClient:
         headers: dict[str, str] | None = None,
     ) -> ApiResponse:
         url = path if path.startswith(("http://", "https://")) else self.base_url + path.lstrip("/")
+        if self._endpoint:
+            url = api_via_endpoint(url, self._endpoint)
         data: bytes | None
         if isinstance(body, dict):
             data = json.dumps(body).encode("utf-8")

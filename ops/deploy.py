@@ -20,6 +20,8 @@ with and in what an emulator lacks:
 - `local`: the local cloud whose state directory (`$LOCALCLOUD_DIR`, default `.localcloud`) holds
   its `endpoint.json`; the local cloud answers the public parameters itself. Afterwards it is told
   to serve the REST APIs now deployed, and `outputs.json` is derived from the CLI's outputs.
+Each target runs the CLI with a `CDK_HOME` of its own (`cdk_home`): the CLI caches the account of
+each access key there, and the local cloud and LocalStack take the same key for two accounts.
 """
 
 from __future__ import annotations
@@ -27,6 +29,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import re
 import subprocess
 import sys
 from collections.abc import Mapping, Sequence
@@ -40,20 +43,22 @@ from botocore.exceptions import BotoCoreError, ClientError
 from localcloud import control
 from localcloud import outputs as localcloud_outputs
 from localcloud.synth import stacks_of_stage, synth_env
-from ops.target import local_state_dir, outputs_file
+from ops.target import LOCALSTACK_CREDENTIALS, local_state_dir, localstack, outputs_file
 
 PROJECT_DIR = Path(__file__).resolve().parents[1]
 CLI = PROJECT_DIR / "node_modules" / ".bin" / "cdk"
 TARGETS = ("local", "localstack", "aws")
-LOCALSTACK_ENDPOINT = "http://localhost.localstack.cloud:4566"
 # What `cdk bootstrap` writes with the default qualifier; templates check it at deploy time.
 BOOTSTRAP_VERSION_PARAMETER = "/cdk-bootstrap/hnb659fds/version"
 PUBLIC_PARAMETER_PREFIX = "/aws/service/"
 # Where an emulator deploy keeps the values of the public parameters it lacks.
 EMULATOR_PARAMETER_PREFIX = "/retrysafe/emulator/"
 LAYER_ARN_ENV = "POWERTOOLS_LAYER_ARN"
-# The local cloud and LocalStack accept any credentials; these are LocalStack's documented ones.
-_EMULATOR_CREDENTIALS = {"AWS_ACCESS_KEY_ID": "test", "AWS_SECRET_ACCESS_KEY": "test"}
+LAYER_VERSION_ARN = re.compile(r"arn:[\w-]+:lambda:[\w-]+:\d{12}:layer:[\w-]+:\d+")
+# The local cloud accepts any credentials; these are LocalStack's documented ones.
+_EMULATOR_CREDENTIALS = dict(
+    zip(("AWS_ACCESS_KEY_ID", "AWS_SECRET_ACCESS_KEY"), LOCALSTACK_CREDENTIALS, strict=True)
+)
 # Variables that would point the CLI at another account or endpoint than the target's.
 _FOREIGN = (
     "AWS_PROFILE",
@@ -62,6 +67,19 @@ _FOREIGN = (
     "AWS_ACCESS_KEY_ID",
     "AWS_SECRET_ACCESS_KEY",
 )
+
+
+def cdk_home(target: str, environ: Mapping[str, str]) -> str:
+    """The CDK CLI's home directory when it deploys to `target`: `$CDK_HOME/targets/<target>`.
+
+    The CLI caches access key -> account in `$CDK_HOME/cache/accounts_partitions.json` and trusts
+    it over STS. The local cloud (moto's account 123456789012) and LocalStack (000000000000) both
+    take the key `test`, so with one home the second target's bootstrap fails with
+    IncorrectDefaultCredentials ("the current credentials are for" the other account) until the
+    file is deleted. Keyed by target, never shared with `make synth`'s home either.
+    """
+    base = environ.get("CDK_HOME") or str(PROJECT_DIR / ".cache" / "cdk")
+    return str(Path(base) / "targets" / target)
 
 
 class DeployFailed(RuntimeError):
@@ -111,6 +129,7 @@ class DeployTarget:
             for name in _FOREIGN:
                 env.pop(name, None)
         env.update(self.env)
+        env["CDK_HOME"] = cdk_home(self.name, env)
         return env
 
 
@@ -142,18 +161,18 @@ def resolve(
             state,
         )
     if name == "localstack":
-        endpoint_url = environ.get("AWS_ENDPOINT_URL") or LOCALSTACK_ENDPOINT
-        region = region or "us-east-1"
+        emulator = localstack(environ)
+        key, secret = emulator.credentials
         env = {
-            "AWS_ENDPOINT_URL": endpoint_url,
-            "AWS_REGION": region,
-            "AWS_DEFAULT_REGION": region,
-            "AWS_ACCESS_KEY_ID": environ.get("AWS_ACCESS_KEY_ID")
-            or _EMULATOR_CREDENTIALS["AWS_ACCESS_KEY_ID"],
-            "AWS_SECRET_ACCESS_KEY": environ.get("AWS_SECRET_ACCESS_KEY")
-            or _EMULATOR_CREDENTIALS["AWS_SECRET_ACCESS_KEY"],
+            "AWS_ENDPOINT_URL": emulator.endpoint,
+            "AWS_REGION": emulator.region,
+            "AWS_DEFAULT_REGION": emulator.region,
+            "AWS_ACCESS_KEY_ID": key,
+            "AWS_SECRET_ACCESS_KEY": secret,
         }
-        return DeployTarget(name, stage, region, endpoint_url, env, outputs_file(name, stage, environ))
+        return DeployTarget(
+            name, stage, emulator.region, emulator.endpoint, env, outputs_file(name, stage, environ)
+        )
     if name == "aws":
         region = region or boto3.session.Session().region_name or ""
         if not region:
@@ -232,8 +251,10 @@ def _emulator_overrides(target: DeployTarget, app: Path, environ: Mapping[str, s
         names = ", ".join(sorted({p.name for p in wanted}))
         raise DeployFailed(
             f"LocalStack has no public SSM parameters ({names}): set {LAYER_ARN_ENV} to a Powertools "
-            "layer version it can attach"
+            "layer version it can attach (`make layer TARGET=localstack` publishes one and prints it)"
         )
+    if wanted and not LAYER_VERSION_ARN.fullmatch(environ[LAYER_ARN_ENV]):
+        raise DeployFailed(f"{LAYER_ARN_ENV} is not a layer version ARN: {environ[LAYER_ARN_ENV]!r}")
     ssm = target.client("ssm")
     for parameter in wanted:
         ssm.put_parameter(

@@ -9,6 +9,8 @@ AWS and LocalStack outputs are in `.cdk-outputs/<target>-<stage>.json` (stage fr
 `RETRYSAFE_STAGE`, default `dev`; `RETRYSAFE_OUTPUTS_FILE` names another file). The local cloud's
 are in `$LOCALCLOUD_DIR/outputs.json` (default `.localcloud/`): the CLI's outputs with the REST API
 URL pointed at the local cloud's HTTP server.
+LocalStack (or any engine that follows its conventions) is reached as `localstack()` says, for
+`make deploy` and the ops tools alike; its REST API through the endpoint (`api_via_endpoint`).
 """
 
 from __future__ import annotations
@@ -23,6 +25,8 @@ from typing import Any
 
 import boto3
 from botocore.config import Config
+
+from ops.api_client import api_via_endpoint
 
 DEFAULT_STATE_DIR = Path(".localcloud")
 DEFAULT_OUTPUTS_FILE = DEFAULT_STATE_DIR / "outputs.json"
@@ -72,7 +76,42 @@ def read_cli_outputs(path: Path) -> dict[str, str]:
 DEFAULT_STAGE = "dev"
 # The local cloud accepts any credentials; real AWS never sees these because an endpoint or
 # profile from the environment takes precedence.
-_LOCAL_CREDENTIALS = {"aws_access_key_id": "local", "aws_secret_access_key": "local"}
+_LOCAL_CREDENTIALS = ("local", "local")
+# LocalStack's conventions: its endpoint, its documented `test` credentials, and a region.
+LOCALSTACK_ENDPOINT = "http://localhost.localstack.cloud:4566"
+LOCALSTACK_CREDENTIALS = ("test", "test")
+LOCALSTACK_REGION = "us-east-1"
+
+
+@dataclass(frozen=True)
+class LocalStack:
+    """Where LocalStack is and who we are there, as the environment says (else its defaults)."""
+
+    endpoint: str
+    region: str
+    credentials: tuple[str, str]  # access key id, secret access key
+
+    def client(self, service_name: str) -> Any:
+        key, secret = self.credentials
+        return boto3.client(
+            service_name,
+            endpoint_url=self.endpoint,
+            region_name=self.region,
+            aws_access_key_id=key,
+            aws_secret_access_key=secret,
+        )
+
+
+def localstack(environ: Mapping[str, str] | None = None) -> LocalStack:
+    """`AWS_ENDPOINT_URL`, `AWS_REGION`/`AWS_DEFAULT_REGION` and the access keys when set, else
+    LocalStack's defaults: the same answer for `make deploy TARGET=localstack` and the ops tools."""
+    environ = os.environ if environ is None else environ
+    key, secret = environ.get("AWS_ACCESS_KEY_ID"), environ.get("AWS_SECRET_ACCESS_KEY")
+    return LocalStack(
+        endpoint=environ.get("AWS_ENDPOINT_URL") or LOCALSTACK_ENDPOINT,
+        region=environ.get("AWS_REGION") or environ.get("AWS_DEFAULT_REGION") or LOCALSTACK_REGION,
+        credentials=(key, secret) if key and secret else LOCALSTACK_CREDENTIALS,
+    )
 
 
 class TargetNotFound(RuntimeError):
@@ -87,15 +126,28 @@ class Target:
     region: str
     outputs: Mapping[str, str]
     local: bool = False
+    # The emulator's access key id and secret; None: the SDK's own chain (AWS)
+    credentials: tuple[str, str] | None = None
     _config: Config = field(default_factory=lambda: Config(retries={"mode": "standard"}), repr=False)
+
+    @property
+    def _credentials(self) -> tuple[str, str] | None:
+        return _LOCAL_CREDENTIALS if self.local else self.credentials
+
+    def session(self) -> boto3.session.Session:
+        """A boto3 session with this target's region and credentials (what a request is signed with)."""
+        key, secret = self._credentials or (None, None)
+        return boto3.session.Session(
+            aws_access_key_id=key, aws_secret_access_key=secret, region_name=self.region
+        )
 
     def client(self, service_name: str) -> Any:
         """A boto3 client for this target (typed as Any: boto3 ships no stubs here)."""
         kwargs: dict[str, Any] = {"region_name": self.region, "config": self._config}
         if self.endpoint_url:
             kwargs["endpoint_url"] = self.endpoint_url
-        if self.local:
-            kwargs.update(_LOCAL_CREDENTIALS)
+        if self._credentials:
+            kwargs["aws_access_key_id"], kwargs["aws_secret_access_key"] = self._credentials
         return boto3.client(service_name, **kwargs)
 
     def output(self, key: str) -> str:
@@ -111,14 +163,21 @@ class Target:
         return cls(endpoint_url=data["endpoint"], region=data["region"], outputs=data["outputs"], local=True)
 
     @classmethod
-    def resolve(cls, *, path: Path | None = None, stage: str | None = None) -> Target:
-        """The target the environment names, else the running local cloud."""
-        name = os.environ.get(TARGET_ENV) or (
-            "localstack"
-            if os.environ.get("AWS_ENDPOINT_URL")
-            else "aws"
-            if os.environ.get("AWS_PROFILE")
-            else "local"
+    def resolve(
+        cls, *, path: Path | None = None, stage: str | None = None, name: str | None = None
+    ) -> Target:
+        """The target `name` (aws, localstack, local), else the one the environment names, else the
+        running local cloud."""
+        name = (
+            name
+            or os.environ.get(TARGET_ENV)
+            or (
+                "localstack"
+                if os.environ.get("AWS_ENDPOINT_URL")
+                else "aws"
+                if os.environ.get("AWS_PROFILE")
+                else "local"
+            )
         )
         if name == "local":
             path = path or default_outputs_file()
@@ -135,7 +194,15 @@ class Target:
                 f"no outputs of stage {stage} on {name} in {path}: `make deploy STAGE={stage} TARGET={name}` "
                 "writes them (a deploy with no changes only writes the file)"
             )
+        outputs = read_cli_outputs(path)
+        if name == "localstack":
+            emulator = localstack()
+            return cls(
+                endpoint_url=emulator.endpoint,
+                region=emulator.region,
+                outputs={key: api_via_endpoint(value, emulator.endpoint) for key, value in outputs.items()},
+                credentials=emulator.credentials,
+            )
         # AWS_REGION as the CDK CLI reads it, then what the SDK finds (AWS_DEFAULT_REGION, profile)
         region = os.environ.get("AWS_REGION") or boto3.session.Session().region_name or "us-east-1"
-        endpoint = os.environ.get("AWS_ENDPOINT_URL") if name == "localstack" else None
-        return cls(endpoint_url=endpoint, region=region, outputs=read_cli_outputs(path))
+        return cls(endpoint_url=None, region=region, outputs=outputs)

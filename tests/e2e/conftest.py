@@ -7,10 +7,12 @@
   the session ends;
 - `outputs`: the local cloud that `.localcloud/outputs.json` (or `$LOCALCLOUD_DIR`) names, e.g.
   after `make local-up`; left running;
-- `aws`: a stage deployed with `make deploy` to AWS or LocalStack (`RETRYSAFE_TARGET`,
-  `AWS_ENDPOINT_URL` / `AWS_PROFILE`, `RETRYSAFE_STAGE`): outputs from the CLI's outputs file (see
-  ops.target); API requests are SigV4-signed unless an endpoint is set. Tests that need the local
-  cloud's process control skip there.
+- `aws` or `localstack`: the stage `RETRYSAFE_STAGE` (default dev) that `make deploy` put on that
+  target: outputs from the CLI's outputs file, clients and credentials as ops.target resolves them
+  (LocalStack: `AWS_ENDPOINT_URL`, its `test` keys unless others are set). API requests are
+  SigV4-signed with the target's credentials when the stage's API has IAM auth (cdk.json's
+  `api_auth`), also on LocalStack, and there the API is reached through the endpoint. Tests that
+  need the local cloud's process control skip there.
 """
 
 from __future__ import annotations
@@ -24,15 +26,18 @@ from typing import Any, TypeVar
 import boto3
 import pytest
 
+from infra.config import CONTEXT_KEY, ApiAuth, load_config
 from localcloud import control, process
 from localcloud import outputs as outputs_file
 from ops import polling
 from ops.api_client import ApiClient
 from ops.seed import seed_inventory
-from ops.target import Target
+from ops.target import DEFAULT_STAGE, Target
+from simulator.synth import cdk_context
 
 T = TypeVar("T")
 TARGET_ENV = "RETRYSAFE_E2E_TARGET"
+DEPLOYED = ("aws", "localstack")  # the targets of `make deploy` the suite can drive
 WAIT_SECONDS = float(os.environ.get("RETRYSAFE_E2E_WAIT", "90"))
 
 
@@ -69,12 +74,19 @@ def _local_target(out: outputs_file.Outputs, state_dir: Path) -> E2ETarget:
     )
 
 
-def _aws_target() -> E2ETarget:
-    target = Target.resolve(stage=os.environ.get("RETRYSAFE_STAGE"))
-    session = boto3.session.Session()
-    signed = target.endpoint_url is None
+def iam_auth(stage: str) -> bool:
+    """Whether the stage's API authorizes with IAM (SigV4), as cdk.json declares it."""
+    return load_config(cdk_context(stage)[CONTEXT_KEY], stage).api_auth is ApiAuth.IAM
+
+
+def deployed_target(name: str, stage: str) -> E2ETarget:
+    """A stage `make deploy` put on AWS or LocalStack, reached as ops.target resolves it."""
+    target = Target.resolve(name=name, stage=stage)
+    signer = target.session() if iam_auth(stage) else None
     return E2ETarget(
-        api=ApiClient(target.output("ApiUrl"), sign_with=session if signed else None, region=target.region),
+        api=ApiClient(
+            target.output("ApiUrl"), sign_with=signer, region=target.region, endpoint=target.endpoint_url
+        ),
         outputs=dict(target.outputs),
         client=target.client,
         control_endpoint=None,
@@ -84,12 +96,14 @@ def _aws_target() -> E2ETarget:
 @pytest.fixture(scope="session")
 def e2e(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory) -> Iterator[E2ETarget]:
     choice = os.environ.get(TARGET_ENV, "").strip().lower()
-    if choice == "aws":
-        target = _aws_target()
+    if choice in DEPLOYED:
+        target = deployed_target(choice, os.environ.get("RETRYSAFE_STAGE") or DEFAULT_STAGE)
     elif choice == "outputs":
         target = _local_target(outputs_file.load(), Path(os.environ.get("LOCALCLOUD_DIR") or ".localcloud"))
     elif choice:
-        raise pytest.UsageError(f"{TARGET_ENV} must be unset, 'outputs' or 'aws', not {choice!r}")
+        raise pytest.UsageError(
+            f"{TARGET_ENV} must be unset, 'outputs', 'aws' or 'localstack', not {choice!r}"
+        )
     else:
         assembly: Path = request.getfixturevalue("local_assembly")
         state_dir = tmp_path_factory.mktemp("e2e-localcloud")

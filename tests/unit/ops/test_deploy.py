@@ -12,6 +12,7 @@ from pathlib import Path
 import pytest
 
 from localcloud import outputs as localcloud_outputs
+from localcloud.synth import synth_env
 from ops import deploy
 from ops.target import Target, TargetNotFound, outputs_file
 
@@ -43,6 +44,28 @@ def test_localstack_takes_the_endpoint_region_and_credentials_the_environment_na
     assert target.env["AWS_ACCESS_KEY_ID"] == "mine"
     # a profile in the environment can never redirect an emulator deploy to an account
     assert "AWS_PROFILE" not in target.cli_env()
+
+
+def test_no_two_targets_share_the_clis_cache_of_accounts(tmp_path: Path) -> None:
+    # Given the local cloud and LocalStack, which take the same access key for two accounts
+    endpoint = localcloud_outputs.Endpoint("http://localhost:4599", "us-east-1")
+    localcloud_outputs.write_endpoint(endpoint, tmp_path)
+    targets = [
+        deploy.resolve("local", "local", localcloud_dir=tmp_path),
+        deploy.resolve("localstack", "dev", environ={}),
+        deploy.resolve("aws", "dev", environ={"AWS_REGION": "eu-west-1"}),
+    ]
+    local, localstack, _ = targets
+    assert local.env["AWS_ACCESS_KEY_ID"] == localstack.env["AWS_ACCESS_KEY_ID"]
+
+    # When the CLI runs for each of them, and for `make synth`
+    homes = [Path(target.cli_env()["CDK_HOME"]) for target in targets]
+    homes.append(Path(synth_env(deploy.PROJECT_DIR)["CDK_HOME"]))
+
+    # Then each keeps the key -> account cache in a file of its own, so one target's answer is
+    # never taken for another's (IncorrectDefaultCredentials at bootstrap)
+    caches = {home / "cache" / "accounts_partitions.json" for home in homes}
+    assert len(caches) == len(homes)
 
 
 def test_aws_uses_the_sdks_own_credentials_and_needs_a_region(monkeypatch: pytest.MonkeyPatch) -> None:
@@ -110,6 +133,11 @@ def test_localstack_without_a_layer_arn_stops_before_deploying(local_assembly: P
 
     with pytest.raises(deploy.DeployFailed, match="POWERTOOLS_LAYER_ARN"):
         deploy._emulator_overrides(target, local_assembly, {})
+    # nor with something else in it, e.g. what a sub-make printed around `make layer`'s ARN
+    arn = "arn:aws:lambda:us-east-1:000000000000:layer:retrysafe-powertools:1"
+    with pytest.raises(deploy.DeployFailed, match="not a layer version ARN"):
+        deploy._emulator_overrides(target, local_assembly, {"POWERTOOLS_LAYER_ARN": f"make[1]: ...\n{arn}"})
+    assert deploy.LAYER_VERSION_ARN.fullmatch(arn)
 
 
 def test_the_target_is_described_before_deploying() -> None:
