@@ -194,7 +194,7 @@ browser: ## Install headless Chromium (Debian apt-get; needs root) for the story
 	@command -v chromium >/dev/null || { apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium; }
 	@chromium --version
 
-redrive-dlq: install ## Move a DLQ back to its source queue: make redrive-dlq QUEUE=orders|notify|analytics
+redrive-dlq: install ## Move a DLQ back to its source queue: make redrive-dlq QUEUE=orders|<consumer>
 	$(PY) -m ops.redrive dlq $(or $(QUEUE),orders)
 
 redrive-workflow: install ## Redrive failed workflow executions (all, or EXECUTION_ARN=...); RESTART=1 starts them again from the first state, same token

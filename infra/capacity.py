@@ -224,7 +224,8 @@ def plan(capacity: StageCapacity) -> CapacityPlan:
     # same number of instances to keep up, and no more (each event is one transaction on the
     # day's aggregate item, already inside the admitted rate).
     consumers = worker
-    # The charge step's reserved concurrency caps the calls in flight to the provider, so its
+    # Each leased step (an external effect: the declaration's `kind`) gets this reserved
+    # concurrency: it caps the calls in flight to the provider, so their
     # rate stays under the provider's limit however retries and redrives bunch up:
     # in-flight / call time <= limit. It also guarantees the step its slots when the rest of the
     # account's pool is busy.
@@ -232,7 +233,10 @@ def plan(capacity: StageCapacity) -> CapacityPlan:
     # The worker's reserved concurrency equals its MaximumConcurrency (AWS's advice when both are
     # set): the ESM then never invokes into a throttle, which would return the batch to the queue
     # after a full visibility timeout and spend a receive of every message in it.
-    reserved = {"worker": worker, "charge-payment": charge}
+    reserved = {
+        "worker": worker,
+        **{manifest.step_function(s): charge for s in manifest.steps() if s.kind == "leased"},
+    }
     result = CapacityPlan(
         capacity=capacity,
         admitted_orders_per_second=admitted,

@@ -13,12 +13,8 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
+from ops.stack_outputs import function_output
 from ops.target import Target
-
-
-def function_output_key(function: str) -> str:
-    """`reserve-inventory` -> `ReserveInventoryFunctionName`, the app stack's output for it."""
-    return "".join(part.capitalize() for part in function.split("-")) + "FunctionName"
 
 
 def invoke(lambda_client: Any, *, function_name: str, event: Any) -> tuple[Any, str | None]:
@@ -43,7 +39,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     target = Target.resolve()
     payload, error = invoke(
         target.client("lambda"),
-        function_name=target.output(function_output_key(function)),
+        function_name=target.output(function_output(function)),
         event=json.loads(args.event.read_text()),
     )
     print(json.dumps(payload, indent=2))

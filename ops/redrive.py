@@ -31,6 +31,7 @@ from typing import Any
 from botocore.exceptions import ClientError
 
 from infra.config import FENCE_WINDOWS, outlived
+from ops.stack_outputs import QUEUES, dlq_output
 from ops.target import Target
 from orders.adapters.aws import execution_arn as execution_arn_of
 
@@ -241,14 +242,11 @@ def redrive_failed_executions(
     ]
 
 
-_DLQ_OUTPUTS = {"orders": "OrdersDlqUrl", "notify": "NotifyDlqUrl", "analytics": "AnalyticsDlqUrl"}
-
-
 def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m ops.redrive", description=__doc__.splitlines()[0])
     commands = parser.add_subparsers(dest="command", required=True)
     dlq = commands.add_parser("dlq", help="move a DLQ's messages back to its source queue")
-    dlq.add_argument("queue", choices=sorted(_DLQ_OUTPUTS))
+    dlq.add_argument("queue", choices=QUEUES, help="the queue whose DLQ to move back")
     workflow = commands.add_parser("workflow", help="redrive failed workflow executions")
     workflow.add_argument("--execution-arn", help="one execution (default: every failed one)")
     workflow.add_argument(
@@ -263,7 +261,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     result: object
     try:
         if args.command == "dlq":
-            result = redrive_dlq(target.client("sqs"), dlq_url=target.output(_DLQ_OUTPUTS[args.queue]))
+            result = redrive_dlq(target.client("sqs"), dlq_url=target.output(dlq_output(args.queue)))
         elif args.execution_arn:
             result = redrive_execution(
                 target.client("stepfunctions"), execution_arn=args.execution_arn, restart=args.restart

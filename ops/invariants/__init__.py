@@ -83,13 +83,8 @@ def check(stores: Stores, *, allow_in_flight: bool = False, left_to_operator: Co
     global_violations += check_amounts(orders, payments, ledger, aggregates)
 
     dead: list[DeadLetter] = []
-    for name, url in (
-        ("orders", stores.orders_dlq_url),
-        ("notify", stores.notify_dlq_url),
-        ("analytics", stores.analytics_dlq_url),
-    ):
-        if url:
-            dead.extend(peek_dead_letters(stores.sqs, url, name))
+    for name, url in stores.dlq_urls.items():
+        dead.extend(peek_dead_letters(stores.sqs, url, name))
     dead_by_order: dict[str, list[DeadLetter]] = defaultdict(list)
     for letter in dead:
         if letter.order_id:

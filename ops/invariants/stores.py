@@ -9,11 +9,12 @@ import json
 import time
 from collections import defaultdict
 from collections.abc import Callable, Iterable, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from boto3.dynamodb.types import TypeDeserializer
 
+from ops.stack_outputs import QUEUES, dlq_output
 from orders import items as layout
 from orders.workflow import STEPS
 from reliability.keys import execution_token
@@ -34,9 +35,8 @@ class Stores:
     ledger_table: str
     notifications_table: str
     aggregates_table: str
-    orders_dlq_url: str | None = None
-    notify_dlq_url: str | None = None
-    analytics_dlq_url: str | None = None
+    # Every declared queue's DLQ by the queue's short name (`ops.stack_outputs.QUEUES`).
+    dlq_urls: Mapping[str, str] = field(default_factory=dict)
     fence_table: str | None = None
     # What "now" is for the stores (the simulator's clock when time is simulated).
     clock: Callable[[], float] = time.time
@@ -54,9 +54,7 @@ class Stores:
             ledger_table=outputs["LedgerTableName"],
             notifications_table=outputs["NotificationsTableName"],
             aggregates_table=outputs["AggregatesTableName"],
-            orders_dlq_url=outputs.get("OrdersDlqUrl"),
-            notify_dlq_url=outputs.get("NotifyDlqUrl"),
-            analytics_dlq_url=outputs.get("AnalyticsDlqUrl"),
+            dlq_urls={queue: outputs[dlq_output(queue)] for queue in QUEUES if dlq_output(queue) in outputs},
             fence_table=outputs.get("FenceTableName"),
             clock=clock,
         )

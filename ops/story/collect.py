@@ -17,6 +17,7 @@ from boto3.dynamodb.types import TypeDeserializer
 from botocore.exceptions import ClientError
 
 from ops.invariants import Stores, check
+from ops.stack_outputs import function_output
 from ops.story.entries import (
     API_FUNCTION,
     WORKER_FUNCTION,
@@ -77,11 +78,6 @@ def record_location(
 
 def plain(item: Mapping[str, Any] | None) -> dict[str, Any]:
     return {k: _DESERIALIZER.deserialize(v) for k, v in (item or {}).items()}
-
-
-def output_key(function: str) -> str:
-    """`charge-payment` -> `ChargePaymentFunctionName` (the stack outputs contract)."""
-    return "".join(part.capitalize() for part in function.split("-")) + "FunctionName"
 
 
 @dataclass(frozen=True)
@@ -183,7 +179,7 @@ class Collector:
         tokens = sorted({json.loads(e.get("input") or "{}").get("token", "") for e in executions} - {""})
         stored_key = str(order.get("idempotency_key") or "")
         physical = {
-            f: self.outputs[output_key(f)] for f in (API_FUNCTION, WORKER_FUNCTION, *CONSUMER_FUNCTIONS)
+            f: self.outputs[function_output(f)] for f in (API_FUNCTION, WORKER_FUNCTION, *CONSUMER_FUNCTIONS)
         }
         short_of_step = {}
         for step, function in workflow.functions.items():

@@ -3,10 +3,12 @@ exactly the settings derived from that stage's cdk.json entry."""
 
 from __future__ import annotations
 
+import dataclasses
 from typing import Any
 
 import pytest
 
+from infra import manifest
 from infra.capacity import (
     MAX_RECEIVE_COUNT,
     PROVIDER_CALL_SECONDS,
@@ -143,3 +145,16 @@ def test_the_worker_gets_the_backoff_schedule_that_max_receive_count_is_sized_fo
     variables = worker["Properties"]["Environment"]["Variables"]
     assert variables["THROTTLE_BACKOFF_SECONDS"] == ",".join(map(str, THROTTLE_BACKOFF_SCHEDULE))
     assert len(THROTTLE_BACKOFF_SCHEDULE) == MAX_RECEIVE_COUNT
+
+
+def test_every_leased_step_of_the_declaration_is_capped_not_a_named_one(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    # Given a service whose external step is named otherwise (a booking saga's ChargeCard)
+    step = next(s for s in manifest.steps() if s.kind == "leased")
+    renamed = dataclasses.replace(step, name="ChargeCard")
+    monkeypatch.setattr(manifest, "steps", lambda: (renamed,))
+    # Then its function gets the provider cap
+    reserved = _plan("dev").reserved_concurrency
+    assert set(reserved) == {"worker", manifest.step_function(renamed)}
+    assert reserved[manifest.step_function(renamed)] >= 1

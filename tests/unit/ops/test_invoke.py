@@ -9,7 +9,8 @@ import boto3
 import pytest
 from botocore.stub import Stubber
 
-from ops.invoke import function_output_key, invoke
+from ops.invoke import invoke
+from ops.stack_outputs import function_output as function_output_key
 from ops.target import Target
 
 

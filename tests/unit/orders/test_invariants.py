@@ -25,7 +25,7 @@ def _stores(ddb: Any, dlq_url: str | None = None) -> Stores:
         notifications_table="notifications",
         aggregates_table="aggregates",
         fence_table="fences",
-        orders_dlq_url=dlq_url,
+        dlq_urls={"orders": dlq_url} if dlq_url else {},
     )
 
 
