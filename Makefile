@@ -15,8 +15,9 @@ NODE_STAMP := node_modules/.installed
 CHECKOV_VENV := .venv-checkov
 CHECKOV_STAMP := $(CHECKOV_VENV)/.installed
 STAGE ?= dev
-# Where `make deploy` / `make destroy` go: always named, never guessed (STAGE=local: the local cloud).
-TARGET ?= $(if $(filter local,$(STAGE)),local,)
+# Where `make deploy` / `make destroy` go: always named, never guessed (STAGE=local or
+# local-express: the local cloud).
+TARGET ?= $(if $(filter local local-express,$(STAGE)),local,)
 
 # Keep every cache inside the project (jsii unpacks ~185 MB on first import; the CDK CLI caches
 # notices); `make clean` removes them with the rest.
@@ -60,7 +61,7 @@ $(NODE_STAMP): package.json package-lock.json
 
 install: $(PY_STAMP) $(NODE_STAMP) ## Create .venv and node_modules with the pinned toolchain
 
-synth: install ## Synthesize both stacks of STAGE=dev|prod|local into cdk.out/; fails on any unacknowledged cdk-nag finding
+synth: install ## Synthesize both stacks of STAGE=dev|prod|local|dev-express|local-express into cdk.out/; fails on any unacknowledged cdk-nag finding
 	rm -rf cdk.out
 	$(CDK) synth --quiet -c stage=$(STAGE)
 	@ls cdk.out/*.template.json

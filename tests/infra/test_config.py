@@ -52,6 +52,8 @@ def test_only_prod_has_customer_managed_keys_and_they_default_to_off(context: di
         "dev": False,
         "prod": True,
         "local": False,  # the local cloud (moto) deploys it: AWS's keys only
+        "dev-express": False,
+        "local-express": False,
     }
     del context["stages"]["prod"]["customer_managed_keys"]
     assert load_config(context, "prod").customer_managed_keys is False
