@@ -179,8 +179,8 @@ browser: ## Install headless Chromium (Debian apt-get; needs root) for the story
 redrive-dlq: install ## Move a DLQ back to its source queue: make redrive-dlq QUEUE=orders|notify|analytics
 	$(PY) -m ops.redrive dlq $(or $(QUEUE),orders)
 
-redrive-workflow: install ## Redrive failed workflow executions (all, or EXECUTION_ARN=...); RESTART=1 starts them again from the first state, same token
-	$(PY) -m ops.redrive workflow $(if $(EXECUTION_ARN),--execution-arn $(EXECUTION_ARN)) $(if $(RESTART),--restart)
+redrive-workflow: install ## Redrive failed workflow executions (all, or EXECUTION_ARN=...); RESTART=1 starts them again from the first state, same token; Express: ORDER=<id> runs its run again, same token
+	$(PY) -m ops.redrive workflow $(if $(EXECUTION_ARN),--execution-arn $(EXECUTION_ARN)) $(if $(ORDER),--order $(ORDER)) $(if $(RESTART),--restart)
 
 rerun: install ## Start run N+1 of an order whose run N ended FAILED (guarded on the order): make rerun ORDER=o-...
 	@test -n "$(ORDER)" || { echo "usage: make rerun ORDER=<order id>" >&2; exit 2; }
