@@ -132,7 +132,6 @@ class WorkflowStarter:
             token=token,
             step="worker",
             execution=end.arn,
-            execution_name=name,
             status=end.status,
             started=end.started,
             stopped=end.stopped,

@@ -145,13 +145,15 @@ def express_executions(invocations: Iterable[Invocation], order_id: str, runs: i
     found = []
     for invocation in invocations:
         for line in invocation.lines:
-            if line.get("decision") != EXECUTION_ENDED or line.get("execution_name") not in names:
-                continue
+            # arn:<partition>:states:<region>:<account>:express:<machine>:<name>:<id>
             arn = str(line.get("execution", ""))
+            parts = arn.split(":")
+            if line.get("decision") != EXECUTION_ENDED or len(parts) < 9 or parts[7] not in names:
+                continue
             failure = ": ".join(str(part) for part in (line.get("error"), line.get("cause")) if part)
             found.append(
                 {
-                    "name": f"{line['execution_name']}:{arn.rsplit(':', 1)[-1][:8]}",
+                    "name": f"{parts[7]}:{parts[8][:8]}",
                     "executionArn": arn,
                     "status": line.get("status"),
                     "startDate": line.get("started"),
