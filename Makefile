@@ -77,8 +77,8 @@ destroy: synth ## Remove STAGE's stacks from TARGET with `cdk destroy` (the CDK 
 nag: synth ## Synthesize, then list every acknowledged cdk-nag finding with the construct and reason
 	@$(PY) -m ops.summary --acknowledgments cdk.out
 
-demo: install ## The service offline: local cloud up, orders, retries, duplicates, a crash, a redrive; report + invariants
-	$(PY) -m ops.demo
+demo: install ## The service offline: local cloud up, orders, retries, duplicates, a crash, a redrive; report + invariants; WORKFLOW=express on Express (.localcloud-express)
+	$(PY) -m ops.demo $(if $(WORKFLOW),--workflow $(WORKFLOW))
 
 summary: synth ## Synthesize and print the stack summary (resources per type, outputs, cdk-nag result)
 	$(PY) -m ops.summary cdk.out
@@ -205,5 +205,5 @@ constraints: ## Re-pin transitive dependencies after editing requirements*.txt
 	@touch $(CHECKOV_STAMP)
 
 clean: ## Remove build output, caches, the venv and node_modules
-	rm -rf cdk.out .cache .localcloud .pytest_cache .mypy_cache .ruff_cache .hypothesis $(VENV) $(CHECKOV_VENV) node_modules
+	rm -rf cdk.out .cache .localcloud .localcloud-express .pytest_cache .mypy_cache .ruff_cache .hypothesis $(VENV) $(CHECKOV_VENV) node_modules
 	find . -name __pycache__ -type d -prune -exec rm -rf {} +

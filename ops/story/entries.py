@@ -150,7 +150,9 @@ def express_executions(invocations: Iterable[Invocation], order_id: str, runs: i
             parts = arn.split(":")
             if line.get("decision") != EXECUTION_ENDED or len(parts) < 9 or parts[7] not in names:
                 continue
-            failure = ": ".join(str(part) for part in (line.get("error"), line.get("cause")) if part)
+            failure = ": ".join(
+                str(part) for part in (line.get("error"), _message(line.get("cause"))) if part
+            )
             found.append(
                 {
                     "name": f"{parts[7]}:{parts[8][:8]}",
@@ -163,6 +165,16 @@ def express_executions(invocations: Iterable[Invocation], order_id: str, runs: i
                 }
             )
     return sorted(found, key=lambda e: epoch(e.get("startDate")) or 0)
+
+
+def _message(cause: Any) -> Any:
+    """A task failure's cause is Lambda's error document (`{"errorType", "errorMessage", ...}`):
+    its message; any other cause as it is."""
+    try:
+        document = json.loads(cause) if isinstance(cause, str) else None
+    except ValueError:
+        return cause
+    return document.get("errorMessage", cause) if isinstance(document, dict) else cause
 
 
 def run_tokens(invocations: Iterable[Invocation], order_id: str) -> set[str]:
