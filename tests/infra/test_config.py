@@ -27,7 +27,7 @@ def context() -> dict[str, Any]:
     return copy.deepcopy(cdk_context("dev")["retrysafe"])
 
 
-@pytest.mark.parametrize("stage", ["dev", "prod", "local"])
+@pytest.mark.parametrize("stage", ["dev", "prod", "local", "dev-express", "local-express"])
 def test_every_stage_in_cdk_json_is_valid(context: dict[str, Any], stage: str) -> None:
     config = load_config(context, stage)
     assert config.stage == stage
