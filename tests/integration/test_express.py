@@ -176,7 +176,11 @@ def test_a_run_that_fails_on_every_receive_ends_in_the_dlq_with_the_executions_e
         assert len(cloud.executions()) == receives
         (dead,) = cloud.messages("OrdersDlqUrl")
         assert dead["order_id"] == order_id
-        assert dead["reason"].startswith("execution FAILED: StoreError")
+        # (the task's error message, not Lambda's whole error document)
+        assert (
+            dead["reason"]
+            == "execution FAILED: StoreError: DynamoDB rejected the request: ValidationException"
+        )
         assert cloud.messages("OrdersQueueUrl") == []
 
 

@@ -85,5 +85,16 @@ class ExpressStepFunctionsWorkflow:
             started=answer["startDate"].timestamp(),
             stopped=answer["stopDate"].timestamp(),
             error=answer.get("error"),
-            cause=answer.get("cause"),
+            cause=_readable(answer.get("cause")),
         )
+
+
+def _readable(cause: str | None) -> str | None:
+    """A failed Lambda task's cause is the function's error document (`{"errorType", "errorMessage",
+    "stackTrace"}`): its message is what an operator reads (the DLQ reason, the log line)."""
+    try:
+        document = json.loads(cause) if cause else None
+    except ValueError:
+        return cause
+    message = document.get("errorMessage") if isinstance(document, dict) else None
+    return str(message) if message is not None else cause
