@@ -20,8 +20,9 @@ CHECKOV_STAMP := $(CHECKOV_VENV)/.installed
 MINISTACK_VENV := .venv-ministack
 MINISTACK_STAMP := $(MINISTACK_VENV)/.installed
 STAGE ?= dev
-# Where `make deploy` / `make destroy` go: always named, never guessed (STAGE=local: the local cloud).
-TARGET ?= $(if $(filter local,$(STAGE)),local,)
+# Where `make deploy` / `make destroy` go: always named, never guessed (STAGE=local or
+# local-express: the local cloud).
+TARGET ?= $(if $(filter local local-express,$(STAGE)),local,)
 
 # Keep every cache inside the project (jsii unpacks ~185 MB on first import; the CDK CLI caches
 # notices); `make clean` removes them with the rest.
@@ -70,7 +71,7 @@ $(NODE_STAMP): package.json package-lock.json
 
 install: $(PY_STAMP) $(NODE_STAMP) ## Create .venv and node_modules with the pinned toolchain
 
-synth: install ## Synthesize both stacks of STAGE=dev|prod|local into cdk.out/; fails on any unacknowledged cdk-nag finding
+synth: install ## Synthesize both stacks of STAGE=dev|prod|local|dev-express|local-express into cdk.out/; fails on any unacknowledged cdk-nag finding
 	rm -rf cdk.out
 	$(CDK) synth --quiet -c stage=$(STAGE)
 	@ls cdk.out/*.template.json
@@ -86,8 +87,8 @@ destroy: synth ## Remove STAGE's stacks from TARGET with `cdk destroy` (the CDK 
 nag: synth ## Synthesize, then list every acknowledged cdk-nag finding with the construct and reason
 	@$(PY) -m ops.summary --acknowledgments cdk.out
 
-demo: install ## The service offline: local cloud up, orders, retries, duplicates, a crash, a redrive; report + invariants
-	$(PY) -m ops.demo
+demo: install ## The service offline: local cloud up, orders, retries, duplicates, a crash, a redrive; report + invariants; WORKFLOW=express on Express (.localcloud-express)
+	$(PY) -m ops.demo $(if $(WORKFLOW),--workflow $(WORKFLOW))
 
 summary: synth ## Synthesize and print the stack summary (resources per type, outputs, cdk-nag result)
 	$(PY) -m ops.summary cdk.out
@@ -197,8 +198,8 @@ browser: ## Install headless Chromium (Debian apt-get; needs root) for the story
 redrive-dlq: install ## Move a DLQ back to its source queue: make redrive-dlq QUEUE=orders|<consumer>
 	$(PY) -m ops.redrive dlq $(or $(QUEUE),orders)
 
-redrive-workflow: install ## Redrive failed workflow executions (all, or EXECUTION_ARN=...); RESTART=1 starts them again from the first state, same token
-	$(PY) -m ops.redrive workflow $(if $(EXECUTION_ARN),--execution-arn $(EXECUTION_ARN)) $(if $(RESTART),--restart)
+redrive-workflow: install ## Redrive failed workflow executions (all, or EXECUTION_ARN=...); RESTART=1 starts them again from the first state, same token; Express: ORDER=<id> runs its run again, same token
+	$(PY) -m ops.redrive workflow $(if $(EXECUTION_ARN),--execution-arn $(EXECUTION_ARN)) $(if $(ORDER),--order $(ORDER)) $(if $(RESTART),--restart)
 
 rerun: install ## Start run N+1 of an order whose run N ended FAILED (guarded on the order): make rerun ORDER=o-...
 	@test -n "$(ORDER)" || { echo "usage: make rerun ORDER=<order id>" >&2; exit 2; }
@@ -229,5 +230,5 @@ constraints: ## Re-pin transitive dependencies after editing requirements*.txt
 	@touch $(MINISTACK_STAMP)
 
 clean: ## Remove build output, caches, the venv and node_modules
-	rm -rf cdk.out .cache .localcloud .pytest_cache .mypy_cache .ruff_cache .hypothesis $(VENV) $(CHECKOV_VENV) $(MINISTACK_VENV) node_modules
+	rm -rf cdk.out .cache .localcloud .localcloud-express .pytest_cache .mypy_cache .ruff_cache .hypothesis $(VENV) $(CHECKOV_VENV) $(MINISTACK_VENV) node_modules
 	find . -name __pycache__ -type d -prune -exec rm -rf {} +

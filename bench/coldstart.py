@@ -29,6 +29,8 @@ import tempfile
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
+from bench.record import command, written_by
+
 ROOT = Path(__file__).resolve().parent.parent
 FUNCTIONS = ROOT / "functions"
 RESULTS = Path(__file__).resolve().parent / "results"
@@ -151,10 +153,12 @@ def main(argv: list[str] | None = None) -> int:
         f"median of {pairs} pairs in one run against a handler with only Logger + Metrics + Tracer "
         "(`make bench`, bench/coldstart.py). Timings: they vary with the machine and its load "
         f"(load average {os.getloadavg()[0]:.1f} when this run ended).\n\n"
+        + written_by("bench/coldstart.py", argv)
     )
     RESULTS.mkdir(parents=True, exist_ok=True)
     (RESULTS / "coldstart.md").write_text(header + table)
-    (RESULTS / "coldstart.json").write_text(json.dumps([asdict(r) for r in rows], indent=2) + "\n")
+    document = {"command": command("bench/coldstart.py", argv), "rows": [asdict(r) for r in rows]}
+    (RESULTS / "coldstart.json").write_text(json.dumps(document, indent=2) + "\n")
     sys.stdout.write(table)
     return 0
 

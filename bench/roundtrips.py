@@ -45,6 +45,7 @@ from aws_lambda_powertools.utilities.typing import LambdaContext
 from moto import mock_aws
 
 from bench.calls import Call, Calls
+from bench.record import command, written_by
 from reliability import AtomicEffect, FenceStore, StepId
 from reliability.telemetry import Telemetry
 
@@ -354,13 +355,18 @@ def main() -> int:
         "handlers (the simulator), then every invocation again with the same event. Layer calls "
         "touch a reliability record (`Fence`: step fences; `Idempotency`: HTTP idempotency and "
         "consumer dedup); the other calls are a leased step's effect or business reads and writes.\n\n"
-        f"{steps}\n"
+        + written_by("-m bench.roundtrips", [])
+        + f"{steps}\n"
         "The fence primitive alone (the step writes one ledger entry):\n\n"
         f"{table}"
     )
     RESULTS.mkdir(parents=True, exist_ok=True)
     (RESULTS / "roundtrips.md").write_text(text)
-    data = {"orders": [asdict(run) for run in runs], "primitive": [asdict(r) for r in rows]}
+    data = {
+        "command": command("-m bench.roundtrips", []),
+        "orders": [asdict(run) for run in runs],
+        "primitive": [asdict(r) for r in rows],
+    }
     (RESULTS / "roundtrips.json").write_text(json.dumps(data, indent=2) + "\n")
     sys.stdout.write(text)
     return 0

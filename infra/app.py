@@ -17,8 +17,8 @@ def config_of(app: App) -> StageConfig:
 
 
 def capacity_of(app: App, config: StageConfig) -> CapacityPlan:
-    """The stage's capacity plan (infra/capacity.py) from its `capacity` entry in the context."""
-    return plan(stage_capacity(app.node.try_get_context(CONTEXT_KEY) or {}, config.stage))
+    """The stage's capacity plan (infra/capacity.py) from its `capacity` entry and workflow type."""
+    return plan(stage_capacity(app.node.try_get_context(CONTEXT_KEY) or {}, config.stage), config.workflow)
 
 
 def build(app: App, config: StageConfig) -> tuple[DataStack, AppStack]:

@@ -21,11 +21,12 @@ Pure Python (no aws_cdk): the stacks, the infra tests and the scale model all im
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
 from infra import manifest
+from infra.config import WorkflowType
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -165,8 +166,111 @@ THROTTLE_BACKOFF_SCHEDULE = tuple(throttle_backoff_seconds(n) for n in range(1, 
 UNPLANNED_MAX_RECEIVE_COUNT = 5
 
 
+# --- the workflow's time ----------------------------------------------------------------------
+# AWS stops an Express execution 5 minutes after it started ("Maximum duration" of Express
+# workflows, https://docs.aws.amazon.com/step-functions/latest/dg/service-quotas.html); a Standard
+# one may run a year. Lambda's longest function timeout bounds the worker that waits for one.
+EXPRESS_TIME_LIMIT_SECONDS = 300
+LAMBDA_MAX_TIMEOUT_SECONDS = 900
+# The Express state machine's TimeoutSeconds: AWS's own limit, written into the definition so it is
+# read where the definition is (the template, the emulators, whose interpreter honours it and knows
+# no 5-minute rule of its own). The worker's timeout and the orders queue's visibility follow from it.
+EXPRESS_EXECUTION_TIMEOUT_SECONDS = EXPRESS_TIME_LIMIT_SECONDS
+# The worker's own work around a start: read the order, record it running, the start itself (or
+# the record of an Express execution's end), a dead-letter send: a few calls, each bounded by its
+# SDK timeouts. The whole timeout of a Standard worker; an Express worker also waits for the run.
+WORKER_OWN_SECONDS = 30
+# FenceBusy (an earlier attempt holds the step's lease, typically one that died) and StaleFence (a
+# leased step's completion lost its fence to a later attempt) are waited out on the lease, not on
+# jitter: retries at 1/4, 3/4, 7/4 and 15/4 of the lease after the first refusal, so the third
+# comes after any dead attempt's lease has expired. infra/constructs/workflow.py puts them on every
+# task; the Express check below makes the whole ride-out fit one execution.
+FENCE_WAIT_BACKOFF_RATE = 2
+FENCE_WAIT_MAX_ATTEMPTS = 4
+
+
+def fence_wait_interval_seconds(lease_seconds: int) -> int:
+    """The first FenceBusy/StaleFence retry's wait for a step whose lease (= timeout) is this."""
+    return max(1, lease_seconds // 4)
+
+
+def fence_ride_out_seconds(lease_seconds: int) -> int:
+    """Every FenceBusy/StaleFence wait of one step, back to back: the longest a run waits for a
+    dead attempt's lease before the retries give up."""
+    first = fence_wait_interval_seconds(lease_seconds)
+    return sum(first * FENCE_WAIT_BACKOFF_RATE**n for n in range(FENCE_WAIT_MAX_ATTEMPTS))
+
+
+def worker_timeout_seconds(workflow: WorkflowType) -> int:
+    """The worker's function timeout: its own calls, and on Express the execution it waits for (so
+    the execution always ends, at its TimeoutSeconds at the latest, before the worker is killed)."""
+    if workflow is WorkflowType.STANDARD:
+        return WORKER_OWN_SECONDS
+    return EXPRESS_EXECUTION_TIMEOUT_SECONDS + WORKER_OWN_SECONDS
+
+
+def express_execution_seconds() -> float:
+    """A happy-path Express execution's time: its tasks one after the other (each a DynamoDB step,
+    the charge a provider call). The worker waits this long per order."""
+    return sum(
+        PROVIDER_CALL_SECONDS if manifest.workflow().function_name(name) == "charge-payment" else STEP_SECONDS
+        for name in manifest.happy_path()
+    )
+
+
+def worker_seconds_per_message(workflow: WorkflowType) -> float:
+    """What one message holds a worker instance for: its calls, on Express also the run."""
+    if workflow is WorkflowType.STANDARD:
+        return WORKER_SECONDS_PER_MESSAGE
+    return WORKER_SECONDS_PER_MESSAGE + express_execution_seconds()
+
+
 class CapacityError(ValueError):
     """The stage's capacity entry is missing, malformed or cannot be met."""
+
+
+def check_express_time(
+    *,
+    leases: Mapping[str, int],
+    happy_path: Sequence[str],
+    execution_timeout: int = EXPRESS_EXECUTION_TIMEOUT_SECONDS,
+    worker_timeout: int | None = None,
+) -> None:
+    """An Express stage's times fit, or CapacityError naming the numbers (run at synth):
+    - the execution's TimeoutSeconds is within AWS's 5 minutes;
+    - one execution can ride out a dead attempt: every happy-path step once at its timeout (its
+      lease), plus the longest step's lease and FenceBusy waits, fit in TimeoutSeconds (an
+      execution that needs longer is stopped, and the queue starts the run again, fences skipping
+      what is done: slower, not wrong);
+    - the worker outlasts the execution it waits for, within Lambda's maximum, and the orders
+      queue's visibility outlasts the worker (a message is never redelivered while its execution
+      can still run)."""
+    worker = worker_timeout if worker_timeout is not None else execution_timeout + WORKER_OWN_SECONDS
+    one_attempt_each = sum(leases[name] for name in happy_path)
+    slowest = max(leases, key=lambda name: fence_ride_out_seconds(leases[name]) + leases[name])
+    ride_out = fence_ride_out_seconds(leases[slowest]) + leases[slowest]
+    problems = []
+    if execution_timeout > EXPRESS_TIME_LIMIT_SECONDS:
+        problems.append(
+            f"the execution's TimeoutSeconds {execution_timeout} s is past Express's limit of "
+            f"{EXPRESS_TIME_LIMIT_SECONDS} s"
+        )
+    if one_attempt_each + ride_out > execution_timeout:
+        problems.append(
+            f"the happy path at one attempt per step ({one_attempt_each} s) plus {slowest}'s lease "
+            f"and FenceBusy waits ({ride_out} s) take {one_attempt_each + ride_out} s, more than the "
+            f"execution's {execution_timeout} s: shorten the step timeouts or the waits"
+        )
+    if not execution_timeout < worker <= LAMBDA_MAX_TIMEOUT_SECONDS:
+        problems.append(
+            f"the worker's timeout {worker} s must exceed the execution's {execution_timeout} s and "
+            f"stay within Lambda's {LAMBDA_MAX_TIMEOUT_SECONDS} s"
+        )
+    visibility = visibility_timeout_seconds(worker)
+    if visibility <= worker:
+        problems.append(f"the orders queue's visibility {visibility} s is not past the worker's {worker} s")
+    if problems:
+        raise CapacityError("Express workflow times do not fit: " + "; ".join(problems))
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -185,6 +289,7 @@ class CapacityPlan:
     """The settings the templates carry, derived from a StageCapacity (see ``plan``)."""
 
     capacity: StageCapacity
+    workflow: WorkflowType
     # The orders a second the worker may admit into the workflow, and which limit sets it.
     admitted_orders_per_second: float
     binding_limit: str
@@ -193,12 +298,20 @@ class CapacityPlan:
     # Reserved concurrency per function that has one.
     reserved_concurrency: Mapping[str, int]
     batch_size: int = BATCH_SIZE
+    # The worker's: on Express each record holds its invocation for its whole execution (up to
+    # the execution's timeout), so a batch of ten, one record after the other, could outlast
+    # Lambda's 15 minutes; one record per invocation, and the concurrency above to match.
+    worker_batch_size: int = BATCH_SIZE
     batch_window_seconds: int = BATCH_WINDOW_SECONDS
     max_receive_count: int = MAX_RECEIVE_COUNT
 
     @property
     def reserved_total(self) -> int:
         return sum(self.reserved_concurrency.values())
+
+    def batch_size_of(self, function: str) -> int:
+        """The event source mapping's batch size for a queue-consuming function."""
+        return self.worker_batch_size if function == "worker" else self.batch_size
 
 
 def downstream_limits(capacity: StageCapacity) -> dict[str, float]:
@@ -212,18 +325,27 @@ def downstream_limits(capacity: StageCapacity) -> dict[str, float]:
     }
 
 
-def plan(capacity: StageCapacity) -> CapacityPlan:
-    """Derive every setting from the stage's capacity; CapacityError when it cannot hold."""
+def plan(capacity: StageCapacity, workflow: WorkflowType = WorkflowType.STANDARD) -> CapacityPlan:
+    """Derive every setting from the stage's capacity and workflow type; CapacityError when it
+    cannot hold. The admission limits are Standard's (StartExecution and state-transition buckets):
+    Express's are larger, so a plan that holds under them holds on Express too."""
+    if workflow is WorkflowType.EXPRESS:
+        check_express_time(
+            leases={step.name: step.timeout_seconds for step in manifest.steps()},
+            happy_path=manifest.happy_path(),
+            worker_timeout=worker_timeout_seconds(workflow),
+        )
     limits = downstream_limits(capacity)
     binding = min(limits, key=lambda name: limits[name])
     admitted = limits[binding] * HEADROOM
-    # One worker instance admits at most 1 / WORKER_SECONDS_PER_MESSAGE orders a second, so this
+    # One worker instance admits at most 1 / (its seconds per message) orders a second, so this
     # many instances admit `admitted`. Lambda's floor for MaximumConcurrency is 2.
-    worker = max(2, math.floor(admitted * WORKER_SECONDS_PER_MESSAGE))
-    # Each admitted order publishes one event to each consumer queue: the consumers need the
-    # same number of instances to keep up, and no more (each event is one transaction on the
-    # day's aggregate item, already inside the admitted rate).
-    consumers = worker
+    worker = max(2, math.floor(admitted * worker_seconds_per_message(workflow)))
+    # Each admitted order publishes one event to each consumer queue: the consumers need as many
+    # instances as a Standard worker to keep up (a consumer's time per event is about the worker's
+    # per message), and no more (each event is one transaction on the day's aggregate item, already
+    # inside the admitted rate). An Express worker's extra instances only wait for executions.
+    consumers = max(2, math.floor(admitted * WORKER_SECONDS_PER_MESSAGE))
     # Each leased step (an external effect: the declaration's `kind`) gets this reserved
     # concurrency: it caps the calls in flight to the provider, so their
     # rate stays under the provider's limit however retries and redrives bunch up:
@@ -239,10 +361,12 @@ def plan(capacity: StageCapacity) -> CapacityPlan:
     }
     result = CapacityPlan(
         capacity=capacity,
+        workflow=workflow,
         admitted_orders_per_second=admitted,
         binding_limit=binding,
         max_concurrency={"worker": worker, **{c.name: consumers for c in manifest.consumers()}},
         reserved_concurrency=reserved,
+        worker_batch_size=BATCH_SIZE if workflow is WorkflowType.STANDARD else 1,
     )
     unreserved = capacity.account_concurrency - result.reserved_total
     if unreserved < quota("lambda_unreserved_minimum"):

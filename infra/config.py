@@ -97,6 +97,19 @@ class ApiAuth(StrEnum):
     NONE = "NONE"
 
 
+class WorkflowType(StrEnum):
+    """The order workflow's state machine type (`workflow` in a stage's cdk.json entry).
+
+    STANDARD: a durable execution per order run (its name deduplicates starts for 90 days, its
+    history is an API, a failed one is redriven), $25 per million state transitions. EXPRESS: an
+    execution the worker waits for (StartSyncExecution, at most 5 minutes, no name dedup, no
+    history API, no redrive), $1 per million plus its duration; the orders queue is its durable
+    retry and the fences make every copy of a run safe (DEVELOPERS.md, "Express workflows")."""
+
+    STANDARD = "STANDARD"
+    EXPRESS = "EXPRESS"
+
+
 @dataclass(frozen=True, kw_only=True)
 class ApiThrottle:
     rate: int
@@ -123,6 +136,8 @@ class StageConfig:
     # Lambda environments; false keeps AWS's keys (no key to pay for and administer), and every
     # scanner finding that asks for a customer managed key is acknowledged on its resource.
     customer_managed_keys: bool = False
+    # The order workflow's type; STANDARD unless the stage's entry says EXPRESS.
+    workflow: WorkflowType = WorkflowType.STANDARD
 
     def name(self, suffix: str) -> str:
         """The physical name of a resource: `{service}-{stage}-{suffix}`."""
@@ -168,6 +183,14 @@ def check_lifetimes(config: StageConfig) -> None:
             )
 
 
+def _workflow_type(stage: str, raw: Any) -> WorkflowType:
+    try:
+        return WorkflowType(raw)
+    except ValueError:
+        choices = " or ".join(w.value for w in WorkflowType)
+        raise ConfigError(f"retrysafe.stages.{stage}.workflow must be {choices}, got {raw!r}") from None
+
+
 def load_config(context: Mapping[str, Any], stage: str | None = None) -> StageConfig:
     """Build the config of one stage from the `retrysafe` context block; raise ConfigError if invalid."""
     stage = stage or DEFAULT_STAGE
@@ -180,6 +203,7 @@ def load_config(context: Mapping[str, Any], stage: str | None = None) -> StageCo
     if stage not in stages:
         raise ConfigError(f"unknown stage {stage!r}; cdk.json defines {sorted(stages)}")
     raw = stages[stage]
+    workflow = _workflow_type(stage, raw.get("workflow", WorkflowType.STANDARD.value))
     try:
         api_auth = ApiAuth(raw["api_auth"])
         throttle = ApiThrottle(rate=int(raw["api_throttle"]["rate"]), burst=int(raw["api_throttle"]["burst"]))
@@ -194,6 +218,7 @@ def load_config(context: Mapping[str, Any], stage: str | None = None) -> StageCo
             log_level=str(raw.get("log_level", "INFO")),
             api_throttle=throttle,
             customer_managed_keys=raw.get("customer_managed_keys", False),
+            workflow=workflow,
         )
     except (KeyError, TypeError, ValueError) as e:
         raise ConfigError(f"retrysafe.stages.{stage} is invalid: {e!r}") from e

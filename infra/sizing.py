@@ -6,11 +6,13 @@ queue's visibility timeout from the timeout of the function that consumes it.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from aws_cdk import Duration
 
 from infra import manifest
+from infra.capacity import worker_timeout_seconds
+from infra.config import WorkflowType
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -39,9 +41,10 @@ _OWN_FUNCTIONS: dict[str, FunctionSizing] = {
         memory_mb=512,
         description="POST /orders and GET /orders/{order_id}: HTTP idempotency, enqueue",
     ),
+    # Its calls only; on an Express stage it also waits for the execution (`functions_for`).
     "worker": FunctionSizing(
         handler="orders.handlers.worker.handler",
-        timeout_seconds=30,
+        timeout_seconds=worker_timeout_seconds(WorkflowType.STANDARD),
         memory_mb=256,
         description="Orders queue consumer: starts one workflow execution per order run",
     ),
@@ -74,6 +77,15 @@ CONSUMER_FUNCTIONS: dict[str, FunctionSizing] = {
     for consumer in manifest.consumers()
 }
 FUNCTIONS: dict[str, FunctionSizing] = {**_OWN_FUNCTIONS, **STEP_FUNCTIONS, **CONSUMER_FUNCTIONS}
+
+
+def functions_for(workflow: WorkflowType) -> dict[str, FunctionSizing]:
+    """Every function of a stage with this workflow type: on Express the worker waits for each
+    execution (StartSyncExecution), so its timeout outlasts the execution's
+    (infra.capacity.worker_timeout_seconds), and the orders queue's visibility follows."""
+    worker = replace(FUNCTIONS["worker"], timeout_seconds=worker_timeout_seconds(workflow))
+    return {**FUNCTIONS, "worker": worker}
+
 
 # Which function consumes which queue (visibility timeout = 6 x that function's timeout).
 QUEUE_CONSUMERS: dict[str, str] = {"orders": "worker", **{c.name: c.name for c in manifest.consumers()}}

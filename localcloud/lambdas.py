@@ -205,6 +205,9 @@ class LambdaRuntime:
                 "PYTHONDONTWRITEBYTECODE": "1",
                 # No X-Ray daemon locally: Powertools Tracer would only warn about missing segments.
                 "POWERTOOLS_TRACE_DISABLED": "true",
+                # One endpoint serves every action: StartSyncExecution's `sync-` host prefix would
+                # make it `sync-localhost`, which resolves nowhere (patches_express.py, E6).
+                "AWS_DISABLE_HOST_PREFIX_INJECTION": "true",
                 **_FAKE_CREDENTIALS,
             }
         )

@@ -1,6 +1,7 @@
 """Every change the local cloud makes to moto 5.2.5, each with what moto lacks: 1-8 here, the
 CloudFormation ones (9-13) in `patches_cfn`, DynamoDB's hot paths (14-15) in `patches_dynamo`,
-work moto repeats at every request (16-21) in `patches_speed`.
+work moto repeats at every request (16-21) in `patches_speed`, Express workflows as AWS runs them
+(E1-E5) in `patches_express`.
 
 `install(runtime)` applies them all once per process (idempotent); `uninstall()` restores moto.
 Nothing else in `localcloud` reaches into moto's internals: everything else goes through the
@@ -26,7 +27,7 @@ from moto.ssm import models as ssm_models
 from moto.stepfunctions import models as sfn_models
 from moto.stepfunctions.parser import models as sfn_parser_models
 
-from localcloud import patches_cfn, patches_dynamo, patches_speed
+from localcloud import patches_cfn, patches_dynamo, patches_express, patches_speed
 from localcloud.lambdas import LambdaRuntime
 from localcloud.workers import FunctionSpec
 
@@ -232,6 +233,7 @@ def install(runtime: LambdaRuntime) -> None:
         patches_cfn.apply(_originals)
         patches_dynamo.apply(_originals)
         patches_speed.apply(_originals)
+        patches_express.apply(_originals)  # last: it wraps patch 7's StartExecution
 
 
 def uninstall() -> None:
@@ -241,6 +243,7 @@ def uninstall() -> None:
         _runtime = None
         if not _originals:
             return
+        patches_express.restore(_originals)
         function_cls = lambda_models.LambdaFunction
         function_cls._invoke_lambda = _originals.pop("_invoke_lambda")  # type: ignore[method-assign]
         function_cls.invoke = _originals.pop("invoke")  # type: ignore[method-assign]

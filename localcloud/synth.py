@@ -79,7 +79,9 @@ def stacks_of_stage(assembly: Path, stage: str) -> bool:
         for name, artifact in manifest.get("artifacts", {}).items()
         if artifact.get("type") == "aws:cloudformation:stack"
     ]
-    return bool(stacks) and all(f"-{stage}-" in name for name in stacks)
+    # `{service}-{stage}-{kind}`: the stage is what precedes the last dash (`local` is not
+    # `local-express`, whose stacks also hold `-local-`).
+    return bool(stacks) and all(name.rsplit("-", 1)[0].endswith(f"-{stage}") for name in stacks)
 
 
 def ensure_assembly(config: Config, *, log: Callable[[str], None] = print) -> Path:

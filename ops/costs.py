@@ -7,6 +7,7 @@ change (DynamoDB's on-demand prices halved in November 2024).
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 
 
@@ -38,5 +39,19 @@ PRICES: dict[str, Price] = {
 }
 
 
+# How an Express execution's duration is billed (the same page): the memory it uses in 64 MB
+# chunks, its duration rounded up to the next 100 ms.
+SFN_EXPRESS_MEMORY_CHUNK_MB = 64
+SFN_EXPRESS_DURATION_STEP_SECONDS = 0.1
+
+
 def price(key: str) -> float:
     return PRICES[key].dollars
+
+
+def express_billed_gb_seconds(seconds: float, memory_mb: float = 0.0) -> float:
+    """The GB-seconds an Express execution of `seconds` using `memory_mb` is billed for (a small
+    state is one 64 MB chunk)."""
+    chunks = max(1, math.ceil(memory_mb / SFN_EXPRESS_MEMORY_CHUNK_MB))
+    steps = max(1, math.ceil(round(seconds / SFN_EXPRESS_DURATION_STEP_SECONDS, 9)))
+    return chunks * SFN_EXPRESS_MEMORY_CHUNK_MB / 1024 * steps * SFN_EXPRESS_DURATION_STEP_SECONDS

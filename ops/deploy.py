@@ -318,7 +318,9 @@ def destroy(target: DeployTarget, app: Path) -> None:
 def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m ops.deploy", description=__doc__.splitlines()[0])
     parser.add_argument("action", choices=("deploy", "destroy"))
-    parser.add_argument("--stage", required=True, help="dev, prod or local (the assembly's stage)")
+    parser.add_argument(
+        "--stage", required=True, help="the assembly's stage: dev, prod, local, dev-express, local-express"
+    )
     parser.add_argument("--target", required=True, choices=TARGETS)
     parser.add_argument("--app", type=Path, default=PROJECT_DIR / "cdk.out", help="the synthesized assembly")
     parser.add_argument(

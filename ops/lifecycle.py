@@ -25,6 +25,9 @@ from localcloud import outputs as outputs_file
 from localcloud.outputs import Outputs
 from ops.target import Target
 
+# The stage the local cloud deploys unless a tool asks for another (`local-express`: the same on Express).
+LOCAL_STAGE = "local"
+
 
 def target_of(out: Outputs) -> Target:
     """The ops tools' view of a local cloud: its endpoint, region, outputs and clients."""
@@ -44,20 +47,39 @@ def running(state_dir: Path) -> Outputs | None:
     return existing
 
 
+class StageMismatch(RuntimeError):
+    """The local cloud running in the state directory serves another stage than the one asked for."""
+
+
+def serves(out: Outputs, stage: str) -> bool:
+    """Whether a local cloud's outputs are the stage's (state machine `{service}-{stage}-order-workflow`)."""
+    machine = str(out.outputs.get("StateMachineArn", "")).rsplit(":", 1)[-1]
+    return machine.removesuffix("-order-workflow").endswith(f"-{stage}")
+
+
 @contextlib.contextmanager
-def local_cloud(state_dir: Path, say: Callable[[str], None]) -> Iterator[tuple[Outputs, bool]]:
-    """The running local cloud (left running), else one started here and stopped on the way out;
-    with whether it was started here."""
+def local_cloud(
+    state_dir: Path, say: Callable[[str], None], *, stage: str = LOCAL_STAGE
+) -> Iterator[tuple[Outputs, bool]]:
+    """The running local cloud (left running), else one of `stage` started here and stopped on the
+    way out; with whether it was started here. A running one of another stage is refused
+    (`StageMismatch`): the tool would drive the wrong workflow."""
     with _sigterm_unwinds():
         existing = running(state_dir)
         if existing is not None:
+            if not serves(existing, stage):
+                raise StageMismatch(
+                    f"the local cloud running in {state_dir} is not stage {stage}: stop it "
+                    "(`make local-down`) or give this tool another --dir"
+                )
             say(f"using the running local cloud at {existing.endpoint} (left running)")
             yield existing, False
             return
-        say("starting a local cloud (the first run synthesizes the local stage, ~40 s) ...")
+        say(f"starting a local cloud (the first run synthesizes the {stage} stage, ~40 s) ...")
         started = time.monotonic()
         port = int(os.environ.get("LOCALCLOUD_PORT") or 0)  # 0: free ports, no clash with anything
-        with process.background(state_dir=state_dir, port=port, extra_args=["--prewarm"]) as out:
+        extra = ["--prewarm", "--stage", stage]
+        with process.background(state_dir=state_dir, port=port, extra_args=extra) as out:
             say(
                 f"local cloud up in {time.monotonic() - started:.1f}s: "
                 f"API {out.api_url}, endpoint {out.endpoint}"

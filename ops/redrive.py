@@ -12,6 +12,10 @@ and otherwise a fallback with the same guarantees for this service (moto has nei
   it starts from the first state, every step whose fence completed is skipped and only the
   unfinished work runs, including a step whose fence an operator reset (README, "When to reset a
   fence").
+- workflow on Express (`--order`): Express has no RedriveExecution and no execution API to find a
+  failed execution by; its orders queue is the run's retry. A restart is the order's current-run
+  message sent again: the worker runs the run once more under the same token
+  (`restart_express_run`), refused past the same restart-safe window.
 The result says which method was used. A start the SDK sent again after it had landed (a lost
 answer) is recognised, not reported as a failure: a move task refused while the DLQ's own task,
 started since the call, runs; a restart's name taken by an execution with the same input.
@@ -25,15 +29,22 @@ import sys
 import time
 from collections.abc import Sequence
 from dataclasses import asdict, dataclass
+from datetime import datetime
 from enum import StrEnum
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from botocore.exceptions import ClientError
 
 from infra.config import FENCE_WINDOWS, outlived
 from ops.stack_outputs import QUEUES, dlq_output
 from ops.target import Target
+
+if TYPE_CHECKING:
+    from orders.ports import OrderStore, Queue
+from orders.adapters.aws import SqsQueue
 from orders.adapters.aws import execution_arn as execution_arn_of
+from orders.adapters.order_store import DynamoOrderStore
+from orders.domain import TERMINAL_STATUSES, OrderMessage, execution_name
 
 REDRIVABLE_STATUSES = frozenset({"FAILED", "TIMED_OUT", "ABORTED"})
 # Every fence of an execution was written after it started and lives at least the windows it must
@@ -54,6 +65,8 @@ class Method(StrEnum):
     RESTART = "restart-with-same-token"
     # Step Functions refused (stopped more than the redrive window ago) and its fences may be gone.
     REFUSED = "ExecutionNotRedrivable"
+    # Express: the run's message sent again; the worker starts the execution under the same token.
+    QUEUED_RESTART = "restart-with-same-token-by-the-orders-queue"
 
 
 class RedriveError(RuntimeError):
@@ -222,6 +235,36 @@ def redrive_execution(
     return WorkflowRedrive(Method.RESTART, execution_arn, started["executionArn"])
 
 
+def restart_express_run(
+    *, orders: OrderStore, queue: Queue, order_id: str, now: float | None = None
+) -> WorkflowRedrive:
+    """Express: run an order's current run again under the same token, by its message (module doc).
+
+    Refused (`Method.REFUSED`) once the order is older than `RESTART_SAFE_SECONDS`: its run's
+    fences were all written after the order was created, so they surely live until then (the order's
+    creation bounds the run's first start; a rerun of an old order is refused early, never late).
+    A finished order has nothing to restart (`RedriveError`)."""
+    order = orders.get(order_id)
+    if order is None:
+        raise RedriveError(f"no order {order_id!r}")
+    if order.status in TERMINAL_STATUSES:
+        raise RedriveError(f"order {order_id} is {order.status.value}: nothing to restart")
+    failed = order.execution_arn or execution_name(order.order_id, order.run)
+    age = (now if now is not None else time.time()) - datetime.fromisoformat(order.created_at).timestamp()
+    if age >= RESTART_SAFE_SECONDS:
+        return WorkflowRedrive(Method.REFUSED, failed, failed)
+    queue.send(OrderMessage(order.order_id, order.run, order.idempotency_key).as_dict())
+    return WorkflowRedrive(Method.QUEUED_RESTART, failed, execution_name(order.order_id, order.run))
+
+
+def express_order(execution_arn: str) -> str:
+    """The order an Express execution ARN ran (`...:express:<machine>:<order>-r<run>:<id>`)."""
+    parts = execution_arn.split(":")
+    if len(parts) < 9 or parts[5] != "express" or "-r" not in parts[7]:
+        raise RedriveError(f"{execution_arn} is not an execution of this service's Express workflow")
+    return parts[7].rsplit("-r", 1)[0]
+
+
 def redrive_failed_executions(
     sfn: Any, *, state_machine_arn: str, restart: bool = False, now: float | None = None
 ) -> list[WorkflowRedrive]:
@@ -242,6 +285,30 @@ def redrive_failed_executions(
     ]
 
 
+def _workflow(target: Target, args: argparse.Namespace) -> WorkflowRedrive | list[WorkflowRedrive]:
+    sfn = target.client("stepfunctions")
+    machine = target.output("StateMachineArn")
+    if sfn.describe_state_machine(stateMachineArn=machine).get("type") == "EXPRESS":
+        return _restart_express(target, args)
+    if args.order:
+        raise RedriveError("--order restarts an Express run; on Standard name --execution-arn (or none)")
+    if args.execution_arn:
+        return redrive_execution(sfn, execution_arn=args.execution_arn, restart=args.restart)
+    return redrive_failed_executions(sfn, state_machine_arn=machine, restart=args.restart)
+
+
+def _restart_express(target: Target, args: argparse.Namespace) -> WorkflowRedrive:
+    order_id = args.order or (express_order(args.execution_arn) if args.execution_arn else None)
+    if order_id is None:
+        raise RedriveError(
+            "Express lists no executions: name the order (ORDER=<id>); a run whose message is in the "
+            "orders DLQ comes back with `make redrive-dlq QUEUE=orders`"
+        )
+    orders = DynamoOrderStore(client=target.client("dynamodb"), table_name=target.output("OrdersTableName"))
+    queue = SqsQueue(client=target.client("sqs"), queue_url=target.output("OrdersQueueUrl"))
+    return restart_express_run(orders=orders, queue=queue, order_id=order_id)
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m ops.redrive", description=__doc__.splitlines()[0])
     commands = parser.add_subparsers(dest="command", required=True)
@@ -249,6 +316,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     dlq.add_argument("queue", choices=QUEUES, help="the queue whose DLQ to move back")
     workflow = commands.add_parser("workflow", help="redrive failed workflow executions")
     workflow.add_argument("--execution-arn", help="one execution (default: every failed one)")
+    workflow.add_argument(
+        "--order", help="Express: the order whose current run to start again under the same token"
+    )
     workflow.add_argument(
         "--restart",
         action="store_true",
@@ -262,16 +332,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     try:
         if args.command == "dlq":
             result = redrive_dlq(target.client("sqs"), dlq_url=target.output(dlq_output(args.queue)))
-        elif args.execution_arn:
-            result = redrive_execution(
-                target.client("stepfunctions"), execution_arn=args.execution_arn, restart=args.restart
-            )
         else:
-            result = redrive_failed_executions(
-                target.client("stepfunctions"),
-                state_machine_arn=target.output("StateMachineArn"),
-                restart=args.restart,
-            )
+            result = _workflow(target, args)
     except RedriveError as error:
         print(f"error: {error}", file=sys.stderr)
         return 1

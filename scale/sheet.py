@@ -19,9 +19,12 @@ from infra.capacity import (
     STEP_SECONDS,
     TRANSACTIONAL_WRU_PER_ITEM,
     WORKER_SECONDS_PER_MESSAGE,
+    express_execution_seconds,
     quota,
+    worker_seconds_per_message,
 )
-from ops.costs import price
+from infra.config import WorkflowType
+from ops.costs import express_billed_gb_seconds, price
 from scale.model import CONSUMERS
 from scale.topology import Topology
 
@@ -40,13 +43,15 @@ class Limit:
 
 def modelled_per_order(topology: Topology) -> dict[str, float]:
     """What one happy-path order uses that the templates say: invocations, GB-seconds,
-    transitions, requests."""
+    transitions (Standard) or an execution and its billed GB-seconds (Express), requests."""
     fns = topology.functions
     batch = {q.consumer: q.batch_size for q in topology.queues.values()}
     tasks = [f for f in (topology.task_function(s) for s in topology.happy_path()) if f]
+    workflow = WorkflowType.EXPRESS if topology.express else WorkflowType.STANDARD
     seconds = {name: STEP_SECONDS for name in (*tasks, *CONSUMERS)} | {
         "api": API_SECONDS,
-        "worker": WORKER_SECONDS_PER_MESSAGE,
+        # On Express the worker also waits for the execution (infra.capacity)
+        "worker": worker_seconds_per_message(workflow),
         "charge-payment": PROVIDER_CALL_SECONDS,
     }
     invocations = {"api": 1.0} | {name: 1.0 for name in tasks} | {c: 1 / b for c, b in batch.items()}
@@ -58,7 +63,11 @@ def modelled_per_order(topology: Topology) -> dict[str, float]:
         "lambda_requests": sum(invocations.values()),
         "gb_seconds": gb_seconds,
         "concurrency_seconds": concurrency_seconds,
-        "transitions": float(len(topology.happy_path())),
+        "transitions": 0.0 if topology.express else float(len(topology.happy_path())),
+        "express_requests": 1.0 if topology.express else 0.0,
+        "express_gb_seconds": express_billed_gb_seconds(express_execution_seconds())
+        if topology.express
+        else 0.0,
         # each queue: SendMessage, then one ReceiveMessage and one DeleteMessageBatch per batch
         "sqs_requests": sum(1 + 2 / q.batch_size for q in topology.queues.values()),
         "api_requests": 1.0,
@@ -79,7 +88,9 @@ def per_order(topology: Topology) -> dict[str, float]:
 
 def cost_per_order(usage: dict[str, float]) -> dict[str, float]:
     return {
-        "Step Functions": usage["transitions"] * price("sfn_standard_transition"),
+        "Step Functions": usage["transitions"] * price("sfn_standard_transition")
+        + usage.get("express_requests", 0.0) * price("sfn_express_request")
+        + usage.get("express_gb_seconds", 0.0) * price("sfn_express_gb_second"),
         "Lambda": usage["lambda_requests"] * price("lambda_request")
         + usage["gb_seconds"] * price("lambda_gb_second_arm64"),
         "API Gateway": usage["api_requests"] * price("apigw_rest_request"),

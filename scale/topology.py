@@ -55,6 +55,8 @@ class Topology:
     workflow: Mapping[str, Any]
     # The API stage's throttle (cdk.json api_throttle rate): requests a second.
     api_rate: float
+    # The state machine's type is EXPRESS (its StateMachineType), not STANDARD.
+    express: bool = False
 
     def happy_path(self) -> list[str]:
         """The states a successful execution enters, StartAt along Next."""
@@ -111,6 +113,8 @@ def read(assembly: Path, stage: str) -> Topology:
             max_concurrency=props.get("ScalingConfig", {}).get("MaximumConcurrency"),
         )
     workflow = state_machine_definition(app, {f"retrysafe-{stage}-{name}": name for name in functions})
+    machines = resources_of_type(app, "AWS::StepFunctions::StateMachine").values()
+    express = any(m["Properties"].get("StateMachineType") == "EXPRESS" for m in machines)
     context = cdk_context(stage)[CONTEXT_KEY]
     return Topology(
         stage=stage,
@@ -119,6 +123,7 @@ def read(assembly: Path, stage: str) -> Topology:
         functions=functions,
         workflow=workflow,
         api_rate=float(context["stages"][stage]["api_throttle"]["rate"]),
+        express=express,
     )
 
 

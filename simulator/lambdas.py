@@ -36,7 +36,7 @@ from simulator.events import ACCOUNT, REGION
 from simulator.executions import ExecutionQueue
 from simulator.observe import Caller, Observer, Snapshot, current_caller, observed, set_caller
 from simulator.operators import StopDuring
-from simulator.patches import on_the_clock
+from simulator.patches import express_workflows, on_the_clock
 
 if TYPE_CHECKING:
     from simulator.deploy import FunctionSpec
@@ -157,6 +157,7 @@ class HandlerRunner:
             stack.enter_context(_atomic_requests(DynamoHandler, self.write_observers))
             stack.enter_context(_atomic_requests(SQSResponse))
             stack.enter_context(on_the_clock(self.clock))
+            stack.enter_context(express_workflows(self.clock))
             stack.enter_context(self.queued_executions.installed())
             for module in _POWERTOOLS_TIME_MODULES:
                 stack.enter_context(mock.patch(f"{module}.dt", clocked))

@@ -23,6 +23,14 @@ Applied together by `InProcessCloud.installed()` (`on_the_clock(clock)`), for th
    update-expression validation and the dispatch's method listing without their repeated work,
    and one client for the Step Functions Lambda tasks (the server's host lookup is never reached
    in-process).
+5. Express workflows as AWS runs them (`express_workflows`, applied by `InProcessCloud.installed()`
+   after the others): the local cloud's patches E1-E6 (localcloud/patches_express.py:
+   StartSyncExecution on its `sync-` host, no name dedup, no execution API, the 5-minute limit),
+   with the time limit on the simulated clock: moto times TimeoutSeconds with a wall-clock thread
+   join, which a Retry wait that moves the clock instead of sleeping never reaches, so the
+   execution is stopped (TIMED_OUT) at its first state or retry past the limit. A synchronous
+   execution runs its tasks' handlers in this process while the caller's handler waits: the caller
+   gets its Powertools logger keys back afterwards, as its own sandbox would have kept them.
 """
 
 from __future__ import annotations
@@ -40,12 +48,17 @@ from moto.dynamodb.models import DynamoDBBackend
 from moto.dynamodb.models.table import Table
 from moto.sqs.exceptions import InvalidParameterValue, ReceiptHandleIsInvalid
 from moto.sqs.models import Message, Queue, SQSBackend
+from moto.stepfunctions.parser.asl.component.program.program import Program
+from moto.stepfunctions.parser.asl.eval.environment import Environment
+from moto.stepfunctions.parser.asl.eval.program_state import ProgramRunning
 from moto.stepfunctions.responses import StepFunctionResponse
 
 from infra.config import REDRIVE_WINDOW_DAYS
+from localcloud import patches_express as express
 from localcloud import patches_speed as speed
 from localcloud.patches_dynamo import query_by_partition, transactions_by_item
 from ops.redrive import REDRIVABLE_STATUSES
+from orders.observability import logger
 from simulator.clock import Clock, clocked_datetime_module
 from simulator.redrive import resume_at_failed_state
 
@@ -166,4 +179,64 @@ def on_the_clock(clock: Clock) -> Iterator[None]:
         query, all_items = query_by_partition(Table.query, Table.all_items)
         stack.enter_context(mock.patch.object(Table, "query", query))
         stack.enter_context(mock.patch.object(Table, "all_items", all_items))
+        yield
+
+
+# --- 5. Express workflows ------------------------------------------------------------------------
+_PROGRAM_EVAL = Program.eval
+
+
+def _timed_program(clock: Clock) -> Any:
+    """`Program.eval` that gives the execution its deadline on `clock` (read by `_stopped_at`)."""
+
+    def program_eval(self: Program, env: Environment) -> None:
+        limit = express.time_limit(self, env)
+        if limit is not None:
+            env.simulated_deadline = clock() + limit  # type: ignore[attr-defined]
+        _PROGRAM_EVAL(self, env)
+
+    return program_eval
+
+
+def _stopped_at(clock: Clock) -> Any:
+    """`Environment.is_running` that times the execution out once `clock` passes its deadline:
+    the interpreter asks before every state and every retry (frames have no deadline of their own;
+    the execution's timing out stops them)."""
+
+    def is_running(self: Environment) -> bool:
+        if not isinstance(self._program_state, ProgramRunning):
+            return False
+        deadline = getattr(self, "simulated_deadline", None)
+        if deadline is not None and clock() >= deadline:
+            self.set_timed_out()
+            return False
+        return True
+
+    return is_running
+
+
+def _keeping_the_callers_logger(start_sync_execution: Any) -> Any:
+    def keeping(self: StepFunctionResponse) -> Any:
+        keys = logger.get_current_keys().copy()
+        try:
+            return start_sync_execution(self)
+        finally:
+            logger.remove_keys([key for key in logger.get_current_keys() if key not in keys])
+            logger.append_keys(**keys)
+
+    return keeping
+
+
+@contextmanager
+def express_workflows(clock: Clock) -> Iterator[None]:
+    """Patch 5: localcloud/patches_express.py's E1-E6, its dates and its time limit on `clock`."""
+    timed = _timed_program(clock)
+    with ExitStack() as stack:
+        for owner, name, replacement in [*express.replacements(), *express.sync_endpoint()]:
+            patched = timed if (owner, name) == (Program, "eval") else replacement
+            if name == "start_sync_execution":
+                patched = _keeping_the_callers_logger(replacement)
+            stack.enter_context(mock.patch.object(owner, name, patched, create=True))
+        stack.enter_context(mock.patch.object(Environment, "is_running", _stopped_at(clock)))
+        stack.enter_context(mock.patch.object(express, "datetime", clocked_datetime_module(clock)))
         yield

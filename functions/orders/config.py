@@ -37,14 +37,14 @@ class InvalidSettings(ValueError):
     """The environment is not one infra gives this kind of function: the cold start fails, naming why."""
 
 
-def _seconds(variable: str, raw: str) -> int:
-    """A whole number of seconds above 0."""
+def _seconds(variable: str, raw: str, unit: str = " of seconds") -> int:
+    """A whole number (of seconds) above 0."""
     try:
         value = int(raw)
     except ValueError:
         value = 0
     if value <= 0:
-        raise InvalidSettings(f"{variable} must be a whole number of seconds above 0, not {raw!r}")
+        raise InvalidSettings(f"{variable} must be a whole number{unit} above 0, not {raw!r}")
     return value
 
 
@@ -64,6 +64,10 @@ class _Reader:
     def seconds(self, variable: str) -> int:
         raw = self.text(variable)
         return _seconds(variable, raw) if raw else 0
+
+    def count(self, variable: str) -> int:
+        raw = self.text(variable)
+        return _seconds(variable, raw, unit="") if raw else 0
 
     def check(self) -> None:
         if self.missing:
@@ -156,13 +160,25 @@ class QueueFedSettings(FunctionSettings):
         raise NotImplementedError
 
 
+WORKFLOW_TYPES = ("STANDARD", "EXPRESS")
+
+
 @dataclass(frozen=True, kw_only=True)
 class WorkerSettings(QueueFedSettings):
     """The orders-queue worker: starts one execution per (order, run)."""
 
     state_machine_arn: str
-    # The visibility per receive after a throttled start (infra/capacity.py), seconds.
+    # The visibility per receive after a throttled start or a failed Express run (infra/capacity.py), seconds.
     throttle_backoff_seconds: tuple[int, ...]
+    # STANDARD: start the run's named execution; EXPRESS: run it and wait (infra/config.py WorkflowType).
+    workflow_type: str
+    # The orders queue's maxReceiveCount: an Express run that fails on this receive is dead-lettered
+    # by the worker, with the execution's error as its reason.
+    max_receive_count: int
+
+    @property
+    def express(self) -> bool:
+        return self.workflow_type == "EXPRESS"
 
     TABLES = ("orders",)
     QUEUES = ("orders-dlq",)
@@ -178,11 +194,16 @@ class WorkerSettings(QueueFedSettings):
     @classmethod
     def own(cls, reader: _Reader) -> dict[str, Any]:
         schedule = reader.text("THROTTLE_BACKOFF_SECONDS")
+        workflow_type = reader.text("WORKFLOW_TYPE")
+        if workflow_type and workflow_type not in WORKFLOW_TYPES:
+            raise InvalidSettings(f"WORKFLOW_TYPE must be one of {WORKFLOW_TYPES}, not {workflow_type!r}")
         return {
             "state_machine_arn": reader.text("STATE_MACHINE_ARN"),
             "throttle_backoff_seconds": tuple(
                 _seconds("THROTTLE_BACKOFF_SECONDS", part) for part in schedule.split(",") if schedule
             ),
+            "workflow_type": workflow_type,
+            "max_receive_count": reader.count("MAX_RECEIVE_COUNT"),
         }
 
 

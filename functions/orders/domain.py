@@ -238,6 +238,28 @@ class WorkflowInput:
 
 
 @dataclass(frozen=True)
+class ExecutionEnd:
+    """How an Express execution the worker waited for ended (StartSyncExecution's answer)."""
+
+    arn: str
+    status: str  # SUCCEEDED, FAILED or TIMED_OUT
+    started: float  # epoch seconds
+    stopped: float
+    error: str | None = None
+    cause: str | None = None
+
+    @property
+    def succeeded(self) -> bool:
+        return self.status == "SUCCEEDED"
+
+    @property
+    def reason(self) -> str:
+        """What went wrong, as a dead-letter reason: `execution <status>: <error>: <cause>`."""
+        parts = [f"execution {self.status}", *(part for part in (self.error, self.cause) if part)]
+        return ": ".join(parts)
+
+
+@dataclass(frozen=True)
 class OrderMessage:
     """The orders-queue message, `{"order_id", "run", "idempotency_key"}`: the one definition of
     its shape (orders.messages.OrderMessageModel validates it; a unit test holds the two together)."""

@@ -10,7 +10,12 @@ Two families:
 
 from __future__ import annotations
 
-from reliability.errors import KEY_REUSED, BusinessError
+from typing import TYPE_CHECKING
+
+from reliability.errors import KEY_REUSED, BusinessError, TransientError
+
+if TYPE_CHECKING:
+    from orders.domain import ExecutionEnd
 
 
 class OrderError(Exception):
@@ -77,6 +82,16 @@ class RunNotCurrent(Exception):
     """A queue message for a run after the order's current run (a poison input: nobody decided
     on it): runs after the first start only through `Reruns.start_next_run`, never from a message
     alone. (A message for an earlier run is a duplicate, not this.)"""
+
+
+class ExecutionFailed(TransientError):
+    """An Express execution of the run ended FAILED or TIMED_OUT: the worker keeps the message, and
+    the orders queue brings it back to run again under the same token (the fences skip what is
+    done); on its last receive it is dead-lettered with `end.reason` (orders.handlers.worker)."""
+
+    def __init__(self, end: ExecutionEnd) -> None:
+        self.end = end
+        super().__init__(end.reason)
 
 
 class ExecutionConflict(Exception):

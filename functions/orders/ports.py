@@ -10,7 +10,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any, Protocol
 
-from orders.domain import CatalogItem, Order, OrderStatus, OrderTerms
+from orders.domain import CatalogItem, ExecutionEnd, Order, OrderStatus, OrderTerms
 from reliability import Write
 
 if TYPE_CHECKING:
@@ -40,8 +40,13 @@ class OrderStore(Protocol):
 
     def get(self, order_id: str) -> Order | None: ...
 
-    def mark_running(self, order_id: str, *, run: int, execution_arn: str) -> None:
-        """RUNNING + the execution ARN, if `run` is still the order's current run."""
+    def mark_running(self, order_id: str, *, run: int, execution_arn: str | None) -> None:
+        """RUNNING (+ the execution ARN, when given), if `run` is still the order's current run;
+        a finished order is never moved back (its ARN is still recorded)."""
+        ...
+
+    def record_execution(self, order_id: str, *, run: int, execution_arn: str) -> None:
+        """The run's (latest) execution ARN, status untouched, if `run` is still the current run."""
         ...
 
     def start_next_run(self, order_id: str, *, run: int) -> Order:
@@ -104,6 +109,14 @@ class Workflow(Protocol):
 
     def execution_arn(self, name: str) -> str:
         """The ARN an execution of this name has (names are unique per state machine)."""
+        ...
+
+
+class ExpressWorkflow(Protocol):
+    def run(self, *, name: str, payload: Mapping[str, Any]) -> ExecutionEnd:
+        """Start an execution and wait for its end (its time limit at the latest). Names are not
+        deduplicated: a second run with the same name is a second execution, concurrent with the
+        first if it still runs."""
         ...
 
 

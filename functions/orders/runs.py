@@ -17,7 +17,14 @@ from orders.domain import (
     WorkflowInput,
     execution_name,
 )
-from orders.errors import ExecutionConflict, OrderNotFound, RerunRefused, RunNotCurrent, UnknownOrder
+from orders.errors import (
+    ExecutionConflict,
+    ExecutionFailed,
+    OrderNotFound,
+    RerunRefused,
+    RunNotCurrent,
+    UnknownOrder,
+)
 from reliability.errors import PoisonMessage
 from reliability.keys import execution_token
 from reliability.telemetry import Decision
@@ -26,22 +33,30 @@ if TYPE_CHECKING:  # Protocols and types: annotations only, no module to load at
     from datetime import datetime
 
     from orders.messages import OrderMessageModel
-    from orders.ports import OrderStore, Queue, Workflow
+    from orders.ports import ExpressWorkflow, OrderStore, Queue, Workflow
     from reliability.telemetry import Telemetry
+
+# A failed task's cause can be a whole traceback; the line keeps its head (the DLQ reason less).
+CAUSE_LOGGED_CHARS = 512
 
 
 @dataclass
 class WorkflowStarter:
     """The worker's use case: one workflow execution per (order, run).
 
-    One dedup mechanism: the execution name `<order_id>-r<run>` (a second start with the same
-    input is answered with the first's ARN, `Workflow.start`). The order's own record tells a
-    duplicate message apart before any start: RUNNING with an ARN on this run means started."""
+    Standard: one dedup mechanism, the execution name `<order_id>-r<run>` (a second start with
+    the same input is answered with the first's ARN, `Workflow.start`). The order's own record
+    tells a duplicate message apart before any start: RUNNING with an ARN on this run means started.
+
+    Express (`express` set): the worker runs the execution and waits for its end (`_run_express`);
+    Express does not dedupe names, so only a finished order is a duplicate, and the orders queue
+    is the run's durable retry."""
 
     stage: str
     orders: OrderStore
     workflow: Workflow
     telemetry: Telemetry
+    express: ExpressWorkflow | None = None
 
     def start_once(self, raw: OrderMessageModel) -> str:
         """`start`, with a message that can never succeed turned into poison. Returns the ARN."""
@@ -83,7 +98,9 @@ class WorkflowStarter:
             self.telemetry.decision(
                 Decision.DEDUP_HIT, token=token, step="worker", status=status, current_run=order.run
             )
-            return self.workflow.execution_arn(name)
+            return self.workflow.execution_arn(name) if self.express is None else name
+        if self.express is not None:
+            return self._run_express(self.express, order, run=message.run, token=token, name=name)
         if order.status is not OrderStatus.ACCEPTED and order.execution_arn:
             self.telemetry.decision(Decision.DEDUP_HIT, token=token, step="worker", status=order.status.value)
             return order.execution_arn
@@ -95,6 +112,35 @@ class WorkflowStarter:
             )
         self.orders.mark_running(message.order_id, run=message.run, execution_arn=arn)
         return arn
+
+    def _run_express(self, express: ExpressWorkflow, order: Order, *, run: int, token: str, name: str) -> str:
+        """The current run on Express: a finished order is a duplicate (`DedupHit`); otherwise the
+        order is marked RUNNING (the sweeper leaves it to the queue from then on), the execution
+        runs under the run's token while the worker waits, and its end is recorded on the order and
+        logged (`ExecutionEnded`: Express keeps no history). An order that is RUNNING already had
+        an execution that failed, timed out, lost its worker or is still running (a duplicate
+        message): starting one more is the only way on, and the fences make every copy's effects
+        happen once. A run that did not succeed raises `ExecutionFailed`: the queue retries it."""
+        if order.status in TERMINAL_STATUSES:
+            self.telemetry.decision(Decision.DEDUP_HIT, token=token, step="worker", status=order.status.value)
+            return order.execution_arn or name
+        self.orders.mark_running(order.order_id, run=run, execution_arn=None)
+        end = express.run(name=name, payload=WorkflowInput(terms=order, run=run, token=token).as_dict())
+        self.orders.record_execution(order.order_id, run=run, execution_arn=end.arn)
+        self.telemetry.decision(
+            Decision.EXECUTION_ENDED,
+            token=token,
+            step="worker",
+            execution=end.arn,
+            status=end.status,
+            started=end.started,
+            stopped=end.stopped,
+            error=end.error,
+            cause=(end.cause or "")[:CAUSE_LOGGED_CHARS] or None,
+        )
+        if not end.succeeded:
+            raise ExecutionFailed(end)
+        return end.arn
 
 
 @dataclass

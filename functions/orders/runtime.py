@@ -23,7 +23,7 @@ from aws_lambda_powertools import Metrics
 from botocore.config import Config
 
 from orders import workflow as declared
-from orders.adapters.aws import SqsQueue, StepFunctionsWorkflow
+from orders.adapters.aws import ExpressStepFunctionsWorkflow, SqsQueue, StepFunctionsWorkflow
 from orders.adapters.dynamo import DynamoAggregates, DynamoCatalog, DynamoLedger, DynamoNotifications
 from orders.adapters.order_store import DynamoOrderStore
 from orders.adapters.payments import FakePaymentProvider
@@ -75,6 +75,15 @@ CLIENT_CONFIG = Config(
 )
 
 
+# StartSyncExecution (an Express run) answers once the execution has ended: its client has no read
+# timeout of its own (the worker's function timeout, sized past the execution's time limit by
+# infra/capacity.py, is the clock) and never resends the start (a resend would be a second
+# execution of the run; the orders queue is its retry).
+WAITING_CLIENT_CONFIG = CLIENT_CONFIG.merge(
+    Config(read_timeout=None, retries={"mode": "standard", "total_max_attempts": 1})
+)
+
+
 @cache
 def _session() -> botocore.session.Session:
     """One botocore session per process, as boto3's default session. botocore, not boto3: the
@@ -84,6 +93,11 @@ def _session() -> botocore.session.Session:
 
 def default_client_factory(service_name: str) -> Any:
     return _session().create_client(service_name, config=CLIENT_CONFIG)
+
+
+def default_waiting_client_factory(service_name: str) -> Any:
+    """A client whose calls may wait as long as the function runs (WAITING_CLIENT_CONFIG)."""
+    return _session().create_client(service_name, config=WAITING_CLIENT_CONFIG)
 
 
 class Runtime(Generic[S_co]):
@@ -100,15 +114,22 @@ class Runtime(Generic[S_co]):
         telemetry: Telemetry | None = None,
         fence_store_class: type[FenceStore] | None = None,
         http_idempotency_class: type[HttpIdempotency] | None = None,
+        waiting_client_factory: ClientFactory | None = None,
     ) -> None:
         """`fence_store_class` (every step fence and consumer dedup; default
         `reliability.runs.FenceStore`) and `http_idempotency_class` (default
         `reliability.http.HttpIdempotency`) are the guards; the chaos control run hands in
-        pass-throughs to show what they prevent."""
+        pass-throughs to show what they prevent. `waiting_client_factory` builds the client an
+        Express run waits on: by default `default_waiting_client_factory` where clients
+        are the default ones (AWS, the local cloud), else `client_factory` itself (an
+        in-process cloud has no socket to time out)."""
         self.settings = settings
         self._fence_store_class = fence_store_class
         self._http_idempotency_class = http_idempotency_class
         self._factory = client_factory
+        self._waiting_factory = waiting_client_factory or (
+            default_waiting_client_factory if client_factory is default_client_factory else client_factory
+        )
         plan = crash_plan if crash_plan is not None else crashpoints.active_plan()
         # One plan may serve every function of an in-process cloud: arm its entries scoped to this one.
         self.crash_plan = plan.for_function(settings.function_name) if plan is not None else None
@@ -146,6 +167,12 @@ class Runtime(Generic[S_co]):
     @cached_property
     def stepfunctions(self) -> Any:
         return self._client("stepfunctions")
+
+    @cached_property
+    def waiting_stepfunctions(self) -> Any:
+        """The Step Functions client an Express run waits on (StartSyncExecution)."""
+        client = self._waiting_factory("stepfunctions")
+        return self.crash_plan.instrument(client) if self.crash_plan is not None else client
 
     # --- fences -------------------------------------------------------------------------------
     def fences(self, namespace: str, *, table: str = "fences", ttl_seconds: int | None = None) -> FenceStore:
@@ -231,14 +258,18 @@ class Runtime(Generic[S_co]):
     def workflow_starter(self) -> WorkflowStarter:
         from orders.runs import WorkflowStarter  # noqa: PLC0415 - cold start, see the imports
 
-        workflow = StepFunctionsWorkflow(
-            client=self.stepfunctions, state_machine_arn=self.kind(WorkerSettings).state_machine_arn
-        )
+        settings = self.kind(WorkerSettings)
+        arn = settings.state_machine_arn
         return WorkflowStarter(
             stage=self.settings.stage,
             orders=self.orders,
-            workflow=workflow,
+            workflow=StepFunctionsWorkflow(client=self.stepfunctions, state_machine_arn=arn),
             telemetry=self.telemetry,
+            express=(
+                ExpressStepFunctionsWorkflow(client=self.waiting_stepfunctions, state_machine_arn=arn)
+                if settings.express
+                else None
+            ),
         )
 
     def consumer_dedup(self, consumer: str) -> ConsumerDedup:

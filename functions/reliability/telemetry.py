@@ -84,6 +84,9 @@ class Decision(Enum):
     POISON = "PoisonMessage"
     RETRY = "Retry"
     STRANDED_ORDER = "StrandedOrders"  # an ACCEPTED order's message re-sent by the sweeper
+    # A workflow execution the caller waited for (Express) ended: its ARN, status, dates, error.
+    # Express keeps no execution history, so this line is what tells an order's executions.
+    EXECUTION_ENDED = "ExecutionEnded"
 
     @property
     def kind(self) -> Kind:
@@ -109,6 +112,7 @@ _KINDS: dict[Decision, Kind] = {
     Decision.POISON: Kind.FAILED,
     Decision.RETRY: Kind.OTHER,
     Decision.STRANDED_ORDER: Kind.OTHER,
+    Decision.EXECUTION_ENDED: Kind.OTHER,
 }
 
 # Routine fence decisions: a log line only as the first line of their attempt (module docstring).

@@ -55,6 +55,7 @@ PANELS: tuple[Panel, ...] = (
     ),
     Panel("Poison messages and retries", ("PoisonMessage", "Retry")),
     Panel("Stranded orders: ACCEPTED too long, message re-sent by the sweeper", ("StrandedOrders",)),
+    Panel("Express executions the worker waited for: ended (any status)", ("ExecutionEnded",)),
 )
 
 

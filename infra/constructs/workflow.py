@@ -1,10 +1,11 @@
-"""A fenced saga as a Standard Step Functions state machine, built from a list of step specs.
+"""A fenced saga as a Step Functions state machine (Standard or Express), built from a list of step specs.
 
 Every step is a Lambda task that receives the whole state (`order_id`, `run`, `token`, earlier
 `results`) and whose return value lands at `$.results.<StepName>`. The step uses `(stage,
-order_id, run, step)` as its fence key, so a retried or redriven task re-runs safely; this
-construct gives every task the same transport Retry and routes business errors by Catch to a
-compensation step, with the error at `$.error`.
+order_id, run, step)` as its fence key, so a retried, redriven or restarted task re-runs safely;
+this construct gives every task the same transport Retry and routes business errors by Catch to a
+compensation step, with the error at `$.error`. The same steps build both types; Express adds its
+time limit (TimeoutSeconds, infra/capacity.py) and logs errors only (see `LOG_LEVELS`).
 """
 
 from __future__ import annotations
@@ -20,6 +21,13 @@ from aws_cdk import aws_stepfunctions as sfn
 from aws_cdk import aws_stepfunctions_tasks as tasks
 from constructs import Construct
 
+from infra.capacity import (
+    EXPRESS_EXECUTION_TIMEOUT_SECONDS,
+    FENCE_WAIT_BACKOFF_RATE,
+    FENCE_WAIT_MAX_ATTEMPTS,
+    fence_wait_interval_seconds,
+)
+from infra.config import WorkflowType
 from infra.constructs.log_group import log_group
 from infra.nag import acknowledge
 
@@ -40,15 +48,21 @@ RETRY_BACKOFF_RATE = 2.0
 RETRY_MAX_ATTEMPTS = 6
 RETRY_MAX_DELAY = Duration.seconds(30)
 # FenceBusy means an earlier attempt holds the step's lease, typically one that died (its retry
-# arrives here at once). Waiting it out is paced by the lease, not by jitter: retries at 1/4,
-# 3/4 and 7/4 of the lease, so the third comes after any dead attempt's lease has expired. No
-# jitter: the contention is one execution with itself, never a herd. StaleFence (a leased step's
-# completion lost its fence to a later attempt) is the same wait: nothing of this attempt was
-# committed, and the retry finds the step done (a skip), still held (FenceBusy), or free to take.
+# arrives here at once). Waiting it out is paced by the lease (infra/capacity.py: the waits and
+# why), not by jitter: the contention is one execution with itself, or a copy of it, never a
+# herd. StaleFence (a leased step's completion lost its fence to a later attempt) is the same
+# wait: nothing of this attempt was committed, and the retry finds the step done (a skip), still
+# held (FenceBusy), or free to take.
 FENCE_WAIT_ERRORS = ("FenceBusy", "StaleFence")
-FENCE_BUSY_BACKOFF_RATE = 2.0
-FENCE_BUSY_MAX_ATTEMPTS = 4
 SUCCEED_STATE = "Done"
+# What the state machine's log group receives. Standard: every event (without execution data),
+# beside its history API. Express keeps no history, so its log group is the only record of its
+# executions; ERROR logs each failure (the failed task, the execution failed or timed out) and
+# nothing of a run that succeeds: a happy-path order writes no byte there, where ALL would write
+# every state's events (~30 per order, bench/cost.py prices both). A run that succeeded is told
+# by the function logs and fence records (`make story`), and the worker logs every execution's
+# end (its `ExecutionEnded` line).
+LOG_LEVELS = {WorkflowType.STANDARD: sfn.LogLevel.ALL, WorkflowType.EXPRESS: sfn.LogLevel.ERROR}
 
 
 def _lease_seconds(step: StepSpec) -> int:
@@ -97,8 +111,9 @@ class StepSpec:
 
 
 class FencedWorkflow(Construct):
-    """`state_machine` (Standard, JSONPath, logging ALL without execution data, X-Ray) and
-    `failed_alarm` (any execution that ended FAILED, TIMED_OUT or ABORTED)."""
+    """`state_machine` (`workflow_type`, JSONPath, logging at `LOG_LEVELS` without execution data,
+    X-Ray; Express with its TimeoutSeconds) and `failed_alarm` (any execution that ended FAILED,
+    TIMED_OUT or ABORTED)."""
 
     def __init__(
         self,
@@ -109,6 +124,7 @@ class FencedWorkflow(Construct):
         steps: Sequence[StepSpec],
         retain_logs: bool,
         log_key: kms.IKey | None,
+        workflow_type: WorkflowType = WorkflowType.STANDARD,
     ) -> None:
         super().__init__(scope, construct_id)
         _check_graph(steps)
@@ -127,17 +143,35 @@ class FencedWorkflow(Construct):
             retain=retain_logs,
             key=log_key,
         )
+        express = workflow_type is WorkflowType.EXPRESS
         self.state_machine = sfn.StateMachine(
             self,
             "StateMachine",
             state_machine_name=state_machine_name,
-            state_machine_type=sfn.StateMachineType.STANDARD,
+            state_machine_type=sfn.StateMachineType(workflow_type.value),
             query_language=sfn.QueryLanguage.JSON_PATH,
             definition_body=sfn.DefinitionBody.from_chainable(states[steps[0].name]),
             logs=sfn.LogOptions(
-                destination=self.log_group, level=sfn.LogLevel.ALL, include_execution_data=False
+                destination=self.log_group, level=LOG_LEVELS[workflow_type], include_execution_data=False
             ),
+            # Express: AWS's own 5-minute limit, stated (infra/capacity.py checks the steps fit).
+            timeout=Duration.seconds(EXPRESS_EXECUTION_TIMEOUT_SECONDS) if express else None,
             tracing_enabled=True,
+        )
+        if express:
+            acknowledge(
+                self.state_machine,
+                "SF1",
+                "Express logs at ERROR on purpose (LOG_LEVELS): every failure is logged; ALL would "
+                "add every state's events of every successful order to the bill, and an order's "
+                "story is told by its function logs and fence records (the worker logs each "
+                "execution's end).",
+            )
+        after = (
+            "the orders queue runs it again under the same token, and a run that fails on every "
+            "receive ends in the orders DLQ with the execution's error"
+            if express
+            else "fix the cause, then redrive it"
         )
         self._acknowledge_role_policy(steps)
         self.failed_alarm = cloudwatch.Alarm(
@@ -145,8 +179,8 @@ class FencedWorkflow(Construct):
             "ExecutionsFailed",
             alarm_name=f"{state_machine_name}-executions-failed",
             alarm_description=(
-                f"An execution of {state_machine_name} failed on an unhandled error; "
-                "fix the cause, then redrive it (declined orders end in Succeed, not here)."
+                f"An execution of {state_machine_name} failed on an unhandled error or its time "
+                f"limit; {after} (declined orders end in Succeed, not here)."
             ),
             metric=cloudwatch.MathExpression(
                 expression="failed + timedout + aborted",
@@ -174,9 +208,9 @@ class FencedWorkflow(Construct):
         )
         task.add_retry(
             errors=list(FENCE_WAIT_ERRORS),
-            interval=Duration.seconds(max(1, _lease_seconds(step) // 4)),
-            backoff_rate=FENCE_BUSY_BACKOFF_RATE,
-            max_attempts=FENCE_BUSY_MAX_ATTEMPTS,
+            interval=Duration.seconds(fence_wait_interval_seconds(_lease_seconds(step))),
+            backoff_rate=FENCE_WAIT_BACKOFF_RATE,
+            max_attempts=FENCE_WAIT_MAX_ATTEMPTS,
             jitter_strategy=sfn.JitterType.NONE,
         )
         task.add_retry(

@@ -18,17 +18,18 @@ from aws_cdk import aws_iam as iam
 from aws_cdk import aws_lambda as lambda_
 from aws_cdk import aws_lambda_event_sources as event_sources
 from aws_cdk import aws_ssm as ssm
+from aws_cdk import aws_stepfunctions as sfn
 from constructs import Construct
 
 from infra import manifest
 from infra.capacity import THROTTLE_BACKOFF_SCHEDULE, CapacityPlan
-from infra.config import STRANDED_AFTER_MINUTES, SWEEP_EVERY_MINUTES, StageConfig
+from infra.config import STRANDED_AFTER_MINUTES, SWEEP_EVERY_MINUTES, StageConfig, WorkflowType
 from infra.constructs.api import OrdersApi
 from infra.constructs.dashboard import ServiceDashboard
 from infra.constructs.function import POWERTOOLS_LAYER_PARAMETER, ServiceFunction
 from infra.constructs.workflow import FencedWorkflow, StepSpec
 from infra.nag import acknowledge, acknowledge_checkov
-from infra.sizing import FUNCTIONS, QUEUE_CONSUMERS, pascal
+from infra.sizing import FUNCTIONS, QUEUE_CONSUMERS, functions_for, pascal
 from infra.stacks.data import DataStack
 
 FUNCTIONS_DIR = Path(__file__).resolve().parents[2] / "functions"
@@ -114,7 +115,8 @@ BY_QUEUE = Invocation(
 )
 BY_WORKFLOW = Invocation(
     failures="Invoked synchronously by the order workflow (Step Functions): failures are retried "
-    f"or caught there, and an unhandled one fails the execution (alarmed) for a redrive; {_SYNCHRONOUS}",
+    "or caught there, and an unhandled one fails the execution (alarmed) for a redrive (Standard) "
+    f"or for the orders queue to run the order again under the same token (Express); {_SYNCHRONOUS}",
     concurrency="Bounded by the orders the worker admits into the workflow (its reserved "
     "concurrency, infra/capacity.py); only the charge step, which calls the rate-limited "
     "provider, needs a reservation of its own.",
@@ -183,7 +185,7 @@ class AppStack(Stack):
         }
 
         self.functions: dict[str, lambda_.Function] = {}
-        for name, sizing in FUNCTIONS.items():
+        for name, sizing in functions_for(config.workflow).items():
             access = ACCESS[name]
             env = dict(common_env)
             for table in (*access.read_write, *access.read):
@@ -218,7 +220,7 @@ class AppStack(Stack):
                 function.add_event_source(
                     event_sources.SqsEventSource(
                         data.queues[access.consume],
-                        batch_size=capacity.batch_size,
+                        batch_size=capacity.batch_size_of(name),
                         max_batching_window=Duration.seconds(capacity.batch_window_seconds),
                         max_concurrency=capacity.max_concurrency[name],
                         report_batch_item_failures=True,
@@ -232,6 +234,7 @@ class AppStack(Stack):
             self,
             "OrderWorkflow",
             state_machine_name=config.name("order-workflow"),
+            workflow_type=config.workflow,
             retain_logs=config.retain_data,
             log_key=data.key,
             steps=[
@@ -248,27 +251,14 @@ class AppStack(Stack):
         worker = fn["worker"]
         worker.add_environment("STATE_MACHINE_ARN", state_machine.state_machine_arn)
         worker.add_environment("THROTTLE_BACKOFF_SECONDS", ",".join(map(str, THROTTLE_BACKOFF_SCHEDULE)))
-        state_machine.grant_start_execution(worker)
-        # DescribeExecution takes an execution ARN; executions are named by the worker, so the
-        # grant is every execution of this one state machine (the name is known at synth).
-        executions = self.format_arn(
-            service="states",
-            resource="execution",
-            resource_name=f"{config.name('order-workflow')}:*",
-            arn_format=ArnFormat.COLON_RESOURCE_NAME,
-        )
-        iam.Grant.add_to_principal(
-            grantee=worker, actions=["states:DescribeExecution"], resource_arns=[executions]
-        )
-        worker_policy = worker.role.node.try_find_child("DefaultPolicy") if worker.role else None
-        if worker_policy is not None:
-            acknowledge(
-                worker_policy,
-                "IAM5[Resource::arn:<AWS::Partition>:states:<AWS::Region>:<AWS::AccountId>:execution:"
-                f"{config.name('order-workflow')}:*]",
-                "states:DescribeExecution on the executions of the order workflow only; their names "
-                "are chosen at run time, so the execution id must be a wildcard.",
-            )
+        worker.add_environment("WORKFLOW_TYPE", config.workflow.value)
+        # The worker dead-letters an Express run that failed on its last receive with the
+        # execution's error as the reason (SQS's own move to the DLQ would carry none).
+        worker.add_environment("MAX_RECEIVE_COUNT", str(capacity.max_receive_count))
+        if config.workflow is WorkflowType.EXPRESS:
+            state_machine.grant_start_sync_execution(worker)
+        else:
+            self._grant_start_and_describe(config, state_machine, worker)
         CfnOutput(self, "StateMachineArn", value=state_machine.state_machine_arn)
         sweeper = fn["sweep-accepted"]
         sweeper.add_environment("STRANDED_AFTER_SECONDS", str(STRANDED_AFTER_MINUTES * 60))
@@ -304,3 +294,29 @@ class AppStack(Stack):
             log_key=data.key,
         )
         CfnOutput(self, "ApiUrl", value=api.api.url)
+
+    def _grant_start_and_describe(
+        self, config: StageConfig, state_machine: sfn.StateMachine, worker: lambda_.Function
+    ) -> None:
+        """Standard: StartExecution, and DescribeExecution for a start whose name exists."""
+        state_machine.grant_start_execution(worker)
+        # DescribeExecution takes an execution ARN; executions are named by the worker, so the
+        # grant is every execution of this one state machine (the name is known at synth).
+        executions = self.format_arn(
+            service="states",
+            resource="execution",
+            resource_name=f"{config.name('order-workflow')}:*",
+            arn_format=ArnFormat.COLON_RESOURCE_NAME,
+        )
+        iam.Grant.add_to_principal(
+            grantee=worker, actions=["states:DescribeExecution"], resource_arns=[executions]
+        )
+        worker_policy = worker.role.node.try_find_child("DefaultPolicy") if worker.role else None
+        if worker_policy is not None:
+            acknowledge(
+                worker_policy,
+                "IAM5[Resource::arn:<AWS::Partition>:states:<AWS::Region>:<AWS::AccountId>:execution:"
+                f"{config.name('order-workflow')}:*]",
+                "states:DescribeExecution on the executions of the order workflow only; their names "
+                "are chosen at run time, so the execution id must be a wildcard.",
+            )

@@ -16,7 +16,7 @@ from infra.config import StageConfig
 from infra.constructs.key import stage_key
 from infra.constructs.queue import QueueWithDlq
 from infra.constructs.table import ServiceTable
-from infra.sizing import FUNCTIONS, QUEUE_CONSUMERS, pascal
+from infra.sizing import QUEUE_CONSUMERS, functions_for, pascal
 
 TTL_ATTRIBUTE = "expiration"
 
@@ -81,12 +81,13 @@ class DataStack(Stack):
 
         # Keyed by queue name: "orders", "orders-dlq", "notify", ...
         self.queues: dict[str, sqs.IQueue] = {}
+        functions = functions_for(config.workflow)
         for name, consumer in QUEUE_CONSUMERS.items():
             pair = QueueWithDlq(
                 self,
                 f"{pascal(name)}Queue",
                 queue_name=config.name(name),
-                consumer_timeout=FUNCTIONS[consumer].timeout,
+                consumer_timeout=functions[consumer].timeout,
                 retain=config.retain_data,
                 key=self.key,
             )

@@ -1,6 +1,7 @@
 """`make demo`: the whole service offline, driven as a client would, ending with the invariants.
 
     python -m ops.demo            # uses a running local cloud, else starts one and stops it after
+    python -m ops.demo --workflow express     # the same on an Express stage
 
 What it does, with progress on the way (each scenario checks what a client can see):
 1. seeds the catalog;
@@ -15,6 +16,13 @@ What it does, with progress on the way (each scenario checks what a client can s
 6. once the dead attempt's lease has run out, `ops.redrive` restarts the execution with the same
    token: ReserveInventory is skipped by its fence; ChargePayment's takeover finds the dead
    attempt's charge at the provider (reconcile) and records it: one provider call, one charge;
+On Express (`--workflow express`, `make demo WORKFLOW=express`: stage local-express, state
+directory `.localcloud-express`), 4-6 differ as Express does: one crash is ridden out inside the
+execution (its FenceBusy waits fit its time limit, then a takeover finds the charge), so every
+attempt that takes the fence over dies too until the execution's retries give up (FAILED, about
+90 s; Express cannot be stopped or redriven); crash injection is switched off, and the orders queue
+brings the message back: the worker runs the run again under the same token, ReserveInventory is
+skipped by its fence and ChargePayment's takeover records the charge found at the provider;
 then a report per order (step statuses from their fences, dedup hits, replays, charges, provider
 calls), the story of each order written as a picture (`<state dir>/stories/<order>.html`, and
 `.json` so `make story` shows it after the demo's own local cloud is gone), and a last line
@@ -38,7 +46,7 @@ from botocore.exceptions import ClientError
 from localcloud import process
 from localcloud.outputs import Outputs
 from ops.demo.scenarios import Demo, DemoError
-from ops.lifecycle import fresh_crash_dir, local_cloud
+from ops.lifecycle import StageMismatch, fresh_crash_dir, local_cloud
 from ops.target import add_state_dir_option
 
 
@@ -64,7 +72,10 @@ def play(
             demo.declined()
             crashed, arn = demo.crash(crash_dir)
             demo.duplicates(first)  # while the dead attempt's lease runs out
-            demo.redrive(crashed, arn)
+            if demo.express:
+                demo.queue_restart(crashed)
+            else:
+                demo.redrive(crashed, arn)
     except (DemoError, ClientError, OSError) as error:
         failure = str(error)
         demo.say(f"demo stopped: {failure}")
@@ -82,14 +93,18 @@ def verdict(problems: list[str]) -> str:
     return "invariants: OK" if not problems else f"invariants: VIOLATED: {'; '.join(problems)}"
 
 
-def run(state_dir: Path, console: IO[str] = sys.stdout) -> int:
+# The stage each workflow type's demo deploys (cdk.json).
+STAGES = {"standard": "local", "express": "local-express"}
+
+
+def run(state_dir: Path, console: IO[str] = sys.stdout, *, workflow: str = "standard") -> int:
     started = time.monotonic()
 
     def say(message: str) -> None:
         console.write(f"[{time.monotonic() - started:5.1f}s] {message}\n")
         console.flush()
 
-    with local_cloud(state_dir, say) as (out, started_here):
+    with local_cloud(state_dir, say, stage=STAGES[workflow]) as (out, started_here):
         problems = play(out, restore=not started_here, console=console, started=started, state_dir=state_dir)
         say(f"demo took {time.monotonic() - started:.1f}s")
     console.write(verdict(problems) + "\n")
@@ -100,12 +115,22 @@ def run(state_dir: Path, console: IO[str] = sys.stdout) -> int:
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m ops.demo", description=__doc__.splitlines()[0])
     add_state_dir_option(parser)
+    parser.add_argument(
+        "--workflow",
+        choices=sorted(STAGES),
+        default="standard",
+        help="the workflow type to demonstrate (express: stage local-express; its own state directory, "
+        "`<dir>-express`, unless --dir names one)",
+    )
     args = parser.parse_args(argv)
+    state_dir = args.dir
+    if args.workflow != "standard" and "--dir" not in (argv if argv is not None else sys.argv):
+        state_dir = args.dir.with_name(f"{args.dir.name}-{args.workflow}")
     try:
-        return run(args.dir)
+        return run(state_dir, workflow=args.workflow)
     except KeyboardInterrupt:
         print("\ninterrupted; nothing left running", file=sys.stderr)
         return 130
-    except process.StartError as error:
+    except (process.StartError, StageMismatch) as error:
         print(f"error: {error}", file=sys.stderr)
         return 2

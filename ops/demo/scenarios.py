@@ -33,6 +33,11 @@ WAIT_SECONDS = 120.0  # any single wait; a healthy local cloud needs a fraction 
 # What a story calls a duplicate the worker or a consumer recognised.
 DEDUPLICATED = frozenset({Outcome.DEDUP_HIT, Outcome.DEDUPLICATED})
 CRASH_SPEC = "fence:after-effect:ChargePayment@charge-payment=1"
+# On Express one crash is ridden out inside the execution (its FenceBusy waits fit its time limit,
+# then a takeover finds the charge): for the run to need a restart, every attempt that takes the
+# fence over dies too, until the FenceBusy retries give up (about 90 s: three crashes).
+EXPRESS_CRASH_SPEC = "fence:after-effect:ChargePayment@charge-payment=10"
+EXPRESS_GIVES_UP_SECONDS = 300.0
 
 
 class DemoError(RuntimeError):
@@ -68,6 +73,7 @@ class Demo:
         self.story = Collector(
             outputs=out.outputs, client=target.client, logs=LocalLogFiles(state_dir / "logs")
         )
+        self.express = self.story.workflow().express  # Express: the worker runs and waits, the queue retries
         self.orders: list[DemoOrder] = []
         self.problems: list[str] = []
 
@@ -189,21 +195,24 @@ class Demo:
         return order
 
     def crash(self, crash_dir: Path) -> tuple[DemoOrder, str]:
-        """Arm the crash, place an order, watch the worker die after the provider call, stop it."""
+        """Arm the crash, place an order, watch the worker die after the provider call, stop it
+        (on Express: watch the execution give up, then disarm)."""
         self.section("a crash inside ChargePayment, after the provider call")
-        status = control.set_crash_points(
-            self.out.endpoint, CRASH_SPEC, state_dir=str(crash_dir), mode="exit"
-        )
-        self.say(f"armed {CRASH_SPEC} (exit mode: the worker process dies, as on a real crash)")
+        spec = EXPRESS_CRASH_SPEC if self.express else CRASH_SPEC
+        status = control.set_crash_points(self.out.endpoint, spec, state_dir=str(crash_dir), mode="exit")
+        self.say(f"armed {spec} (exit mode: the worker process dies, as on a real crash)")
         status = control.prewarm(self.out.endpoint)  # the switch retired the warm workers
         charge_fn = self.out["ChargePaymentFunctionName"]
         pids = set(status.get("workers", {}).get(charge_fn, []))
         self.say(f"workers warm again; {charge_fn} pid(s) {sorted(pids)}")
-        order = self.new_order("crash + redrive")
+        order = self.new_order("crash + restart" if self.express else "crash + redrive")
         self.place(
             order,
             {"customer_id": "customer-demo", "currency": "EUR", "items": [{"sku": "sku-3", "quantity": 1}]},
         )
+
+        if self.express:
+            return order, self._express_gives_up(order, pids)
 
         def crashed() -> str | None:
             # The failures of each execution as `make story` reads them (`<state>: <error>`)
@@ -236,6 +245,35 @@ class Demo:
         self.say(f"operator stops the stuck execution (its retries would wait for the lease) -> {stopped}")
         return order, arn
 
+    def _express_gives_up(self, order: DemoOrder, pids: set[int]) -> str:
+        """Express: each attempt that takes the dead one's fence over dies too, until the
+        execution's FenceBusy retries give up; then the crash is disarmed, before the queue's retry."""
+
+        def failed() -> dict[str, Any] | None:
+            run = int(self.story.order(order.order_id).get("run", 1))
+            ended = self.story.express_executions(order.order_id, run)
+            return next((e for e in ended if e["status"] == "FAILED"), None)
+
+        ended = polling.wait_for("the execution to give up", failed, timeout=EXPRESS_GIVES_UP_SECONDS)
+        control.set_crash_points(self.out.endpoint, None)  # before the queue's retry, 10 s later
+        control.prewarm(self.out.endpoint)
+        dead = sorted(pid for pid in pids if not _alive(pid))
+        died = sum(
+            1
+            for e in self.story.collect(order.order_id).attempts("ChargePayment")
+            if e.outcome is Outcome.DIED
+        )
+        self.say(
+            f"ChargePayment died {died} time(s) (worker pid(s) {dead or '?'} gone), each takeover after "
+            f"the last one's lease; the execution ended FAILED ({'; '.join(ended['failures']) or '?'}); "
+            "crash injection off again"
+        )
+        view = self.api.get_order(order.order_id).json or {}
+        calls, charges = len(view.get("provider_calls", [])), len(view.get("charges", []))
+        self.expect(calls == 1 and charges == 1, f"the provider was called ({calls} call, {charges} charge)")
+        self.expect(died >= 2, f"every takeover died too ({died} deaths): a restart is needed")
+        return str(ended["executionArn"])
+
     def duplicates(self, order: DemoOrder) -> None:
         self.section("duplicate deliveries of the first order's queue message")
         item = self.story.order(order.order_id)
@@ -253,7 +291,11 @@ class Demo:
             lambda: n if (n := self.dedup_hits(order.order_id) - before) >= 2 else None,
         )
         self.expect(hits == 2, f"the worker's dedup answered both copies ({hits} dedup hits)")
-        executions = self.story.executions(order.order_id, runs=int(item["run"]))
+        run = int(item["run"])
+        if self.express:
+            executions = self.story.express_executions(order.order_id, run)
+        else:
+            executions = self.story.executions(order.order_id, runs=run)
         self.expect(len(executions) == 1, f"{len(executions)} workflow execution for the order")
 
     def redrive(self, order: DemoOrder, failed_arn: str) -> None:
@@ -282,6 +324,32 @@ class Demo:
         calls, charges = len(view["provider_calls"]), len(view["charges"])
         # The takeover asks the provider first (reconcile by order and token): the dead attempt's
         # charge is found and recorded, so the provider is not called again.
+        self.expect(
+            calls == 1 and charges == 1,
+            f"the takeover found the charge at the provider: {calls} provider call, {charges} charge",
+        )
+
+    def queue_restart(self, order: DemoOrder) -> None:
+        """Express: the orders queue brought the message back and the worker ran the run again under
+        the same token: the dead attempts' charge is found, every completed step skipped."""
+        self.section("the orders queue runs it again: the same execution token")
+        view = self.final_view(order)
+        run = int(self.story.order(order.order_id).get("run", 1))
+        executions = self.story.express_executions(order.order_id, run)
+        tokens = {json.loads(str(e["input"]))["token"] for e in executions}
+        for execution in executions:
+            self.say(f"  execution {execution['name']}: {execution['status']}")
+        self.expect(
+            len(executions) >= 2 and executions[-1]["status"] == "SUCCEEDED" and len(tokens) == 1,
+            f"{len(executions)} executions of run {run} under one token ({', '.join(sorted(tokens))}), "
+            "the last SUCCEEDED: restart-with-same-token by the orders queue",
+        )
+        self.expect(view["status"] == "COMPLETED", "the restarted order completes")
+        self.expect(
+            view["steps"].get("ReserveInventory") == "DONE",
+            "ReserveInventory DONE on its fence (its stock was taken once, by the first execution)",
+        )
+        calls, charges = len(view["provider_calls"]), len(view["charges"])
         self.expect(
             calls == 1 and charges == 1,
             f"the takeover found the charge at the provider: {calls} provider call, {charges} charge",

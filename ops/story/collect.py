@@ -1,7 +1,10 @@
 """Gather one order's story from the stores, the execution history and the function logs.
 
 Every source is read through the target's clients (`ops.target.Target`), so the same code reads
-the local cloud and a deployed stage; only the log source differs (`ops.story.logs`).
+the local cloud and a deployed stage; only the log source differs (`ops.story.logs`). On an
+Express state machine there is no execution history (nor DescribeExecution, nor ListExecutions):
+the executions are the worker's `ExecutionEnded` lines, the rest as on Standard (function logs and
+step records).
 """
 
 from __future__ import annotations
@@ -25,8 +28,10 @@ from ops.story.entries import (
     compensations,
     epoch,
     execution_entries,
+    express_executions,
     failures,
     log_entries,
+    run_tokens,
 )
 from ops.story.logs import LogSource
 from ops.story.model import Story
@@ -88,9 +93,10 @@ class Workflow:
     steps: list[str]
     functions: dict[str, str]  # step -> physical function name
     edges: list[tuple[str, str, str]]
+    express: bool = False
 
     @classmethod
-    def from_definition(cls, definition: Mapping[str, Any]) -> Workflow:
+    def from_definition(cls, definition: Mapping[str, Any], *, express: bool = False) -> Workflow:
         states: Mapping[str, Any] = definition.get("States", {})
         tasks = [name for name, state in states.items() if state.get("Type") == "Task"]
         functions = {}
@@ -108,7 +114,9 @@ class Workflow:
                     edges.append(
                         (name, str(catch["Next"]), "catch " + ", ".join(catch.get("ErrorEquals", [])))
                     )
-        return cls(start_at=definition.get("StartAt"), steps=tasks, functions=functions, edges=edges)
+        return cls(
+            start_at=definition.get("StartAt"), steps=tasks, functions=functions, edges=edges, express=express
+        )
 
 
 class Collector:
@@ -141,8 +149,10 @@ class Collector:
         return [plain(i) for i in items]
 
     def workflow(self) -> Workflow:
-        definition = self.sfn.describe_state_machine(stateMachineArn=self.outputs["StateMachineArn"])
-        return Workflow.from_definition(json.loads(definition["definition"]))
+        described = self.sfn.describe_state_machine(stateMachineArn=self.outputs["StateMachineArn"])
+        return Workflow.from_definition(
+            json.loads(described["definition"]), express=described.get("type") == "EXPRESS"
+        )
 
     def executions(self, order_id: str, runs: int) -> list[dict[str, Any]]:
         """Every execution of the order's runs, by name (no listing of the whole state machine):
@@ -166,6 +176,12 @@ class Collector:
                 found.append({**described, "failures": failures(events)})
         return sorted(found, key=lambda e: epoch(e.get("startDate")) or 0)
 
+    def express_executions(self, order_id: str, runs: int) -> list[dict[str, Any]]:
+        """Every Express execution of the order's runs, as the worker logged their ends (Express
+        keeps no history, and no execution API answers for one)."""
+        worker = {WORKER_FUNCTION: self.outputs[function_output(WORKER_FUNCTION)]}
+        return express_executions(self.logs.invocations(worker, [order_id]), order_id, runs)
+
     def fence(self, token: str, step: str, order_id: str) -> dict[str, Any]:
         """The step's record on the run `token`, wherever `orders.items.record_at` puts it."""
         table, key = record_location(self.outputs, order_id=order_id, token=token, step=step)
@@ -175,8 +191,10 @@ class Collector:
     def collect(self, order_id: str) -> Story:
         order = self.order(order_id)
         workflow = self.workflow()
-        executions = self.executions(order_id, int(order.get("run", 1)))
-        tokens = sorted({json.loads(e.get("input") or "{}").get("token", "") for e in executions} - {""})
+        runs = int(order.get("run", 1))
+        # Express: read from the worker's lines below, with the rest of the logs
+        executions = [] if workflow.express else self.executions(order_id, runs)
+        tokens = _tokens(executions)
         stored_key = str(order.get("idempotency_key") or "")
         physical = {
             f: self.outputs[function_output(f)] for f in (API_FUNCTION, WORKER_FUNCTION, *CONSUMER_FUNCTIONS)
@@ -189,6 +207,9 @@ class Collector:
         step_of = {short: step for step, short in short_of_step.items()}
         needles = [order_id, order_id.removeprefix("o-"), stored_key, *tokens]
         invocations = self.logs.invocations(physical, needles)
+        if workflow.express:  # an execution that has not ended yet: its steps name its token
+            executions = express_executions(invocations, order_id, runs)
+            tokens = sorted(set(_tokens(executions)) | run_tokens(invocations, order_id))
         entries = log_entries(invocations, step_of)
         entries += execution_entries(executions)
         fences = {step: self.fence(tokens[-1], step, order_id) for step in workflow.steps} if tokens else {}
@@ -228,6 +249,11 @@ class Collector:
                 },
             },
         )
+
+
+def _tokens(executions: list[dict[str, Any]]) -> list[str]:
+    """The run tokens the executions' inputs carry."""
+    return sorted({json.loads(e.get("input") or "{}").get("token", "") for e in executions} - {""})
 
 
 def _client_key(stored_key: str) -> str | None:

@@ -4,6 +4,8 @@ redrives and ends, and the compensations a step's record implies."""
 
 from __future__ import annotations
 
+import json
+import re
 from collections.abc import Iterable, Mapping, Sequence
 from datetime import datetime
 from typing import Any
@@ -130,6 +132,60 @@ def failures(history: Sequence[Mapping[str, Any]]) -> list[str]:
         if stopped and stopped.get("error"):
             found.append(f"stopped: {stopped['error']}")
     return found
+
+
+EXECUTION_ENDED = "ExecutionEnded"  # reliability.telemetry.Decision.EXECUTION_ENDED (the worker's line)
+
+
+def express_executions(invocations: Iterable[Invocation], order_id: str, runs: int) -> list[dict[str, Any]]:
+    """The order's Express executions, shaped as DescribeExecution describes a Standard one (name,
+    ARN, status, dates, input's token, failures), from the worker's `ExecutionEnded` lines. Each is
+    named by its run's name and the start of its id, as several share the run's name."""
+    names = {f"{order_id}-r{run}" for run in range(1, runs + 1)}
+    found = []
+    for invocation in invocations:
+        for line in invocation.lines:
+            # arn:<partition>:states:<region>:<account>:express:<machine>:<name>:<id>
+            arn = str(line.get("execution", ""))
+            parts = arn.split(":")
+            if line.get("decision") != EXECUTION_ENDED or len(parts) < 9 or parts[7] not in names:
+                continue
+            failure = ": ".join(
+                str(part) for part in (line.get("error"), _message(line.get("cause"))) if part
+            )
+            found.append(
+                {
+                    "name": f"{parts[7]}:{parts[8][:8]}",
+                    "executionArn": arn,
+                    "status": line.get("status"),
+                    "startDate": line.get("started"),
+                    "stopDate": line.get("stopped"),
+                    "input": json.dumps({"token": line.get("token")}),
+                    "failures": [failure] if failure else [],
+                }
+            )
+    return sorted(found, key=lambda e: epoch(e.get("startDate")) or 0)
+
+
+def _message(cause: Any) -> Any:
+    """A task failure's cause is Lambda's error document (`{"errorType", "errorMessage", ...}`):
+    its message; any other cause as it is."""
+    try:
+        document = json.loads(cause) if isinstance(cause, str) else None
+    except ValueError:
+        return cause
+    return document.get("errorMessage", cause) if isinstance(document, dict) else cause
+
+
+def run_tokens(invocations: Iterable[Invocation], order_id: str) -> set[str]:
+    """The run tokens (`<stage>.<order>.r<n>`) the order's step lines name."""
+    suffix = re.compile(rf"\.{re.escape(order_id)}\.r\d+$")
+    return {
+        str(line["token"])
+        for invocation in invocations
+        for line in invocation.lines
+        if isinstance(line.get("token"), str) and suffix.search(line["token"])
+    }
 
 
 def execution_entries(executions: Iterable[Mapping[str, Any]]) -> list[Entry]:

@@ -11,7 +11,7 @@ from infra.nag import CHECKOV_METADATA
 from simulator.synth import synthesize_stages, templates
 
 SERVICE = "retrysafe"
-STAGES = ("dev", "prod", "local")
+STAGES = ("dev", "prod", "local", "dev-express", "local-express")
 
 
 @pytest.fixture(scope="session", autouse=True)

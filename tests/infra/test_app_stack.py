@@ -77,6 +77,8 @@ CONTRACT_ENV = {
         "STATE_MACHINE_ARN",
         "ORDERS_DLQ_URL",
         "THROTTLE_BACKOFF_SECONDS",
+        "WORKFLOW_TYPE",
+        "MAX_RECEIVE_COUNT",
     },
     **{workflow.function_name(step.name): _step_env(step) for step in workflow.STEPS},
     **{consumer.name: _consumer_env(consumer) for consumer in workflow.CONSUMERS},

@@ -16,7 +16,6 @@ from infra.capacity import (
     THROTTLE_STORM_SECONDS,
     TRANSIENT_RECEIVES,
     TRANSITIONS_PER_ORDER,
-    WORKER_SECONDS_PER_MESSAGE,
     CapacityError,
     CapacityPlan,
     StageCapacity,
@@ -25,22 +24,24 @@ from infra.capacity import (
     stage_capacity,
     throttle_backoff_seconds,
     visibility_timeout_seconds,
+    worker_seconds_per_message,
 )
-from infra.config import CONTEXT_KEY
-from infra.sizing import FUNCTIONS, QUEUE_CONSUMERS
+from infra.config import CONTEXT_KEY, load_config
+from infra.sizing import QUEUE_CONSUMERS, functions_for
 from simulator.synth import cdk_context
 from simulator.templates import resources_of_type, state_machine_definition
 from tests.infra.conftest import SERVICE, STAGES, stack
 
 
 def _plan(stage: str) -> CapacityPlan:
-    return plan(stage_capacity(cdk_context(stage)[CONTEXT_KEY], stage))
+    context = cdk_context(stage)[CONTEXT_KEY]
+    return plan(stage_capacity(context, stage), load_config(context, stage).workflow)
 
 
-def _functions(template: dict[str, Any]) -> dict[str, dict[str, Any]]:
+def _functions(template: dict[str, Any], stage: str) -> dict[str, dict[str, Any]]:
     """Function name (without the stage prefix) -> properties, and each logical id -> name."""
     return {
-        str(resource["Properties"]["FunctionName"]).removeprefix(f"{SERVICE}-").split("-", 1)[1]: {
+        str(resource["Properties"]["FunctionName"]).removeprefix(f"{SERVICE}-{stage}-"): {
             "LogicalId": logical_id,
             **resource,
         }
@@ -53,7 +54,7 @@ def test_event_source_mappings_carry_the_planned_batch_and_maximum_concurrency(s
     # Given the stage's plan and its synthesized app template
     capacity = _plan(stage)
     template = stack(stage, "app")
-    by_logical_id = {f["LogicalId"]: name for name, f in _functions(template).items()}
+    by_logical_id = {f["LogicalId"]: name for name, f in _functions(template, stage).items()}
     # When each mapping is traced to its function
     mappings = {
         by_logical_id[m["Properties"]["FunctionName"]["Ref"]]: m["Properties"]
@@ -62,7 +63,7 @@ def test_event_source_mappings_carry_the_planned_batch_and_maximum_concurrency(s
     # Then each queue consumer has the plan's batch, window and maximum concurrency
     assert set(mappings) == set(QUEUE_CONSUMERS.values())
     for name, props in mappings.items():
-        assert props["BatchSize"] == capacity.batch_size
+        assert props["BatchSize"] == capacity.batch_size_of(name)
         assert props.get("MaximumBatchingWindowInSeconds", 0) == capacity.batch_window_seconds
         assert props["ScalingConfig"] == {"MaximumConcurrency": capacity.max_concurrency[name]}
         assert props["FunctionResponseTypes"] == ["ReportBatchItemFailures"]
@@ -73,7 +74,7 @@ def test_reserved_concurrency_only_where_the_plan_puts_it(stage: str) -> None:
     capacity = _plan(stage)
     reserved = {
         name: f["Properties"]["ReservedConcurrentExecutions"]
-        for name, f in _functions(stack(stage, "app")).items()
+        for name, f in _functions(stack(stage, "app"), stage).items()
         if "ReservedConcurrentExecutions" in f["Properties"]
     }
     assert reserved == dict(capacity.reserved_concurrency)
@@ -90,16 +91,18 @@ def test_queues_carry_the_planned_receive_count_and_visibility(stage: str) -> No
         str(q["Properties"]["QueueName"]): q["Properties"]
         for q in resources_of_type(stack(stage, "data"), "AWS::SQS::Queue").values()
     }
+    functions = functions_for(_plan(stage).workflow)
     for queue, consumer in QUEUE_CONSUMERS.items():
         props = queues[f"retrysafe-{stage}-{queue}"]
         assert props["RedrivePolicy"]["maxReceiveCount"] == _plan(stage).max_receive_count
-        assert props["VisibilityTimeout"] == visibility_timeout_seconds(FUNCTIONS[consumer].timeout_seconds)
+        assert props["VisibilityTimeout"] == visibility_timeout_seconds(functions[consumer].timeout_seconds)
 
 
 def test_transitions_per_order_is_the_happy_path_of_the_synthesized_workflow() -> None:
     # Given the synthesized state machine (the tasks' ARNs do not matter here)
     template = stack("dev", "app")
-    asl = state_machine_definition(template, {f"retrysafe-dev-{name}": name for name in _functions(template)})
+    names = {f"retrysafe-dev-{name}": name for name in _functions(template, "dev")}
+    asl = state_machine_definition(template, names)
     # When the happy path is walked from StartAt along Next
     state, entered = asl["StartAt"], 0
     while state is not None:
@@ -119,7 +122,7 @@ def test_max_receive_count_outlasts_the_throttle_storm_plus_transient_failures()
 @pytest.mark.parametrize("stage", STAGES)
 def test_the_plan_admits_no_more_than_every_downstream_limit_allows(stage: str) -> None:
     capacity = _plan(stage)
-    worker_rate = capacity.max_concurrency["worker"] / WORKER_SECONDS_PER_MESSAGE
+    worker_rate = capacity.max_concurrency["worker"] / worker_seconds_per_message(capacity.workflow)
     charge_rate = capacity.reserved_concurrency["charge-payment"] / PROVIDER_CALL_SECONDS
     provider = capacity.capacity.provider_requests_per_second
     # The worker's admission stays under the provider's limit, and the charge step can carry it.
@@ -141,7 +144,7 @@ def test_a_stage_without_a_capacity_entry_is_an_error_naming_it() -> None:
 
 @pytest.mark.parametrize("stage", STAGES)
 def test_the_worker_gets_the_backoff_schedule_that_max_receive_count_is_sized_for(stage: str) -> None:
-    worker = _functions(stack(stage, "app"))["worker"]
+    worker = _functions(stack(stage, "app"), stage)["worker"]
     variables = worker["Properties"]["Environment"]["Variables"]
     assert variables["THROTTLE_BACKOFF_SECONDS"] == ",".join(map(str, THROTTLE_BACKOFF_SCHEDULE))
     assert len(THROTTLE_BACKOFF_SCHEDULE) == MAX_RECEIVE_COUNT

@@ -27,7 +27,7 @@ def context() -> dict[str, Any]:
     return copy.deepcopy(cdk_context("dev")["retrysafe"])
 
 
-@pytest.mark.parametrize("stage", ["dev", "prod", "local"])
+@pytest.mark.parametrize("stage", ["dev", "prod", "local", "dev-express", "local-express"])
 def test_every_stage_in_cdk_json_is_valid(context: dict[str, Any], stage: str) -> None:
     config = load_config(context, stage)
     assert config.stage == stage
@@ -52,6 +52,8 @@ def test_only_prod_has_customer_managed_keys_and_they_default_to_off(context: di
         "dev": False,
         "prod": True,
         "local": False,  # the local cloud (moto) deploys it: AWS's keys only
+        "dev-express": False,
+        "local-express": False,
     }
     del context["stages"]["prod"]["customer_managed_keys"]
     assert load_config(context, "prod").customer_managed_keys is False

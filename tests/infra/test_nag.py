@@ -14,8 +14,7 @@ from aws_cdk import aws_sqs as sqs
 from infra.config import load_config
 from infra.nag import acknowledge, add_nag_checks
 from simulator.synth import cdk_context, stack_names, synthesize
-
-STAGES = ("dev", "prod", "local")
+from tests.infra.conftest import STAGES
 
 
 def _report(assembly: Path) -> dict[str, Any]:

@@ -25,7 +25,7 @@ def _offline_aws(monkeypatch: pytest.MonkeyPatch) -> None:
 
 
 # Modules that build moto worlds of their own (one tests `reusing` itself).
-_OWN_WORLDS = frozenset({"test_simulator_patches", "test_simulator_world"})
+_OWN_WORLDS = frozenset({"test_simulator_patches", "test_simulator_world", "test_simulator_express"})
 
 
 @pytest.fixture(scope="module", autouse=True)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import os
 import time
 from collections.abc import Callable
@@ -150,6 +151,13 @@ def test_only_an_assembly_of_the_wanted_stage_is_reused(assembly, tmp_path: Path
     assert stacks_of_stage(assembly, "local")
     assert not stacks_of_stage(assembly, "dev")
     assert not stacks_of_stage(tmp_path, "local")
+    # a stage whose name starts with another's is not that one
+    express = tmp_path / "express"
+    express.mkdir()
+    stacks = {f"fx-local-express-{kind}": {"type": "aws:cloudformation:stack"} for kind in ("data", "app")}
+    (express / "manifest.json").write_text(json.dumps({"artifacts": stacks}))
+    assert stacks_of_stage(express, "local-express")
+    assert not stacks_of_stage(express, "local")
 
 
 def test_outputs_default_path_follows_localcloud_dir(monkeypatch, tmp_path: Path):

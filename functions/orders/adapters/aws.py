@@ -8,6 +8,7 @@ from typing import Any
 
 from botocore.exceptions import ClientError
 
+from orders.domain import ExecutionEnd
 from orders.errors import ExecutionConflict
 from reliability.errors import error_code, transient_errors
 
@@ -61,3 +62,39 @@ class StepFunctionsWorkflow:
         if json.loads(existing.get("input") or "null") != dict(payload):
             raise ExecutionConflict(f"execution {name} exists with a different input")
         return arn
+
+
+class ExpressStepFunctionsWorkflow:
+    """Implements `ExpressWorkflow` on an Express state machine: StartSyncExecution returns when the
+    execution ended (SUCCEEDED, FAILED or TIMED_OUT; a failure is an answer, not an error). Its
+    client must wait as long as the execution may run and must not resend the start (a resend is
+    a second execution): `orders.runtime` builds it so."""
+
+    def __init__(self, *, client: Any, state_machine_arn: str) -> None:
+        self._client = client
+        self._arn = state_machine_arn
+
+    def run(self, *, name: str, payload: Mapping[str, Any]) -> ExecutionEnd:
+        with transient_errors("start sync execution"):
+            answer = self._client.start_sync_execution(
+                stateMachineArn=self._arn, name=name, input=json.dumps(payload, sort_keys=True)
+            )
+        return ExecutionEnd(
+            arn=str(answer["executionArn"]),
+            status=str(answer["status"]),
+            started=answer["startDate"].timestamp(),
+            stopped=answer["stopDate"].timestamp(),
+            error=answer.get("error"),
+            cause=_readable(answer.get("cause")),
+        )
+
+
+def _readable(cause: str | None) -> str | None:
+    """A failed Lambda task's cause is the function's error document (`{"errorType", "errorMessage",
+    "stackTrace"}`): its message is what an operator reads (the DLQ reason, the log line)."""
+    try:
+        document = json.loads(cause) if cause else None
+    except ValueError:
+        return cause
+    message = document.get("errorMessage") if isinstance(document, dict) else None
+    return str(message) if message is not None else cause

@@ -109,43 +109,50 @@ class DynamoOrderStore:
                 return found
             kwargs["ExclusiveStartKey"] = page["LastEvaluatedKey"]
 
-    def mark_running(self, order_id: str, *, run: int, execution_arn: str) -> None:
-        """RUNNING + execution ARN for the order's current run; never moves a finished order back
-        (the saga may be quicker than this write), never touches another run."""
+    def mark_running(self, order_id: str, *, run: int, execution_arn: str | None) -> None:
+        """RUNNING (+ execution ARN) for the order's current run; never moves a finished order back
+        (the saga may be quicker than this write: then only the ARN is recorded), never touches
+        another run. Without an ARN (an Express run, marked before it starts) only the status."""
+        values: dict[str, Any] = {
+            ":running": OrderStatus.RUNNING.value,
+            ":accepted": OrderStatus.ACCEPTED.value,
+            ":run": run,
+        }
+        update = "SET #s = :running"
+        if execution_arn is not None:
+            values[":arn"] = execution_arn
+            update += ", execution_arn = :arn"
         try:
             with transient_errors("mark running"):
                 self._client.update_item(
                     TableName=self._table,
                     Key=key(order_pk(order_id), ORDER_SK),
-                    UpdateExpression="SET #s = :running, execution_arn = :arn",
+                    UpdateExpression=update,
                     ConditionExpression="attribute_exists(pk) AND #r = :run AND #s IN (:accepted, :running)",
                     ExpressionAttributeNames={"#s": "status", "#r": "run"},
-                    ExpressionAttributeValues=to_item(
-                        {
-                            ":running": OrderStatus.RUNNING.value,
-                            ":accepted": OrderStatus.ACCEPTED.value,
-                            ":arn": execution_arn,
-                            ":run": run,
-                        }
-                    ),
+                    ExpressionAttributeValues=to_item(values),
                 )
         except ClientError as error:
             if error_code(error) != CONDITION_FAILED:
                 raise
-            try:
-                with transient_errors("record execution arn"):
-                    self._client.update_item(
-                        TableName=self._table,
-                        Key=key(order_pk(order_id), ORDER_SK),
-                        UpdateExpression="SET execution_arn = :arn",
-                        ConditionExpression="attribute_exists(pk) AND #r = :run",
-                        ExpressionAttributeNames={"#r": "run"},
-                        ExpressionAttributeValues=to_item({":arn": execution_arn, ":run": run}),
-                    )
-            except ClientError as stale:
-                if error_code(stale) != CONDITION_FAILED:
-                    raise
-                # The order moved on to a later run meanwhile: this run's ARN is history.
+            if execution_arn is not None:
+                self.record_execution(order_id, run=run, execution_arn=execution_arn)
+
+    def record_execution(self, order_id: str, *, run: int, execution_arn: str) -> None:
+        try:
+            with transient_errors("record execution arn"):
+                self._client.update_item(
+                    TableName=self._table,
+                    Key=key(order_pk(order_id), ORDER_SK),
+                    UpdateExpression="SET execution_arn = :arn",
+                    ConditionExpression="attribute_exists(pk) AND #r = :run",
+                    ExpressionAttributeNames={"#r": "run"},
+                    ExpressionAttributeValues=to_item({":arn": execution_arn, ":run": run}),
+                )
+        except ClientError as stale:
+            if error_code(stale) != CONDITION_FAILED:
+                raise
+            # The order moved on to a later run meanwhile: this run's ARN is history.
 
     def start_next_run(self, order_id: str, *, run: int) -> Order:
         """Run N FAILED -> run N+1 ACCEPTED, or RerunRefused. The write carries this call's token,

@@ -5,6 +5,11 @@ account's open executions are at their quota) is a retry, not a failure: the mes
 made visible again after a backoff that grows with its receive count, and counted as a retry with
 reason ``StartExecutionThrottled``. The backoff schedule comes from infra/capacity.py
 (``THROTTLE_BACKOFF_SECONDS``), which sizes maxReceiveCount to ride it out.
+
+On Express the worker waits for the run's execution (StartSyncExecution). One that ended FAILED or
+TIMED_OUT (``ExecutionFailed``) keeps the message on the same backoff, so the queue runs the
+order again under the same token; on its last receive (``MAX_RECEIVE_COUNT``) the worker sends it
+to the DLQ itself, with the execution's error as the reason, where SQS's own move would give none.
 """
 
 from __future__ import annotations
@@ -23,9 +28,10 @@ from botocore.exceptions import ClientError
 # so this function imports it here, at init: its cold start.
 import orders.runs  # noqa: F401
 from orders.config import WorkerSettings
+from orders.errors import ExecutionFailed
 from orders.messages import OrderMessageModel
 from reliability.batch import parse_body
-from reliability.errors import TransientError, error_code
+from reliability.errors import PoisonMessage, TransientError, error_code
 
 if TYPE_CHECKING:  # annotations only: the module is not loaded at run time
     from aws_lambda_powertools.utilities.data_classes.sqs_event import SQSRecord
@@ -75,6 +81,11 @@ def _start(runtime: Runtime[WorkerSettings], record: SQSRecord, _context: Lambda
     message = parse_body(record, OrderMessageModel)
     try:
         runtime.workflow_starter.start_once(message)
+    except ExecutionFailed as failed:
+        if int(record.attributes.approximate_receive_count) >= runtime.settings.max_receive_count:
+            raise PoisonMessage(failed.end.reason) from failed
+        _back_off(runtime, record)
+        raise
     except Exception as error:
         code = throttle_code(error)
         if code is None:

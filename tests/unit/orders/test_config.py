@@ -43,6 +43,16 @@ def test_the_api_reads_exactly_its_tables_and_queue():
         settings.table("notifications")
 
 
+WORKER = {
+    "ORDERS_TABLE": "o",
+    "ORDERS_DLQ_URL": "d",
+    "STATE_MACHINE_ARN": "arn",
+    "THROTTLE_BACKOFF_SECONDS": "10",
+    "WORKFLOW_TYPE": "STANDARD",
+    "MAX_RECEIVE_COUNT": "10",
+}
+
+
 def test_each_kind_reads_its_own_typed_fields():
     worker = WorkerSettings.from_env(
         {
@@ -51,9 +61,12 @@ def test_each_kind_reads_its_own_typed_fields():
             "ORDERS_DLQ_URL": "d",
             "STATE_MACHINE_ARN": "arn",
             "THROTTLE_BACKOFF_SECONDS": "10,20,40",
+            "WORKFLOW_TYPE": "EXPRESS",
+            "MAX_RECEIVE_COUNT": "10",
         }
     )
     assert worker.throttle_backoff_seconds == (10, 20, 40)
+    assert (worker.express, worker.max_receive_count) == (True, 10)
     assert (worker.source, worker.queue(worker.dead_letter_queue)) == ("worker", "d")
     sweep = SweepSettings.from_env(
         {**BASE, "ORDERS_TABLE": "o", "ORDERS_QUEUE_URL": "q", "STRANDED_AFTER_SECONDS": "900"}
@@ -91,6 +104,14 @@ def test_each_kind_reads_its_own_typed_fields():
             "STRANDED_AFTER_SECONDS",
         ),
         (WorkerSettings, {**BASE, "ORDERS_TABLE": "o", "ORDERS_DLQ_URL": "d"}, "STATE_MACHINE_ARN"),
+        *(
+            (WorkerSettings, {**BASE, **WORKER, **{variable: value}}, variable)
+            for variable, value in (("WORKFLOW_TYPE", "express"), ("MAX_RECEIVE_COUNT", "0"))
+        ),
+        *(
+            (WorkerSettings, {k: v for k, v in {**BASE, **WORKER}.items() if k != missing}, missing)
+            for missing in ("WORKFLOW_TYPE", "MAX_RECEIVE_COUNT")
+        ),
         (StepSettings, BASE, "STEP_NAME"),
         (ConsumerSettings, BASE, "CONSUMER_NAME"),
         # no lifetime has a default: infra/config.py is the one place that holds them

@@ -16,8 +16,8 @@ from ops import rerun as rerun_cli
 from ops.target import Target
 from orders.adapters.order_store import DynamoOrderStore
 from orders.contract import CreateOrderRequest, OrderItem
-from orders.domain import OrderMessage, OrderStatus
-from orders.errors import OrderConflict, RerunRefused, RunNotCurrent
+from orders.domain import ExecutionEnd, OrderMessage, OrderStatus
+from orders.errors import ExecutionFailed, OrderConflict, RerunRefused, RunNotCurrent
 from orders.messages import OrderMessageModel
 from orders.runs import Reruns, WorkflowStarter
 from reliability.errors import PoisonMessage
@@ -153,6 +153,94 @@ def test_mark_running_ignores_a_run_that_is_not_current(ddb: Any) -> None:
     stored = store.get(order.order_id)
     assert stored is not None
     assert (stored.status, stored.execution_arn) == (OrderStatus.ACCEPTED, None)
+
+
+# --- Express: the worker runs the execution and waits; the queue is the retry ------------------
+
+
+class RecordingExpress:
+    """An Express state machine: every run is a new execution (no name dedup), ending as told."""
+
+    def __init__(self, ddb: Any, *statuses: str) -> None:
+        self.ddb = ddb
+        self.statuses = list(statuses)
+        self.runs: list[tuple[str, dict[str, Any], str]] = []  # name, input, order status meanwhile
+
+    def run(self, *, name: str, payload: Any) -> ExecutionEnd:
+        status = self.statuses.pop(0)
+        stored = DynamoOrderStore(client=self.ddb, table_name="orders").get(payload["order_id"])
+        self.runs.append((name, dict(payload), stored.status.value if stored else "?"))
+        error = None if status == "SUCCEEDED" else "FenceBusy"
+        return ExecutionEnd(
+            arn=f"arn:express:{name}:{len(self.runs)}", status=status, started=1.0, stopped=2.0, error=error
+        )
+
+
+def _express_starter(ddb: Any, express: RecordingExpress, telemetry: Any = TELEMETRY) -> WorkflowStarter:
+    return WorkflowStarter(
+        stage="dev",
+        orders=DynamoOrderStore(client=ddb, table_name="orders"),
+        workflow=RecordingWorkflow(),
+        telemetry=telemetry,
+        express=express,
+    )
+
+
+def test_an_express_run_is_marked_running_before_it_runs_and_its_end_is_recorded_and_logged(
+    ddb: Any, capsys: pytest.CaptureFixture[str]
+) -> None:
+    order = _service(ddb, ListQueue()).place(_request(), stored_key="key-1", owner=OWNER)
+    express = RecordingExpress(ddb, "SUCCEEDED")
+    capsys.readouterr()
+    # When the worker takes the order's message on an Express stage
+    arn = _express_starter(ddb, express, make_telemetry()).start_once(_message(order.order_id, 1))
+    # Then the execution ran under the run's token with the order's terms, while the order was
+    # RUNNING (the sweeper leaves it to the queue), and its ARN is on the order
+    ((name, payload, meanwhile),) = express.runs
+    assert (name, payload["token"], payload["run"], meanwhile) == (
+        f"{order.order_id}-r1",
+        f"dev.{order.order_id}.r1",
+        1,
+        "RUNNING",
+    )
+    stored = DynamoOrderStore(client=ddb, table_name="orders").get(order.order_id)
+    assert stored is not None
+    assert (stored.status, stored.execution_arn) == (OrderStatus.RUNNING, arn)
+    # And its end is logged, since Express keeps no history to read it from
+    (line,) = read_emitted(capsys.readouterr().out).decisions()
+    assert (line["decision"], line["execution"], line["status"], line["token"]) == (
+        "ExecutionEnded",
+        arn,
+        "SUCCEEDED",
+        payload["token"],
+    )
+
+
+def test_a_failed_express_run_raises_for_the_queue_and_its_retry_runs_again_under_the_same_token(
+    ddb: Any,
+) -> None:
+    order = _service(ddb, ListQueue()).place(_request(), stored_key="key-1", owner=OWNER)
+    express = RecordingExpress(ddb, "FAILED", "TIMED_OUT", "SUCCEEDED")
+    starter = _express_starter(ddb, express)
+    # Given runs that fail, then time out (the message comes back each time)
+    with pytest.raises(ExecutionFailed, match="execution FAILED: FenceBusy"):
+        starter.start_once(_message(order.order_id, 1))
+    with pytest.raises(ExecutionFailed, match="execution TIMED_OUT"):
+        starter.start_once(_message(order.order_id, 1))
+    # When the message comes once more, the order still RUNNING
+    arn = starter.start_once(_message(order.order_id, 1))
+    # Then every attempt was a new execution of the same run, under the same token
+    assert [payload["token"] for _, payload, _ in express.runs] == [f"dev.{order.order_id}.r1"] * 3
+    assert arn.endswith(":3")
+
+
+@pytest.mark.parametrize("status", [OrderStatus.COMPLETED, OrderStatus.FAILED])
+def test_an_express_message_for_a_finished_order_runs_nothing(ddb: Any, status: OrderStatus) -> None:
+    order = _service(ddb, ListQueue()).place(_request(), stored_key="key-1", owner=OWNER)
+    _set_status(ddb, order.order_id, status)
+    express = RecordingExpress(ddb)
+    assert _express_starter(ddb, express).start_once(_message(order.order_id, 1)) == f"{order.order_id}-r1"
+    assert express.runs == []
 
 
 # --- run N+1: one guarded transition ----------------------------------------------------------

@@ -34,3 +34,12 @@ def test_an_order_costs_mostly_step_functions_transitions(prod: Topology) -> Non
 
 def test_docs_scale_md_is_the_generated_sheet(prod: Topology) -> None:
     assert SHEET.read_text() == render(prod), "docs/scale.md is stale: run `make scale-sheet`"
+
+
+def test_express_bills_64_mb_chunks_and_rounds_its_duration_up_to_100_ms() -> None:
+    from ops.costs import express_billed_gb_seconds  # noqa: PLC0415
+
+    assert express_billed_gb_seconds(0.5) == pytest.approx(0.0625 * 0.5)
+    assert express_billed_gb_seconds(0.501) == pytest.approx(0.0625 * 0.6)
+    assert express_billed_gb_seconds(0.01) == pytest.approx(0.0625 * 0.1)
+    assert express_billed_gb_seconds(1.0, memory_mb=65) == pytest.approx(0.125 * 1.0)
