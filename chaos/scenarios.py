@@ -76,6 +76,7 @@ def verdict(cloud: ChaosCloud, placed: Sequence[PlacedOrder]) -> Verdict:
     result.violations.extend(cloud.http_violations())
     result.violations.extend(cloud.contract_violations())
     result.violations.extend(cloud.fence_audit.violations)
+    result.violations.extend(cloud.operator_violations)
     result.violations.extend(_execution_violations(cloud))
     result.violations.extend(_failure_violations(cloud))
     rows = {row.order_id: row for row in report.orders}

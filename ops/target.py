@@ -70,6 +70,9 @@ def read_cli_outputs(path: Path) -> dict[str, str]:
 
 
 DEFAULT_STAGE = "dev"
+# The operator tools' clients: the SDK's standard retries (3 attempts in all; a resend after a lost
+# answer meets the first attempt's write), as `Target.client` builds them.
+CLIENT_CONFIG = Config(retries={"mode": "standard"})
 # The local cloud accepts any credentials; real AWS never sees these because an endpoint or
 # profile from the environment takes precedence.
 _LOCAL_CREDENTIALS = {"aws_access_key_id": "local", "aws_secret_access_key": "local"}
@@ -87,7 +90,7 @@ class Target:
     region: str
     outputs: Mapping[str, str]
     local: bool = False
-    _config: Config = field(default_factory=lambda: Config(retries={"mode": "standard"}), repr=False)
+    _config: Config = field(default_factory=lambda: CLIENT_CONFIG, repr=False)
 
     def client(self, service_name: str) -> Any:
         """A boto3 client for this target (typed as Any: boto3 ships no stubs here)."""

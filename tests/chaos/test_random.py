@@ -1,5 +1,5 @@
-"""Random multi-fault schedules (hypothesis, fixed seed): a few in `make test`, hundreds in
-`make chaos`. A violating schedule is shrunk by hypothesis and reported."""
+"""Random multi-fault schedules (`chaos.draw`, fixed seed): a few in `make test`, hundreds in
+`make chaos`. A violating schedule is shrunk (`chaos.shrink`) and reported."""
 
 from __future__ import annotations
 
@@ -11,8 +11,8 @@ from chaos.schedules import Action, Schedule, run_random, run_schedule
 pytestmark = pytest.mark.filterwarnings("ignore:No application metrics:UserWarning")
 
 
-def test_a_random_schedule_keeps_every_invariant(assembly, completed_points):
-    results = run_random(assembly, completed_points, examples=1, seed=6, raise_on_violation=True)
+def test_a_random_schedule_keeps_every_invariant(assembly, completed_catalogue):
+    results = run_random(assembly, completed_catalogue, examples=1, seed=6, raise_on_violation=True)
     assert len(results) == 1
 
 
@@ -86,13 +86,13 @@ def test_a_sweep_that_dies_does_not_strand_an_order(assembly):
     assert len(result.fired) == 2
 
 
-def test_the_same_seed_plays_the_same_schedules_to_the_same_outcome(assembly, completed_points):
+def test_the_same_seed_plays_the_same_schedules_to_the_same_outcome(assembly, completed_catalogue):
     # Given random schedules from one seed (several orders, restarts, redrives: executions that
     # overlap, which moto would run on threads of their own; the simulator queues them)
     def outcomes() -> list[tuple[object, ...]]:
-        results = run_random(assembly, completed_points, examples=6, seed=12)
+        results = run_random(assembly, completed_catalogue, examples=6, seed=12)
         return [
-            (r.name, r.fired, r.errored, sorted(r.violations), r.recovery, r.simulated_seconds)
+            (r.name, r.fired, r.errored, r.lost, sorted(r.violations), r.recovery, r.simulated_seconds)
             for r in results
         ]
 
