@@ -117,18 +117,15 @@ def search(assembly: Path, mutant: Mutant, catalogue: Catalogue, *, seed: int, b
 
 
 def shrunk(assembly: Path, mutant: Mutant, catch: Catch) -> Catch:
-    """`catch` with its schedule made small (`chaos.shrink`): still caught, main still clean."""
+    """`catch` with its schedule made small (`chaos.shrink`: still violating with the mutant), if
+    main still passes the smaller one (else the catch as found)."""
     if "schedule" not in catch.reproducer:
         return catch  # an interleaving is as small as its two attempts
-
-    def caught(schedule: Schedule) -> bool:
-        return (
-            bool(run_schedule(assembly, schedule, mutant=mutant).violations)
-            and not run_schedule(assembly, schedule).violations
-        )
-
-    smallest = shrink(schedule_from(catch.reproducer["schedule"]), caught)
+    found = schedule_from(catch.reproducer["schedule"])
+    smallest = shrink(found, lambda s: bool(run_schedule(assembly, s, mutant=mutant).violations))
     violations = run_schedule(assembly, smallest, mutant=mutant).violations
+    if smallest == found or not violations or run_schedule(assembly, smallest).violations:
+        return catch
     how = catch.found_by.split(": ", 1)[0]
     return Catch(
         catch.seed,
@@ -137,7 +134,7 @@ def shrunk(assembly: Path, mutant: Mutant, catch: Catch) -> Catch:
         seconds=catch.seconds,
         found_by=f"{how}, shrunk: {smallest.describe()}",
         reproducer={"schedule": asdict(smallest)},
-        violation=violations[0] if violations else catch.violation,
+        violation=violations[0],
         main_findings=catch.main_findings,
     )
 

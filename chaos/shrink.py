@@ -14,7 +14,7 @@ from dataclasses import replace
 
 from chaos.schedules import Schedule
 
-SHRINK_BUDGET = 24  # runs a shrink may spend
+SHRINK_BUDGET = 20  # runs a shrink may spend
 
 
 def shrink(

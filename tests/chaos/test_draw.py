@@ -154,4 +154,4 @@ def test_a_violating_schedule_shrinks_to_the_parts_the_violation_needs():
     assert smallest == Schedule(
         orders=("completed",), crashes=(), stops=(stop,), actions=(Action("time-travel", days=2),)
     )
-    assert len(runs) <= 24
+    assert len(runs) <= 20
