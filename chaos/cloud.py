@@ -73,6 +73,7 @@ class ChaosCloud(HttpClient, RecoveringCloud):
         self.recovery = Recovery()
         self.awaiting_operator: set[str] = set()  # orders whose failed execution's redrive was refused
         self.operator_violations: list[str] = []
+        self.failures: dict[str, tuple[str, str | None]] = {}
         self.fence_audit = FenceAudit(self.clock)
         self.write_observers.append(self.fence_audit)
         self._visibility: dict[str, int] = {}

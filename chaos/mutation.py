@@ -10,8 +10,9 @@ declared equivalent is caught from every seed. An equivalent mutant is searched 
 seed only, its whole budget, and listed apart.
 
 The first seed's catch (or the first that caught) is shrunk (`chaos.shrink`, still caught, main
-still clean) and recorded as the mutant's reproducer; `tests/chaos/test_mutants.py` replays each
-recorded one (the quick subset in `make test`) and the same on main, which must be clean.
+clean where it can be) and recorded as the mutant's reproducer, with what main does with it;
+`tests/chaos/test_mutants.py` replays each recorded one (the quick subset in `make test`) and the
+same on main, which must not show the violation the mutant does.
 
     python -m chaos.mutation                         # every mutant, 5 fresh seeds, the default budget
     python -m chaos.mutation --seed 1732000000       # replay a run (its base seed is printed)
@@ -54,6 +55,7 @@ class MutantResult:
     found_by: str = ""  # the recorded reproducer, as found (and shrunk)
     reproducer: dict[str, Any] = field(default_factory=dict)
     violation: str = ""
+    main_violations: list[str] = field(default_factory=list)  # the reproducer replayed on main
 
     @property
     def caught(self) -> bool:
@@ -87,6 +89,7 @@ class MutantResult:
             "found_by": self.found_by,
             "reproducer": self.reproducer,
             "violation": self.violation,
+            "main_violations": self.main_violations,
             "equivalent": self.equivalent,
             "issue10": self.issue10,
             "searches": [asdict(c) for c in self.catches],
@@ -130,9 +133,10 @@ def _search_job(job: tuple[Path, str, Catalogue, int, int]) -> tuple[str, Catch]
     return name, search(assembly, by_name(name), catalogue, seed=seed, budget=budget)
 
 
-def _shrink_job(job: tuple[Path, str, Catch]) -> tuple[str, Catch]:
+def _shrink_job(job: tuple[Path, str, Catch]) -> tuple[str, Catch, list[str]]:
     assembly, name, catch = job
-    return name, shrunk(assembly, by_name(name), catch)
+    small = shrunk(assembly, by_name(name), catch)
+    return name, small, replay(assembly, small.reproducer, None)
 
 
 def run(
@@ -166,13 +170,14 @@ def run(
             if any(c.caught for c in r.catches)
         }
         shrinking = [(assembly, name, catch) for name, catch in firsts.items()]
-        for name, small in pool.map(_shrink_job, shrinking):
+        for name, small, on_main in pool.map(_shrink_job, shrinking):
             result = next(r for r in results if r.name == name)
             result.found_by, result.reproducer, result.violation = (
                 small.found_by,
                 small.reproducer,
                 small.violation,
             )
+            result.main_violations = on_main
     return results
 
 

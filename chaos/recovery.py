@@ -17,7 +17,13 @@ from typing import Any
 
 from botocore.exceptions import BotoCoreError, ClientError
 
-from ops.redrive import REDRIVABLE_STATUSES, Method, redrive_dlq, redrive_failed_executions
+from ops.redrive import (
+    REDRIVABLE_STATUSES,
+    RESTART_SAFE_SECONDS,
+    Method,
+    redrive_dlq,
+    redrive_failed_executions,
+)
 from orders.errors import RerunRefused
 from orders.items import order_key
 from simulator.cloud import InProcessCloud, Invocation, LambdaError
@@ -55,6 +61,7 @@ class RecoveringCloud(InProcessCloud):
     recovery: Recovery
     awaiting_operator: set[str]
     operator_violations: list[str]  # an operator tool's answer that disagrees with what it did
+    failures: dict[str, tuple[str, str | None]]  # execution ARN -> (name, error) of each failure redriven
     step_functions: frozenset[str]  # the saga's, as the synthesized state machine invokes them
     queue_consumers: dict[str, str]  # queue URL output -> consumer function prefix
     dlqs: dict[str, str]  # DLQ URL output -> its source queue's
@@ -180,6 +187,12 @@ class RecoveringCloud(InProcessCloud):
         failed = [e for e in self.executions() if e["status"] in REDRIVABLE_STATUSES]
         if not failed:
             return 0
+        for execution in failed:  # what each ended on, before a redrive makes it run again
+            if execution["status"] == "FAILED":
+                described = self.sfn.describe_execution(executionArn=execution["executionArn"])
+                self.failures.setdefault(
+                    execution["executionArn"], (execution["name"], described.get("error"))
+                )
         self.clock.advance(self.step_lease_seconds() + 1)
         try:
             results = redrive_failed_executions(
@@ -201,14 +214,19 @@ class RecoveringCloud(InProcessCloud):
         return len(redriven)
 
     def restart_same_token(self) -> int:
-        """Start every order's workflow again under a new name with the same input (same token)."""
+        """Start every order's workflow again under a new name with the same input (same token),
+        while its first execution started less than `RESTART_SAFE_SECONDS` ago: the fences only
+        promise to outlive that (`infra.config.FENCE_WINDOWS`), and `ops.redrive` refuses a
+        restart past it. An older token coming back is no path the platform has."""
         started = 0
         seen: set[str] = set()
-        for execution in self.executions():
+        for execution in sorted(self.executions(), key=lambda e: e["startDate"]):
             described = self.sfn.describe_execution(executionArn=execution["executionArn"])
             if described["input"] in seen:
                 continue
             seen.add(described["input"])
+            if self.clock() - execution["startDate"].timestamp() >= RESTART_SAFE_SECONDS:
+                continue
             self.sfn.start_execution(
                 stateMachineArn=self.outputs["StateMachineArn"],
                 name=f"{execution['name'].split('-restart-')[0]}-again-{len(self.executions())}",

@@ -1,17 +1,19 @@
 """One search for one mutant from one seed: worlds run until one violates with the guard off and
 passes with it on, or the budget is spent.
 
-When the mutant's functions have pairs (`pairs_for`: two attempts of each piece of work they do,
-the zombie variant included), one world in `PAIR_EVERY` is an interleaving of the next pair
-(round-robin in an order the seed shuffles; each choice of which attempt proceeds drawn from the
-seed), the others random schedules (`chaos.draw.Drawer` from the seed, faults at the mutant's
+When the mutant's functions have pairs (`chaos.pairs.pairs_for`: two attempts of each piece of
+work they do, the zombie variant included), every other world is an interleaving of one of them
+(`chaos.pairs.PairDraw`: pairs in proportion to the interleavings they have not run, each
+interleaving once, choices drawn from the seed) until every interleaving has run, the others
+random schedules (`chaos.draw.Drawer` from the seed, faults at the mutant's
 functions); a mutant with no pairs (a use case, a setting, the template, the consumers) gets
 random schedules only. A schedule is the same whatever the budget: the search from a seed is a
 prefix of the longer one.
 
-A world that violates with the mutant counts as a catch only when main passes the same world:
-one that main fails too is a finding on main (listed), and the search goes on. "Schedules" counts
-every world run up to and including the catch.
+A world that violates with the mutant counts as a catch only when main does not show the same
+violation in the same world: the guard's catch is what the mutant breaks and main does not. A
+world whose every violation main shows too is a finding on main (listed), and the search goes
+on. "Schedules" counts every world run up to and including the catch.
 """
 
 from __future__ import annotations
@@ -24,16 +26,14 @@ from pathlib import Path
 from typing import Any
 
 from chaos.draw import Catalogue, Drawer
-from chaos.interleave import STEP_ORDER, Chooser, Pair, run_interleaving
+from chaos.interleave import Chooser, Pair, run_interleaving
 from chaos.mutants import Mutant
+from chaos.pairs import PairDraw, pairs_for
 from chaos.points import PointHit
 from chaos.schedules import Action, Schedule, run_schedule
 from chaos.shrink import shrink
-from orders.workflow import function_name
 
-# The pair whose attempts run each function's code (every step on the workflow's happy path).
-_PAIR_TARGET = {"api": "api", "worker": "worker", **{function_name(s): s for s in STEP_ORDER}}
-PAIR_EVERY = 3  # one world in three is an interleaving (when the mutant has pairs)
+PAIR_EVERY = 2  # every other world is an interleaving, while the mutant has pairs left
 
 
 @dataclass
@@ -50,47 +50,20 @@ class Catch:
     main_findings: list[str] = field(default_factory=list)  # worlds main fails too: not the guard's
 
 
-def pairs_for(mutant: Mutant) -> list[Pair]:
-    """Two attempts of each piece of work the mutant's functions do. None for a mutant of a use
-    case, a setting or the template: those guards act across runs, days and operators, which
-    two concurrent attempts of one piece of work never reach."""
-    if mutant.runtime is not None or mutant.template is not None:
-        return []
-    targets = sorted(
-        {_PAIR_TARGET[f] for f in mutant.functions if f in _PAIR_TARGET},
-        key=("api", "worker", *STEP_ORDER).index,
-    )
-    return [Pair(t, late=late) for t in targets for late in (False, True)]
-
-
-class RandomChooser(Chooser):
-    """Picks among the enabled attempts at random (seeded): a budget of interleavings samples the
-    whole tree instead of the depth-first search's last few choices."""
-
-    def __init__(self, rng: random.Random) -> None:
-        super().__init__([])
-        self._rng = rng
-
-    def __call__(self, enabled: list[int]) -> int:
-        pick = self._rng.choice(enabled)
-        self.trace.append((list(enabled), pick))
-        return pick
-
-
 def search(assembly: Path, mutant: Mutant, catalogue: Catalogue, *, seed: int, budget: int) -> Catch:
     """Worlds from `seed` until a catch (the mutant violates, main does not) or `budget` worlds."""
     started = time.monotonic()
     catch = Catch(seed)
     rng = random.Random(seed)  # noqa: S311 - a reproducible search, not a secret
-    pairs = pairs_for(mutant)
-    rng.shuffle(pairs)
+    pairs = PairDraw.of(pairs_for(mutant), catalogue.by_kind)
     drawer = Drawer(catalogue.only(mutant.applies), seed)
     for world in range(1, budget + 1):
         catch.schedules = world
-        if pairs and world % PAIR_EVERY == 1:
-            pair = pairs[(world // PAIR_EVERY) % len(pairs)]
-            chooser = RandomChooser(rng)
+        pair = pairs.next(rng) if world % PAIR_EVERY == 1 else None
+        if pair is not None:
+            chooser = pairs.trees[pair].chooser(rng)
             problems = run_interleaving(assembly, pair, chooser, mutant=mutant).problems
+            pairs.trees[pair].ran(chooser.trace)
             reproducer: dict[str, Any] = {
                 "pair": pair.target,
                 "late": pair.late,
@@ -107,22 +80,34 @@ def search(assembly: Path, mutant: Mutant, catalogue: Catalogue, *, seed: int, b
         if not problems:
             continue
         on_main = replay(assembly, reproducer, None)
+        guard = [v for v in problems if v not in on_main]
         if on_main:
             catch.main_findings.append(f"{how}: {on_main[0]}")
+        if not guard:
             continue
-        catch.caught, catch.found_by, catch.reproducer, catch.violation = True, how, reproducer, problems[0]
+        catch.caught, catch.found_by, catch.reproducer, catch.violation = True, how, reproducer, guard[0]
         break
     catch.seconds = round(time.monotonic() - started, 1)
     return catch
 
 
 def shrunk(assembly: Path, mutant: Mutant, catch: Catch) -> Catch:
-    """`catch` with its schedule made small (`chaos.shrink`: still violating with the mutant), if
-    main still passes the smaller one (else the catch as found)."""
+    """`catch` with its schedule made small (`chaos.shrink`): still violating with the mutant and
+    passing on main (shrunk on the mutant alone first, and again checking main at every step if
+    the smaller one fails on main); the catch as found if neither gets smaller."""
     if "schedule" not in catch.reproducer:
         return catch  # an interleaving is as small as its two attempts
     found = schedule_from(catch.reproducer["schedule"])
-    smallest = shrink(found, lambda s: bool(run_schedule(assembly, s, mutant=mutant).violations))
+
+    def violates(schedule: Schedule) -> bool:
+        return bool(run_schedule(assembly, schedule, mutant=mutant).violations)
+
+    def caught(schedule: Schedule) -> bool:
+        return violates(schedule) and not run_schedule(assembly, schedule).violations
+
+    smallest = shrink(found, violates)
+    if not caught(smallest):
+        smallest = shrink(found, caught)
     violations = run_schedule(assembly, smallest, mutant=mutant).violations
     if smallest == found or not violations or run_schedule(assembly, smallest).violations:
         return catch

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import pytest
 
+from chaos.mutants import by_name
 from chaos.points import PointHit
 from chaos.schedules import Action, Schedule, run_random, run_schedule
 
@@ -121,4 +122,37 @@ def test_an_operator_who_comes_back_after_the_restart_window_is_refused_and_the_
     # Then ops.redrive refuses it (past the 32 days in which a restart is safe), the order is left
     # to a person, unfinished, and every other invariant holds
     assert result.recovery.refused_redrives >= 1
+    assert result.violations == []
+
+
+def test_an_execution_that_failed_on_an_undeclared_error_is_a_violation_even_once_redriven(assembly):
+    # Given the workflow without TransientError in its Retry lists (the transient-retried mutant),
+    # and one transient error at ReserveInventory's transaction
+    schedule = Schedule(
+        orders=("completed",),
+        crashes=(),
+        actions=(Action("wait"),),
+        errors=(
+            (PointHit.parse("reserve-inventory:before:DynamoDB.TransactWriteItems#1"), "InternalServerError"),
+        ),
+    )
+    # When the execution fails on it and the operator's redrive at the end finishes the order
+    result = run_schedule(assembly, schedule, mutant=by_name("transient-retried"))
+    # Then the failure an operator had to step in for is still seen
+    assert result.recovery.operator_redrives == 1
+    assert any("failed on TransientError" in v for v in result.violations), result.violations
+    # and main retries it by itself
+    assert run_schedule(assembly, schedule).violations == []
+
+
+@pytest.mark.parametrize(("days", "restarts"), [(2, 1), (33, 0)])
+def test_a_same_token_restart_comes_only_while_the_fences_surely_live(assembly, days, restarts):
+    # Given a completed order, then `days` later a restart of its workflow under the same token
+    schedule = Schedule(
+        orders=("completed",), crashes=(), actions=(Action("time-travel", days=days), Action("restart"))
+    )
+    result = run_schedule(assembly, schedule)
+    # Then past the restart-safe window (32 days: the fences' windows) no such restart is drawn,
+    # as `ops.redrive` refuses one: it is no path by which a token comes back
+    assert result.recovery.restarts == restarts
     assert result.violations == []
