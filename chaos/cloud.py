@@ -33,6 +33,7 @@ from chaos.points import CrashController
 from chaos.pool import POOL
 from chaos.recovery import RecoveringCloud, Recovery
 from localcloud.shapes import EXIT_ERROR, TIMED_OUT
+from ops.target import CLIENT_CONFIG as OPERATOR_CLIENT_CONFIG
 from orders import runtime as orders_runtime
 from orders.config import FunctionSettings
 from orders.items import catalog_key
@@ -66,10 +67,13 @@ class ChaosCloud(HttpClient, RecoveringCloud):
         if mutant is not None and mutant.template is not None:
             mutant.template(self.app_template)  # before deploy(): what synth would emit
         self.controller = controller or CrashController()
+        self.controller.wait = self.clock.advance  # a lost answer's read timeout passes
         self.runtime_factory = runtime_factory
         self.exchanges: list[Exchange] = []
         self.recovery = Recovery()
         self.awaiting_operator: set[str] = set()  # orders whose failed execution's redrive was refused
+        self.operator_violations: list[str] = []
+        self.failures: dict[str, tuple[str, str | None]] = {}
         self.fence_audit = FenceAudit(self.clock)
         self.write_observers.append(self.fence_audit)
         self._visibility: dict[str, int] = {}
@@ -104,8 +108,17 @@ class ChaosCloud(HttpClient, RecoveringCloud):
         return short_name(function_name, self.functions[function_name].environment)
 
     def _clients_for(self, function: str) -> Callable[[str], Any]:
-        """The function's clients, with this world's mutant (if any) on them."""
-        return lambda service: instrument(POOL.get(function, service), function, self.mutant)
+        """The function's clients (built as the functions build theirs), with this world's mutant
+        (if any) on them."""
+        return lambda service: instrument(
+            POOL.get(function, service, config=orders_runtime.CLIENT_CONFIG), function, self.mutant
+        )
+
+    def operator_client(self, tool: str, service: str) -> Any:
+        """An operator tool's client (as the tools build theirs), through this world's crash
+        controller as `tool` (`ops.rerun`, `ops.redrive`): lost answers reach its calls too."""
+        client = POOL.get(tool, service, config=OPERATOR_CLIENT_CONFIG)
+        return self.controller.plan_for(tool).instrument(client)
 
     def call(self, function_name: str, event: Any) -> Any:
         if function_name in self.step_functions:

@@ -1,237 +1,190 @@
-"""The mutation score: each guard of `chaos.mutants.MUTANTS` off alone, searched until caught.
+"""The mutation score: each guard of `chaos.mutants.MUTANTS` off alone, searched from fresh seeds.
 
-Per mutant the search runs, in order, until the first violation:
-1. interleavings (`chaos.interleave`) of two attempts of every piece of work the mutant touches,
-   the zombie variant included (`pairs_for`): first each pair in order, then random interleavings
-   (seeded), round-robin over the pairs, up to `pair_limit` rounds;
-2. random fault schedules (`chaos.schedules`, hypothesis from `seed`, faults drawn at the points
-   of the functions the mutant changes), up to `random_limit`; the first violating schedule is
-   shrunk by hypothesis (a bounded number of extra runs). Hypothesis plans its generation by
-   `max_examples`, so the limit changes which schedules come first, not only how many: with 80,
-   `transient-retried` was not caught; with 200 it was, after 41.
-"Schedules needed" counts every world run before the catch, the catching one included. The
-catching interleaving (pair + choices) or shrunk schedule is the mutant's reproducer, replayed
-once on main (which must pass it, or the catch is not the guard's); `tests/chaos/test_mutants.py`
-replays each recorded one (the quick subset in `make test`) and the same on main, which must be
-clean. A mutant nothing catches is reported as such, with the reason when it is equivalent.
+Each mutant is searched (`chaos.search`) from `--seeds` seeds (5) derived from one base seed
+(`--seed`; by default the time, printed, so a run can be replayed), each search with the same
+budget of worlds (`--budget`), whatever the mutant. The score is each mutant's catch rate: the
+seeds whose search caught it within the budget (a world that violates with the guard off and
+passes on main), and the median number of worlds it took. A search that needs its seed or its
+budget handed to it has not found the bug: the run exits 1 unless every mutant that is not
+declared equivalent is caught from every seed. An equivalent mutant is searched from the first
+seed only, its whole budget, and listed apart.
+
+The first seed's catch (or the first that caught) is shrunk (`chaos.shrink`, still caught, main
+clean where it can be) and recorded as the mutant's reproducer, with what main does with it;
+`tests/chaos/test_mutants.py` replays each recorded one (the quick subset in `make test`) and the
+same on main, which must not show the violation the mutant does.
+
+    python -m chaos.mutation                         # every mutant, 5 fresh seeds, the default budget
+    python -m chaos.mutation --seed 1732000000       # replay a run (its base seed is printed)
+    python -m chaos.mutation --only provider-reconcile --seeds 20
 """
 
 from __future__ import annotations
 
+import concurrent.futures
 import json
-import random
+import multiprocessing
+import statistics
 import time
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Sequence
+from contextlib import ExitStack
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
-from hypothesis import HealthCheck, Phase, find, settings
-from hypothesis.errors import NoSuchExample
-
-from chaos.interleave import STEP_ORDER, Chooser, Pair, run_interleaving
+from chaos.draw import Catalogue
 from chaos.mutants import MUTANTS, Mutant, by_name
-from chaos.points import PointHit
-from chaos.schedules import Action, Schedule, queue_outputs, run_schedule, schedules
-from orders.workflow import function_name
+from chaos.search import Catch, replay, search, shrunk
 
-# The pair whose attempts run each function's code (every step on the workflow's happy path).
-_PAIR_TARGET = {"api": "api", "worker": "worker", **{function_name(s): s for s in STEP_ORDER}}
 RESULTS_FILE = Path(__file__).resolve().parent / "results" / "mutants.json"
-SHRINK_BUDGET = 12  # extra schedules hypothesis may run to shrink the first violating one
-RANDOM_LIMIT = 200  # random schedules per mutant; the search stops at the first catch
+SEEDS = 5  # fresh seeds per mutant
+BUDGET = 60  # worlds per search (interleavings and random schedules), the same for every mutant
+
+__all__ = ["BUDGET", "RESULTS_FILE", "SEEDS", "MutantResult", "load", "main", "replay", "summarize", "table"]
 
 
 @dataclass
 class MutantResult:
+    """A mutant's searches, one per seed, and the reproducer recorded for it."""
+
     name: str
     guard: str
-    caught: bool
-    schedules: int  # worlds run until the first violation (all of the budget when not caught)
-    seconds: float
-    found_by: str = ""  # "pair <name> choices <trace>" or "random <schedule>"
-    reproducer: dict[str, object] = field(default_factory=dict)
-    violation: str = ""
     equivalent: str = ""
     issue10: str = ""
+    catches: list[Catch] = field(default_factory=list)
+    found_by: str = ""  # the recorded reproducer, as found (and shrunk)
+    reproducer: dict[str, Any] = field(default_factory=dict)
+    violation: str = ""
     main_violations: list[str] = field(default_factory=list)  # the reproducer replayed on main
 
+    @property
+    def caught(self) -> bool:
+        """Caught from every seed searched (the catch rate is 100 %)."""
+        return bool(self.catches) and all(c.caught for c in self.catches)
 
-def pairs_for(mutant: Mutant) -> list[Pair]:
-    """Two attempts of each piece of work the mutant's functions do. None for a mutant of a use
-    case, a setting or the template: those guards act across runs, days and operators, which
-    two concurrent attempts of one piece of work never reach."""
-    if mutant.runtime is not None or mutant.template is not None:
-        return []
-    targets = sorted(
-        {_PAIR_TARGET[f] for f in mutant.functions if f in _PAIR_TARGET},
-        key=("api", "worker", *STEP_ORDER).index,
-    )
-    return [Pair(t, late=late) for t in targets for late in (False, True)]
+    @property
+    def rate(self) -> tuple[int, int]:
+        return sum(c.caught for c in self.catches), len(self.catches)
 
+    @property
+    def median(self) -> float | None:
+        """The median number of worlds to the catch, over the seeds that caught it."""
+        caught = [c.schedules for c in self.catches if c.caught]
+        return statistics.median(caught) if caught else None
 
-class RandomChooser(Chooser):
-    """Picks among the enabled attempts at random (seeded): a budget of interleavings samples the
-    whole tree instead of the depth-first search's last few choices."""
+    @property
+    def passes(self) -> bool:
+        return self.caught or bool(self.equivalent)
 
-    def __init__(self, rng: random.Random) -> None:
-        super().__init__([])
-        self._rng = rng
-
-    def __call__(self, enabled: list[int]) -> int:
-        pick = self._rng.choice(enabled)
-        self.trace.append((list(enabled), pick))
-        return pick
-
-
-def _search_pairs(
-    assembly: Path,
-    mutant: Mutant | None,
-    pairs: Sequence[Pair],
-    *,
-    limit: int,
-    seed: int,
-    result: MutantResult,
-) -> bool:
-    rng = random.Random(seed)  # noqa: S311 - a reproducible search, not a secret
-    for round_ in range(limit):
-        for pair in pairs:
-            chooser: Chooser = Chooser([]) if round_ == 0 else RandomChooser(rng)
-            run = run_interleaving(assembly, pair, chooser, mutant=mutant)
-            result.schedules += 1
-            if run.problems:
-                choices = [c for _, c in run.choices]
-                result.found_by = f"pair {pair.name} choices {''.join(map(str, choices))}"
-                result.reproducer = {"pair": pair.target, "late": pair.late, "choices": choices}
-                result.violation = run.problems[0]
-                return True
-    return False
+    def as_dict(self) -> dict[str, Any]:
+        rate = self.rate
+        return {
+            "name": self.name,
+            "guard": self.guard,
+            "caught": self.caught,
+            "catch_rate": f"{rate[0]}/{rate[1]}",
+            "median_schedules": self.median,
+            "schedules": [c.schedules for c in self.catches],
+            "seconds": round(sum(c.seconds for c in self.catches), 1),
+            "found_by": self.found_by,
+            "reproducer": self.reproducer,
+            "violation": self.violation,
+            "main_violations": self.main_violations,
+            "equivalent": self.equivalent,
+            "issue10": self.issue10,
+            "searches": [asdict(c) for c in self.catches],
+        }
 
 
-def _search_random(
-    assembly: Path,
-    mutant: Mutant | None,
-    catalogue: Sequence[PointHit],
-    *,
-    limit: int,
-    seed: int,
-    result: MutantResult,
-) -> bool:
-    found: list[tuple[Schedule, str]] = []
-    runs = {"before": 0, "shrink": 0}
-
-    seen: dict[Schedule, bool] = {}
-
-    def violates(schedule: Schedule) -> bool:
-        if schedule in seen:  # the same answer for the same schedule, or hypothesis calls it flaky
-            return seen[schedule]
-        if found:
-            runs["shrink"] += 1
-            if runs["shrink"] > SHRINK_BUDGET:
-                seen[schedule] = False  # the shrink budget is spent: keep the smallest found so far
-                return False
-        else:
-            runs["before"] += 1
-        verdict = run_schedule(assembly, schedule, mutant=mutant)
-        if verdict.violations:
-            found.append((schedule, verdict.violations[0]))
-        seen[schedule] = bool(verdict.violations)
-        return seen[schedule]
-
-    try:
-        smallest = find(
-            schedules(catalogue, queue_outputs(assembly)),
-            violates,
-            settings=settings(
-                max_examples=limit,
-                database=None,
-                deadline=None,
-                phases=[Phase.generate, Phase.shrink],
-                suppress_health_check=list(HealthCheck),
-            ),
-            random=random.Random(seed),  # noqa: S311 - a reproducible search, not a secret
-        )
-    except NoSuchExample:
-        result.schedules += runs["before"]
-        return False
-    except Exception:  # hypothesis gave up shrinking (flaky under a budget): the first catch stands
-        if not found:
-            raise
-        smallest = found[0][0]
-    result.schedules += runs["before"]
-    violation = next(v for s, v in reversed(found) if s == smallest)
-    result.found_by = f"random (shrunk, seed {seed}): {smallest.describe()}"
-    result.reproducer = {"schedule": asdict(smallest)}
-    result.violation = violation
-    return True
+def seeds_of(base: int, count: int) -> list[int]:
+    return [base + k for k in range(count)]
 
 
-def score(
-    assembly: Path,
-    catalogue: Sequence[PointHit],
-    *,
-    mutants: Sequence[Mutant] = MUTANTS,
-    pair_limit: int = 6,
-    random_limit: int = RANDOM_LIMIT,
-    seed: int = 0,
-    progress: Callable[[MutantResult], None] | None = None,
-) -> list[MutantResult]:
+def summarize(mutants: Sequence[Mutant], catches: dict[str, list[Catch]]) -> list[MutantResult]:
+    """Each mutant's searches (in seed order) as its result; the reproducer left to `record`."""
     results = []
     for mutant in mutants:
-        started = time.monotonic()
-        result = MutantResult(
-            mutant.name, mutant.guard, False, 0, 0.0, equivalent=mutant.equivalent, issue10=mutant.issue10
-        )
-        result.caught = _search_pairs(
-            assembly, mutant, pairs_for(mutant), limit=pair_limit, seed=seed, result=result
-        ) or (
-            bool(catalogue)
-            and _search_random(
-                assembly, mutant, _touching(mutant, catalogue), limit=random_limit, seed=seed, result=result
-            )
-        )
-        if result.caught:  # the catch is the guard's only if main passes the same schedule
-            result.main_violations = replay(assembly, result.reproducer, None)
-        result.seconds = round(time.monotonic() - started, 1)
+        result = MutantResult(mutant.name, mutant.guard, mutant.equivalent, mutant.issue10)
+        result.catches = sorted(catches.get(mutant.name, []), key=lambda c: c.seed)
         results.append(result)
-        if progress is not None:
-            progress(result)
     return results
 
 
-def _touching(mutant: Mutant, catalogue: Sequence[PointHit]) -> list[PointHit]:
-    """The catalogue's points in the mutant's functions (all of them if it has none there): the
-    faults that can reach the guard."""
-    return [hit for hit in catalogue if mutant.applies(hit.function)] or list(catalogue)
+def exit_code(results: Sequence[MutantResult]) -> int:
+    """0 only when every mutant not declared equivalent was caught from every seed."""
+    return 0 if results and all(r.passes for r in results) else 1
 
 
-def schedule_from(data: Mapping[str, Any]) -> Schedule:
-    """A recorded schedule (`dataclasses.asdict` of a `Schedule`) back as one."""
-
-    def hit(h: Mapping[str, Any]) -> PointHit:
-        return PointHit(h["function"], h["point"], int(h["occurrence"]))
-
-    return Schedule(
-        orders=tuple(data["orders"]),
-        crashes=tuple(hit(h) for h in data["crashes"]),
-        actions=tuple(Action(**a) for a in data["actions"]),
-        errors=tuple((hit(h), str(code)) for h, code in data.get("errors", ())),
-        timeouts=tuple(hit(h) for h in data.get("timeouts", ())),
-        stops=tuple(hit(h) for h in data.get("stops", ())),
-        gives_up=tuple(int(i) for i in data.get("gives_up", ())),
-    )
+# --- the run: (mutant, seed) searches on worker processes ---------------------------------------
+_world = ExitStack()
 
 
-def replay(assembly: Path, reproducer: Mapping[str, Any], mutant: Mutant | None) -> list[str]:
-    """Run a recorded reproducer (pair + choices, or a schedule) with `mutant`; its violations."""
-    if "schedule" in reproducer:
-        return run_schedule(assembly, schedule_from(reproducer["schedule"]), mutant=mutant).violations
-    pair = Pair(str(reproducer["pair"]), late=bool(reproducer["late"]))
-    return run_interleaving(assembly, pair, Chooser(list(reproducer["choices"])), mutant=mutant).problems
+def _start_worker() -> None:
+    """Each worker process keeps one moto world for all its searches (`simulator.world.reusing`)."""
+    from chaos.run import quiet  # noqa: PLC0415
+    from simulator.world import reusing  # noqa: PLC0415
+
+    _world.enter_context(quiet())
+    _world.enter_context(reusing())
 
 
+def _search_job(job: tuple[Path, str, Catalogue, int, int]) -> tuple[str, Catch]:
+    assembly, name, catalogue, seed, budget = job
+    return name, search(assembly, by_name(name), catalogue, seed=seed, budget=budget)
+
+
+def _shrink_job(job: tuple[Path, str, Catch]) -> tuple[str, Catch, list[str]]:
+    assembly, name, catch = job
+    small = shrunk(assembly, by_name(name), catch)
+    return name, small, replay(assembly, small.reproducer, None)
+
+
+def run(
+    assembly: Path,
+    catalogue: Catalogue,
+    mutants: Sequence[Mutant],
+    *,
+    seeds: Sequence[int],
+    budget: int,
+    jobs: int,
+    progress: Callable[[str, Catch], None] | None = None,
+) -> list[MutantResult]:
+    """Every (mutant, seed) search, spread over `jobs` processes; then each mutant's reproducer."""
+    work = [
+        (assembly, m.name, catalogue, seed, budget)
+        for m in mutants
+        for seed in (seeds[:1] if m.equivalent else seeds)
+    ]
+    work.sort(key=lambda w: not by_name(w[1]).equivalent)  # the longest first
+    catches: dict[str, list[Catch]] = {}
+    context = multiprocessing.get_context("spawn")
+    with concurrent.futures.ProcessPoolExecutor(jobs, mp_context=context, initializer=_start_worker) as pool:
+        for name, catch in pool.map(_search_job, work):
+            catches.setdefault(name, []).append(catch)
+            if progress is not None:
+                progress(name, catch)
+        results = summarize(mutants, catches)
+        firsts = {
+            r.name: next(c for c in r.catches if c.caught)
+            for r in results
+            if any(c.caught for c in r.catches)
+        }
+        shrinking = [(assembly, name, catch) for name, catch in firsts.items()]
+        for name, small, on_main in pool.map(_shrink_job, shrinking):
+            result = next(r for r in results if r.name == name)
+            result.found_by, result.reproducer, result.violation = (
+                small.found_by,
+                small.reproducer,
+                small.violation,
+            )
+            result.main_violations = on_main
+    return results
+
+
+# --- the table --------------------------------------------------------------------------------
 def load(path: Path = RESULTS_FILE) -> list[dict[str, Any]]:
-    return list(json.loads(path.read_text())) if path.is_file() else []
+    data = json.loads(path.read_text()) if path.is_file() else {}
+    return list(data.get("mutants", [])) if isinstance(data, dict) else list(data)
 
 
 def table(results: Sequence[MutantResult]) -> list[str]:
@@ -240,36 +193,62 @@ def table(results: Sequence[MutantResult]) -> list[str]:
     caught = sum(r.caught for r in scored)
     equivalent = len(results) - len(scored)
     lines = [
-        f"Mutation score: {caught}/{len(scored)} guards caught"
+        f"Mutation score: {caught}/{len(scored)} guards caught from every seed"
         + (f" ({100 * caught // len(scored)} %)" if scored else "")
         + (f"; {equivalent} equivalent mutant(s) listed apart" if equivalent else ""),
         "",
-        "| guard (mutant) | issue 10 | caught | schedules needed | seconds | found by (the reproducer) |",
-        "| --- | --- | --- | ---: | ---: | --- |",
+        "| guard (mutant) | issue 10 | catch rate | median worlds to catch | worlds per seed | seconds "
+        "| found by (the reproducer, shrunk) |",
+        "| --- | --- | ---: | ---: | --- | ---: | --- |",
     ]
     for r in results:
-        verdict = "equivalent" if r.equivalent and not r.caught else ("yes" if r.caught else "**NO**")
-        blind = by_name(r.name).blind if r.name in {m.name for m in MUTANTS} else ""
+        rate = f"{r.rate[0]}/{r.rate[1]}"
+        if r.equivalent and not any(c.caught for c in r.catches):
+            rate = f"equivalent ({rate})"
+        elif not r.caught:
+            rate = f"**{rate}**"
         how = r.found_by or (f"equivalent: {r.equivalent}" if r.equivalent else "nothing in the budget")
+        blind = by_name(r.name).blind if r.name in {m.name for m in MUTANTS} else ""
         if blind and not r.caught:
             how += f"; {blind}"
-        if r.caught:
-            how += "; main: " + (f"ALSO VIOLATES ({r.main_violations[0]})" if r.main_violations else "clean")
+        findings = [f for c in r.catches for f in c.main_findings]
+        if findings:
+            how += f"; main fails {len(findings)} world(s) too (findings, not catches): {findings[0]}"
         old = r.issue10.split(":", 1)[0] if r.issue10 else ""
-        lines.append(f"| {r.name}: {r.guard} | {old} | {verdict} | {r.schedules} | {r.seconds} | {how} |")
+        median = "-" if r.median is None else f"{r.median:g}"
+        per_seed = ", ".join(str(c.schedules) + ("" if c.caught else "*") for c in r.catches)
+        seconds = round(sum(c.seconds for c in r.catches), 1)
+        lines.append(f"| {r.name}: {r.guard} | {old} | {rate} | {median} | {per_seed} | {seconds} | {how} |")
+    lines += ["", "`*`: not caught within the budget from that seed."]
     return lines
 
 
-def write(results: Sequence[MutantResult], out: Path) -> tuple[Path, Path]:
+def write(
+    results: Sequence[MutantResult], out: Path, *, command: str, seeds: Sequence[int], budget: int
+) -> tuple[Path, Path]:
     out.mkdir(parents=True, exist_ok=True)
     json_path, md_path = out / "mutants.json", out / "mutants.md"
-    json_path.write_text(json.dumps([asdict(r) for r in results], indent=2) + "\n")
-    md_path.write_text("\n".join(["# Mutants: each guard off alone", "", *table(results)]) + "\n")
+    document = {
+        "command": command,
+        "seeds": list(seeds),
+        "budget": budget,
+        "mutants": [r.as_dict() for r in results],
+    }
+    json_path.write_text(json.dumps(document, indent=2) + "\n")
+    header = [
+        "# Mutants: each guard off alone, searched from fresh seeds",
+        "",
+        f"`{command}`: seeds {', '.join(map(str, seeds))}, a budget of {budget} worlds per search "
+        "(interleavings and random schedules), the same for every mutant.",
+        "",
+    ]
+    md_path.write_text("\n".join([*header, *table(results)]) + "\n")
     return json_path, md_path
 
 
 def main(argv: list[str] | None = None) -> int:
     import argparse  # noqa: PLC0415
+    import sys  # noqa: PLC0415
 
     from chaos.run import RESULTS, quiet, say  # noqa: PLC0415
     from chaos.single import catalogue as record_catalogue  # noqa: PLC0415
@@ -277,36 +256,38 @@ def main(argv: list[str] | None = None) -> int:
 
     parser = argparse.ArgumentParser(prog="python -m chaos.mutation", description=__doc__.splitlines()[0])
     parser.add_argument("--only", default="", help="comma-separated mutant names (default: all)")
-    parser.add_argument("--pair-limit", type=int, default=6, help="rounds over the pairs (6)")
-    parser.add_argument(
-        "--random-limit", type=int, default=RANDOM_LIMIT, help=f"random schedules per mutant ({RANDOM_LIMIT})"
-    )
-    parser.add_argument("--seed", type=int, default=20261123)
+    parser.add_argument("--seed", type=int, default=None, help="the base seed (default: the time, printed)")
+    parser.add_argument("--seeds", type=int, default=SEEDS, help=f"fresh seeds per mutant ({SEEDS})")
+    parser.add_argument("--budget", type=int, default=BUDGET, help=f"worlds per search ({BUDGET})")
+    parser.add_argument("--jobs", type=int, default=2, help="worker processes (2)")
     parser.add_argument("--out", type=Path, default=RESULTS)
-    parser.add_argument("--merge", action="store_true", help="keep the other mutants' recorded results")
     args = parser.parse_args(argv)
+    base = int(time.time()) if args.seed is None else args.seed
+    seeds = seeds_of(base, args.seeds)
+    given = sys.argv[1:] if argv is None else argv
+    command = " ".join(
+        ["python -m chaos.mutation", *given, *([] if args.seed is not None else ["--seed", str(base)])]
+    )
     chosen = [m for m in MUTANTS if not args.only or m.name in args.only.split(",")]
+    say(f"mutation search: base seed {base} (seeds {seeds[0]}..{seeds[-1]}), budget {args.budget}")
+    say(f"  replay: {command}")
+    started = time.monotonic()
     assembly = synthesize("local")
     with quiet():
-        points = sorted({hit for hits in record_catalogue(assembly).values() for hit in hits})
-        results = score(
-            assembly,
-            points,
-            mutants=chosen,
-            pair_limit=args.pair_limit,
-            random_limit=args.random_limit,
-            seed=args.seed,
-            progress=lambda r: say(f"  {r.name}: {'caught' if r.caught else 'NOT'} after {r.schedules}"),
-        )
-    if args.merge:  # keep the other mutants' recorded results, in the list's order
-        fresh = {r.name: r for r in results}
-        kept = {r["name"]: MutantResult(**r) for r in load(args.out / "mutants.json")}
-        results = [fresh.get(m.name) or kept[m.name] for m in MUTANTS if m.name in fresh or m.name in kept]
+        catalogue = Catalogue.of(assembly, record_catalogue(assembly))
+
+    def progress(name: str, catch: Catch) -> None:
+        verdict = f"caught after {catch.schedules}" if catch.caught else f"NOT caught in {catch.schedules}"
+        say(f"  {name} seed {catch.seed}: {verdict} ({catch.seconds} s; {time.monotonic() - started:.0f} s)")
+
+    results = run(
+        assembly, catalogue, chosen, seeds=seeds, budget=args.budget, jobs=args.jobs, progress=progress
+    )
     for line in table(results):
         say(line)
-    json_path, md_path = write(results, args.out)
-    say(f"-> {json_path}, {md_path}")
-    return 0 if all((r.caught and not r.main_violations) or r.equivalent for r in results) else 1
+    json_path, md_path = write(results, args.out, command=command, seeds=seeds, budget=args.budget)
+    say(f"-> {json_path}, {md_path} ({time.monotonic() - started:.0f} s)")
+    return exit_code(results)
 
 
 if __name__ == "__main__":

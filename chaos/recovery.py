@@ -1,7 +1,12 @@
 """How the chaos clouds bring a schedule to rest: SQS delivery like the event source mapping, with
 faults (a crashed batch returns after its visibility timeout, the clock jumping by it; duplicate
 deliveries; the redrive policy moving a message to the DLQ after maxReceiveCount receives), the
-scheduled functions' ticks, and an operator's redrives; `Recovery` counts what it took."""
+scheduled functions' ticks, and an operator's redrives; `Recovery` counts what it took.
+
+The operator tools (`ops.rerun`, `ops.redrive`) run on their own clients (`operator_client`), which
+faults reach; what a tool answers must agree with what it did (`operator_violations`): a rerun
+reported refused that started the run, a tool that fails on the SDK's resend of its own call.
+"""
 
 from __future__ import annotations
 
@@ -10,7 +15,15 @@ from collections import Counter
 from dataclasses import dataclass
 from typing import Any
 
-from ops.redrive import REDRIVABLE_STATUSES, Method, redrive_dlq, redrive_failed_executions
+from botocore.exceptions import BotoCoreError, ClientError
+
+from ops.redrive import (
+    REDRIVABLE_STATUSES,
+    RESTART_SAFE_SECONDS,
+    Method,
+    redrive_dlq,
+    redrive_failed_executions,
+)
 from orders.errors import RerunRefused
 from orders.items import order_key
 from simulator.cloud import InProcessCloud, Invocation, LambdaError
@@ -47,6 +60,8 @@ class RecoveringCloud(InProcessCloud):
 
     recovery: Recovery
     awaiting_operator: set[str]
+    operator_violations: list[str]  # an operator tool's answer that disagrees with what it did
+    failures: dict[str, tuple[str, str | None]]  # execution ARN -> (name, error) of each failure redriven
     step_functions: frozenset[str]  # the saga's, as the synthesized state machine invokes them
     queue_consumers: dict[str, str]  # queue URL output -> consumer function prefix
     dlqs: dict[str, str]  # DLQ URL output -> its source queue's
@@ -104,8 +119,15 @@ class RecoveringCloud(InProcessCloud):
 
     def redrive_dlqs(self) -> int:
         moved = 0
+        sqs = self.operator_client("ops.redrive", "sqs")
         for dlq, source in self.dlqs.items():
-            result = redrive_dlq(self.sqs, dlq_url=self.outputs[dlq], destination_url=self.outputs[source])
+            try:
+                result = redrive_dlq(sqs, dlq_url=self.outputs[dlq], destination_url=self.outputs[source])
+            except (ClientError, BotoCoreError) as error:
+                self.operator_violations.append(
+                    f"ops.redrive of {dlq} failed: {type(error).__name__}: {error}"
+                )
+                continue
             moved += result.moved or 0
         self.recovery.dlq_redrives += moved
         return moved
@@ -120,8 +142,18 @@ class RecoveringCloud(InProcessCloud):
         before = self._order_item(order_id)
         try:
             order = self.rerun(order_id)
-        except RerunRefused:
+        except RerunRefused as refused:
             self.recovery.refused_reruns += 1
+            after = self._order_item(order_id)
+            if before is not None and after is not None and int(after["run"]["N"]) > int(before["run"]["N"]):
+                # Nothing else ran meanwhile: the tool's own transition landed, and it said no.
+                self.operator_violations.append(
+                    f"{order_id}: make rerun answered RerunRefused ({refused}) but started run "
+                    f"{after['run']['N']} (status {after['status']['S']})"
+                )
+            return
+        except (ClientError, BotoCoreError) as error:
+            self.operator_violations.append(f"{order_id}: make rerun failed: {type(error).__name__}: {error}")
             return
         if before is not None and order.run > int(before["run"]["N"]):
             self.recovery.reruns += 1
@@ -155,10 +187,24 @@ class RecoveringCloud(InProcessCloud):
         failed = [e for e in self.executions() if e["status"] in REDRIVABLE_STATUSES]
         if not failed:
             return 0
+        for execution in failed:  # what each ended on, before a redrive makes it run again
+            if execution["status"] == "FAILED":
+                described = self.sfn.describe_execution(executionArn=execution["executionArn"])
+                self.failures.setdefault(
+                    execution["executionArn"], (execution["name"], described.get("error"))
+                )
         self.clock.advance(self.step_lease_seconds() + 1)
-        results = redrive_failed_executions(
-            self.sfn, state_machine_arn=self.outputs["StateMachineArn"], now=self.clock()
-        )
+        try:
+            results = redrive_failed_executions(
+                self.operator_client("ops.redrive", "stepfunctions"),
+                state_machine_arn=self.outputs["StateMachineArn"],
+                now=self.clock(),
+            )
+        except (ClientError, BotoCoreError) as error:
+            self.operator_violations.append(
+                f"ops.redrive of failed executions failed: {type(error).__name__}: {error}"
+            )
+            return 0
         redriven = [r for r in results if r.method != Method.REFUSED]
         self.recovery.operator_redrives += len(redriven)
         self.recovery.refused_redrives += len(results) - len(redriven)
@@ -168,14 +214,19 @@ class RecoveringCloud(InProcessCloud):
         return len(redriven)
 
     def restart_same_token(self) -> int:
-        """Start every order's workflow again under a new name with the same input (same token)."""
+        """Start every order's workflow again under a new name with the same input (same token),
+        while its first execution started less than `RESTART_SAFE_SECONDS` ago: the fences only
+        promise to outlive that (`infra.config.FENCE_WINDOWS`), and `ops.redrive` refuses a
+        restart past it. An older token coming back is no path the platform has."""
         started = 0
         seen: set[str] = set()
-        for execution in self.executions():
+        for execution in sorted(self.executions(), key=lambda e: e["startDate"]):
             described = self.sfn.describe_execution(executionArn=execution["executionArn"])
             if described["input"] in seen:
                 continue
             seen.add(described["input"])
+            if self.clock() - execution["startDate"].timestamp() >= RESTART_SAFE_SECONDS:
+                continue
             self.sfn.start_execution(
                 stateMachineArn=self.outputs["StateMachineArn"],
                 name=f"{execution['name'].split('-restart-')[0]}-again-{len(self.executions())}",

@@ -44,12 +44,14 @@ class Section:
     recovery: Recovery = field(default_factory=Recovery)
     simulated_seconds: float = 0.0
     seconds: float = 0.0  # wall time of the worker processes that ran them, summed
+    drawn: Counter[str] = field(default_factory=Counter)  # schedules that drew each kind of fault
 
     def add(self, result: ScheduleResult) -> None:
         """Faults injected: crashes that fired, each duplicate delivery, and every other fault the
         schedule played (client retries, lease expiries, redrives, restarts)."""
         self.schedules += 1
         self.simulated_seconds += result.simulated_seconds
+        self.drawn.update(set(result.drawn))
         other = [f for f in result.faults if not f.startswith("crash ") and "duplicate deliveries" not in f]
         self.faults += len(result.fired) + result.recovery.duplicate_deliveries + len(other)
         self.recovery.add(result.recovery)
@@ -81,6 +83,7 @@ class Section:
             "seconds": round(self.seconds, 1),
             "schedules_per_minute": round(60 * self.schedules / self.seconds, 1) if self.seconds else None,
             "recovery": vars(self.recovery),
+            "drawn": dict(sorted(self.drawn.items())),
             "examples": self.violations[:MAX_LISTED],
         }
 
@@ -98,6 +101,8 @@ class Report:
     control: Section = field(default_factory=Section)
     exercised: set[str] = field(default_factory=set)
     errored: set[str] = field(default_factory=set)  # AWS calls answered with an injected error
+    lost: set[str] = field(default_factory=set)  # AWS calls whose answer was lost at least once
+    operator_calls: list[PointHit] = field(default_factory=list)  # the operator tools' calls
     wall_seconds: float = 0.0
 
     def add_pair(self, pair: PairResult, *, zombie: bool) -> None:
@@ -119,6 +124,7 @@ class Report:
             for function, labels in sorted(points.items())
         }
         every = set().union(*points.values()) if points else set()
+        answers = _answers(every) | {hit.label for hit in self.operator_calls}
         return {
             "functions": len(points),
             "points": len(every),
@@ -127,6 +133,9 @@ class Report:
             "calls": len(_calls(every)),
             "errored": len(_calls(every) & self.errored),
             "calls_never_errored": sorted(_calls(every) - self.errored)[:MAX_LISTED],
+            "answers": len(answers),  # each call's answer (its `after:` point), the tools' included
+            "answers_lost": len(answers & self.lost),
+            "answers_never_lost": sorted(answers - self.lost)[:MAX_LISTED],
             "per_function": per_function,
         }
 
@@ -141,6 +150,7 @@ class Report:
             self.violations == 0
             and len(self.control.violations) > 0
             and points["exercised"] == points["points"]
+            and points["answers_lost"] == points["answers"]
         )
 
     def schedules_per_minute(self) -> float:
@@ -227,20 +237,26 @@ def markdown(data: dict[str, Any]) -> str:
         "## Schedules",
         "",
         "- **single faults**: one crash at each crash point of each function (before and after every AWS "
-        "call, and between each external effect and its record), and one error response at each AWS call "
-        "(its service's transient codes in turn), for each order kind (completed, declined, "
-        "out-of-stock), then the platform's recovery (client retry with the same key, SQS redelivery "
-        "after the visibility timeout, the state machine's Retry) and an operator redrive where the "
-        "execution gave up;",
-        "- **random schedules**: hypothesis-drawn mixes of 1-3 orders, up to 3 crashes, up to 3 injected "
-        "error responses (each service's transient codes, before or after the call), a Sandbox.Timedout, "
-        "an operator's StopExecution while an invocation runs, up to 5 deliveries of one message, "
-        "clients that retry, reuse their key with another body or give up after one attempt, lease "
-        "expiries, 1-15 day jumps (the platform first comes to rest by itself, sweeper included; then "
+        "call, and between each external effect and its record), one error response at each AWS call "
+        "(its service's transient codes in turn) and one lost answer at each AWS call (the call lands, "
+        "its answer is lost, the SDK sends it again with the function's own client configuration), for "
+        "each order kind (completed, declined, out-of-stock), then the platform's recovery (client retry "
+        "with the same key, SQS redelivery after the visibility timeout, the state machine's Retry) and "
+        "an operator redrive where the execution gave up; and a lost answer at each call the operator "
+        "tools make (`ops.rerun`, `ops.redrive`) while they rerun an order, redrive an execution and a "
+        "DLQ;",
+        "- **random schedules** (`chaos/draw.py`): mixes of 1-3 orders, up to 3 crashes, up to 3 injected "
+        "error responses (each service's transient codes, before or after the call), up to 3 lost "
+        "answers (the functions' calls and the operator tools'), a Sandbox.Timedout, an operator's "
+        "StopExecution while an invocation runs, up to 5 deliveries of one message, clients that retry, "
+        "reuse their key with another body or give up after one attempt, lease expiries, time jumps "
+        "across the app's windows (the platform first comes to rest by itself, sweeper included; then "
         "DynamoDB TTL deletion, provider keys aging), price changes and sku removals, a message for an "
         "order's next run nobody decided on, `make rerun` of an order, redrives, restarts with the same "
-        "token and DLQ redrives, throttled event-source polls; half the fault points drawn at effect "
-        "boundaries (seed below; chunk i of the run uses seed + i);",
+        "token and DLQ redrives, throttled event-source polls. Each schedule draws from a random half "
+        "of these kinds (swarm testing); a third are an effect left at its boundary by an operator's "
+        "stop, then a window crossed; each is the one of three drawn that fires the most (fault kind, "
+        "point) pairs not fired yet (seed below; chunk i of the run uses seed + i);",
         "- **concurrency**: two attempts of the same request, message or step, interleaved at every storage "
         "call, all interleavings (depth-first, each from the just-deployed world);",
         "- **zombies**: the same, with the second attempt one lease later: the first resumes after its "
@@ -249,9 +265,9 @@ def markdown(data: dict[str, Any]) -> str:
         "Deterministic: the same seed plays the same schedules to the same verdict (Step Functions "
         "executions run one at a time, in start order, where the platform or a test waits for them: "
         "`simulator/executions.py`); a violating schedule is listed below whole, with its chunk's "
-        "seed, and the mutant search shrinks each catch with hypothesis. Not drawn: the steps of two "
-        "executions interleaved, more than two concurrent attempts, throttled StartExecution storms "
-        "(`make scale`).",
+        "seed, and the mutant search shrinks its reproducers (`chaos/shrink.py`). Not drawn: the "
+        "steps of two executions interleaved, more than two concurrent attempts, throttled "
+        "StartExecution storms (`make scale`).",
         "",
         "After every schedule: `ops.invariants` over the stores (effects once, amounts agree, steps agree "
         "with effects and fences, a dead letter only with its effects undone), the fence audit, every "
@@ -281,6 +297,9 @@ def markdown(data: dict[str, Any]) -> str:
         f"{points['calls']} AWS calls (the crash points before or after a call) answered at least once "
         "with an injected error (single faults and random schedules)"
         + (f"; never: {', '.join(points['calls_never_errored'])}" if points["calls_never_errored"] else "")
+        + f". Lost answers: {points['answers_lost']} of {points['answers']} calls (the operator tools' "
+        "included) had their answer lost at least once"
+        + (f"; never: {', '.join(points['answers_never_lost'])}" if points["answers_never_lost"] else "")
         + ".",
         "",
     ]
@@ -305,6 +324,13 @@ def markdown(data: dict[str, Any]) -> str:
             for p in data["interleavings"]["pairs"]
         ],
     )
+    lines += ["", "## Faults drawn: schedules that drew each kind", ""]
+    sections = {**{name.replace("_", " "): c for name, c in categories.items()}, "control": data["control"]}
+    kinds = sorted({kind for c in sections.values() for kind in c.get("drawn", {})})
+    lines += _rows(
+        ("kind of fault", *sections),
+        [(kind, *(c.get("drawn", {}).get(kind, 0) for c in sections.values())) for kind in kinds],
+    )
     recovery: Counter[str] = Counter()
     for c in categories.values():
         recovery.update(c["recovery"])
@@ -326,3 +352,8 @@ def markdown(data: dict[str, Any]) -> str:
 def _calls(labels: set[str]) -> set[str]:
     """The crash points at an AWS call, where an error response can be injected."""
     return {label for label in labels if PointHit.parse(label).at_call}
+
+
+def _answers(labels: set[str]) -> set[str]:
+    """The points where a call's answer comes back (or is lost)."""
+    return {label for label in labels if PointHit.parse(label).point.startswith("after:")}

@@ -4,8 +4,8 @@
     python -m chaos --random 1000 --seed 7           # a larger random set on demand
     python -m chaos --quick                          # a few of each, for a smoke run
 
-Exit status 1 when the real run has an invariant violation, the control found none, or a crash
-point was never exercised.
+Exit status 1 when the real run has an invariant violation, the control found none, a crash
+point was never exercised, or a call's answer was never lost.
 """
 
 from __future__ import annotations
@@ -24,11 +24,12 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from chaos.control import unfenced_runtime  # noqa: F401 - imported early: fail fast if it breaks
+from chaos.draw import Catalogue
 from chaos.interleave import PAIRS, Pair, PairResult, explore
 from chaos.points import PointHit
 from chaos.report import Report
 from chaos.schedules import run_random
-from chaos.single import ScheduleResult, catalogue, run_all
+from chaos.single import ScheduleResult, catalogue, record_operators, run_all
 
 Points = dict[str, list[PointHit]]
 RESULTS = Path(__file__).resolve().parent / "results"
@@ -79,6 +80,7 @@ class Job:
     pair: Pair | None = None
     limit: int | None = None
     points: tuple[tuple[str, tuple[PointHit, ...]], ...] = ()
+    operator_calls: tuple[PointHit, ...] = ()  # the operator tools' calls (lost answers only)
 
 
 def _run_job(job: Job) -> tuple[Job, list[ScheduleResult], PairResult | None, float]:
@@ -96,20 +98,30 @@ def _run_job(job: Job) -> tuple[Job, list[ScheduleResult], PairResult | None, fl
 def _run_job_body(job: Job) -> tuple[Job, list[ScheduleResult], PairResult | None]:
     with quiet():
         points = {kind: list(hits) for kind, hits in job.points}
-        every = sorted({hit for hits in points.values() for hit in hits})
         control = job.kind.startswith("control")
         if job.kind in ("single", "control-single"):
             select = _quick_points if job.quick else (_after_points if control else _every)
-            return job, run_all(job.assembly, points, control=control, select=select), None
+            operators = job.operator_calls[:1] if job.quick else job.operator_calls
+            results = run_all(job.assembly, points, control=control, select=select, operator_calls=operators)
+            return job, results, None
         if job.kind in ("random", "control-random"):
-            results = run_random(job.assembly, every, examples=job.examples, seed=job.seed, control=control)
+            drawn_from = Catalogue.of(job.assembly, points, job.operator_calls)
+            results = run_random(
+                job.assembly, drawn_from, examples=job.examples, seed=job.seed, control=control
+            )
             return job, results, None
         if job.pair is None:
             raise ValueError(f"job {job.kind} needs a pair")
         return job, [], explore(job.assembly, job.pair, control=control, limit=job.limit)
 
 
-def _jobs(args: argparse.Namespace, assembly: Path, points: Points, control_points: Points) -> list[Job]:
+def _jobs(
+    args: argparse.Namespace,
+    assembly: Path,
+    points: Points,
+    control_points: Points,
+    operator_calls: tuple[PointHit, ...] = (),
+) -> list[Job]:
     quick = args.quick
     real = tuple((kind, tuple(hits)) for kind, hits in points.items())
     control = tuple((kind, tuple(hits)) for kind, hits in control_points.items())
@@ -121,20 +133,50 @@ def _jobs(args: argparse.Namespace, assembly: Path, points: Points, control_poin
     pairs = QUICK_PAIRS if quick else PAIRS
     # the longest first, so the pool's processes finish at about the same time
     return [
-        *(Job("random", assembly, quick, n, args.seed + i, points=real) for i, n in enumerate(sizes)),
+        *(
+            Job("random", assembly, quick, n, args.seed + i, points=real, operator_calls=operator_calls)
+            for i, n in enumerate(sizes)
+        ),
         *(Job("pair", assembly, quick, pair=p, limit=args.interleavings) for p in pairs),
         *(Job("single", assembly, quick, points=((kind, hits),)) for kind, hits in real),
+        Job("single", assembly, quick, operator_calls=operator_calls),
         Job("control-single", assembly, quick, points=control),
         Job("control-random", assembly, quick, control_examples, args.seed, points=control),
         *(Job("control-pair", assembly, quick, pair=p, limit=control_limit) for p in CONTROL_PAIRS),
     ]
 
 
+def _collect(
+    report: Report, job: Job, results: list[ScheduleResult], pair_result: PairResult | None, seconds: float
+) -> None:
+    """One job's results into the report's section for them."""
+    if job.kind.startswith("control"):
+        section = report.control
+    elif job.kind == "pair":
+        section = report.zombies if job.pair is not None and job.pair.late else report.concurrency
+    else:
+        section = report.single if job.kind == "single" else report.random
+    section.seconds += seconds
+    for result in results:
+        section.add(result)
+        if not job.kind.startswith("control"):
+            report.exercised.update(result.fired)
+            report.errored.update(result.errored)
+            report.lost.update(result.lost)
+    if pair_result is not None:
+        if job.kind == "control-pair":
+            report.control.add_pair(pair_result)
+        else:
+            report.add_pair(pair_result, zombie=bool(job.pair and job.pair.late))
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m chaos", description=__doc__.splitlines()[0])
     parser.add_argument("--random", type=int, default=300, help="random multi-fault schedules (300)")
     parser.add_argument("--control-random", type=int, default=60, help="random schedules in the control (60)")
-    parser.add_argument("--seed", type=int, default=20261122, help="hypothesis seed (chunk i uses seed + i)")
+    parser.add_argument(
+        "--seed", type=int, default=20261122, help="the random schedules' seed (chunk i uses seed + i)"
+    )
     parser.add_argument("--interleavings", type=int, default=None, help="limit per pair (default: all)")
     parser.add_argument("--jobs", type=int, default=2, help="worker processes (2)")
     parser.add_argument("--quick", action="store_true", help="a few of each (smoke run)")
@@ -151,31 +193,19 @@ def main(argv: list[str] | None = None) -> int:
         say("recording crash points ...")
         points = catalogue(assembly)
         control_points = catalogue(assembly, control=True)
-    report = Report(command=command, seed=args.seed, catalogue=points)
+        operator_calls = tuple(record_operators(assembly))
+    report = Report(command=command, seed=args.seed, catalogue=points, operator_calls=list(operator_calls))
     every = sorted({hit for hits in points.values() for hit in hits})
-    say(f"  {len(every)} crash points in {len({h.function for h in every})} functions")
-    jobs = _jobs(args, assembly, points, control_points)
+    say(
+        f"  {len(every)} crash points in {len({h.function for h in every})} functions; "
+        f"{len(operator_calls)} operator tool calls"
+    )
+    jobs = _jobs(args, assembly, points, control_points, operator_calls)
     say(f"{len(jobs)} jobs on {args.jobs} worker process(es) ...")
     context = multiprocessing.get_context("spawn")
     with concurrent.futures.ProcessPoolExecutor(max_workers=args.jobs, mp_context=context) as pool:
         for job, results, pair_result, seconds in pool.map(_run_job, jobs):
-            if job.kind.startswith("control"):
-                section = report.control
-            elif job.kind == "pair":
-                section = report.zombies if job.pair is not None and job.pair.late else report.concurrency
-            else:
-                section = report.single if job.kind == "single" else report.random
-            section.seconds += seconds
-            for result in results:
-                section.add(result)
-                if not job.kind.startswith("control"):
-                    report.exercised.update(result.fired)
-                    report.errored.update(result.errored)
-            if pair_result is not None:
-                if job.kind == "control-pair":
-                    report.control.add_pair(pair_result)
-                else:
-                    report.add_pair(pair_result, zombie=bool(job.pair and job.pair.late))
+            _collect(report, job, results, pair_result, seconds)
             label = job.pair.name if job.pair else f"{len(results)} schedules"
             found = len(pair_result.violations) if pair_result else sum(len(r.violations) for r in results)
             count = f"{pair_result.interleavings} interleavings, " if pair_result else ""
@@ -185,7 +215,8 @@ def main(argv: list[str] | None = None) -> int:
     data = report.as_dict()
     say(
         f"{data['invariant_violations']} invariant violations, {data['control_violations']} in the control; "
-        f"crash points {data['crash_points']['exercised']}/{data['crash_points']['points']}; "
+        f"crash points {data['crash_points']['exercised']}/{data['crash_points']['points']}; answers lost "
+        f"{data['crash_points']['answers_lost']}/{data['crash_points']['answers']}; "
         f"{data['interleavings']['total']} interleavings; {data['wall_seconds']} s, "
         f"{data['schedules_per_minute']} schedules per minute -> {json_path}, {md_path}"
     )

@@ -76,6 +76,7 @@ def verdict(cloud: ChaosCloud, placed: Sequence[PlacedOrder]) -> Verdict:
     result.violations.extend(cloud.http_violations())
     result.violations.extend(cloud.contract_violations())
     result.violations.extend(cloud.fence_audit.violations)
+    result.violations.extend(cloud.operator_violations)
     result.violations.extend(_execution_violations(cloud))
     result.violations.extend(_failure_violations(cloud))
     rows = {row.order_id: row for row in report.orders}
@@ -139,7 +140,8 @@ def _failure_violations(cloud: ChaosCloud) -> list[str]:
     """Every execution that failed, failed on an error the deployed workflow declares: one its
     Retry names (so the retries ran out), one its Catch routes, or an operator stop. Anything else
     (a transient error nobody retries, an AWS error nobody mapped) fails an order that only
-    needed a retry."""
+    needed a retry, even when an operator's redrive then finished it (`cloud.failures`: what each
+    execution the operator redrove had failed on)."""
     definition = json.loads(
         cloud.sfn.describe_state_machine(stateMachineArn=cloud.outputs["StateMachineArn"])["definition"]
     )
@@ -152,17 +154,17 @@ def _failure_violations(cloud: ChaosCloud) -> list[str]:
     if "States.ALL" in declared:
         return []
     declared |= _operator_stops()
-    violations = []
+    failed = dict(cloud.failures)
     for execution in cloud.executions():
-        if execution["status"] != "FAILED":
-            continue
-        error = cloud.sfn.describe_execution(executionArn=execution["executionArn"]).get("error")
-        if error not in declared:
-            violations.append(
-                f"{execution['name']}: failed on {error}, which no Retry or Catch of the workflow names "
-                "(nor is it a failure for an operator)"
-            )
-    return violations
+        if execution["status"] == "FAILED":
+            error = cloud.sfn.describe_execution(executionArn=execution["executionArn"]).get("error")
+            failed[execution["executionArn"]] = (execution["name"], error)
+    return [
+        f"{name}: failed on {error}, which no Retry or Catch of the workflow names "
+        "(nor is it a failure for an operator)"
+        for name, error in failed.values()
+        if error not in declared
+    ]
 
 
 def _sku_removed(cloud: ChaosCloud, kind: str) -> bool:

@@ -74,6 +74,9 @@ def read_cli_outputs(path: Path) -> dict[str, str]:
 
 
 DEFAULT_STAGE = "dev"
+# The operator tools' clients: the SDK's standard retries (3 attempts in all; a resend after a lost
+# answer meets the first attempt's write), as `Target.client` builds them.
+CLIENT_CONFIG = Config(retries={"mode": "standard"})
 # The local cloud accepts any credentials; real AWS never sees these because an endpoint or
 # profile from the environment takes precedence.
 _LOCAL_CREDENTIALS = ("local", "local")
@@ -128,7 +131,7 @@ class Target:
     local: bool = False
     # The emulator's access key id and secret; None: the SDK's own chain (AWS)
     credentials: tuple[str, str] | None = None
-    _config: Config = field(default_factory=lambda: Config(retries={"mode": "standard"}), repr=False)
+    _config: Config = field(default_factory=lambda: CLIENT_CONFIG, repr=False)
 
     @property
     def _credentials(self) -> tuple[str, str] | None:

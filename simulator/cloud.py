@@ -40,6 +40,7 @@ from localcloud.patches_express import express_executions
 from localcloud.shapes import EXIT_ERROR
 from ops.invariants import Stores
 from ops.redrive import DlqRedrive, WorkflowRedrive
+from ops.target import CLIENT_CONFIG as OPERATOR_CLIENT_CONFIG
 from orders import runtime as orders_runtime
 from orders.domain import Order
 from reliability.crashpoints import CrashPlan
@@ -105,7 +106,18 @@ class InProcessCloud(HandlerRunner, EventSourceMapping):
 
     # --- clients --------------------------------------------------------------------------------
     def client(self, service: str) -> Any:
+        """The harness's own client (the simulator's reads and writes, not a function's)."""
         return boto3.client(service, region_name=REGION)
+
+    def function_client(self, service: str) -> Any:
+        """A client as the functions build theirs (`orders.runtime.CLIENT_CONFIG`: the SDK's
+        standard retries, its timeouts), so a resend happens exactly as the SDK does it."""
+        return boto3.client(service, region_name=REGION, config=orders_runtime.CLIENT_CONFIG)
+
+    def operator_client(self, tool: str, service: str) -> Any:  # noqa: ARG002 - for overrides
+        """A client as the operator tools build theirs (`ops.target.CLIENT_CONFIG`); `tool` names
+        the tool (`ops.rerun`, `ops.redrive`) for a subclass that instruments it."""
+        return boto3.client(service, region_name=REGION, config=OPERATOR_CLIENT_CONFIG)
 
     @property
     def sfn(self) -> Any:
@@ -208,16 +220,16 @@ class InProcessCloud(HandlerRunner, EventSourceMapping):
     # --- operators (simulator.operators: the ops tools' own code) --------------------------------
     def rerun(self, order_id: str) -> Order:
         """Start run N+1 of a FAILED order (`ops.rerun`)."""
-        return rerun(self.outputs, REGION, order_id)
+        return rerun(self.outputs, REGION, order_id, clients=lambda s: self.operator_client("ops.rerun", s))
 
     def redrive(self, execution_arn: str) -> WorkflowRedrive:
         """Redrive a failed execution (`ops.redrive`): resumed at its failed state within the redrive
         window; past it, restarted under the same token while its fences live, else REFUSED."""
-        return redrive(self.sfn, execution_arn, now=self.clock())
+        return redrive(self.operator_client("ops.redrive", "stepfunctions"), execution_arn, now=self.clock())
 
     def redrive_dlq(self, dlq_output: str) -> DlqRedrive:
         """Move a DLQ back to its source queue (`ops.redrive`)."""
-        return redrive_queue(self.sqs, self.outputs[dlq_output])
+        return redrive_queue(self.operator_client("ops.redrive", "sqs"), self.outputs[dlq_output])
 
     def stop_during(self, function_prefix: str, *, when: str = "before") -> StopDuring:
         """Arm one StopExecution of the execution whose task next invokes the function (`ChargePayment`

@@ -11,6 +11,10 @@ one at a time to their end, in start order; the cloud calls it wherever a caller
 executions (`InProcessCloud.wait`, `wait_all`, `settle`). Nothing else runs meanwhile, so one
 sequence of actions has one outcome.
 
+StopExecution ends the execution ABORTED at once, as on AWS, even while one of its tasks' Lambda
+invocations is in flight: that invocation runs on to its end (its effects land), and its answer is
+not used (moto would keep the execution RUNNING until the task returned, then abort it).
+
 What this does not draw: the steps of two executions interleaved. Concurrent attempts of one
 step are drawn by `chaos.interleave` instead, deterministically, from parked threads; and a
 second StartExecution of a queued execution meets it RUNNING (same name and input: the same
@@ -25,6 +29,7 @@ from contextlib import contextmanager
 from typing import Any
 from unittest import mock
 
+from moto.stepfunctions.parser.api import ExecutionStatus
 from moto.stepfunctions.parser.backend.execution_worker import ExecutionWorker
 
 
@@ -63,12 +68,31 @@ class ExecutionQueue:
                 self._get_evaluation_entrypoint = lambda: stopped  # type: ignore[method-assign,assignment,return-value]
                 return
             self.env.set_stop(stop_date=stop_date, cause=cause, error=error)
+            _aborted_now(self, stop_date)
 
         with (
             mock.patch.object(ExecutionWorker, "start", start),
             mock.patch.object(ExecutionWorker, "stop", stop),
         ):
             yield self
+
+
+def _aborted_now(worker: ExecutionWorker, stop_date: Any) -> None:
+    """The execution is ABORTED from its StopExecution on (moto reflects the stop only once the
+    program ends, after a task in flight returns), and keeps that stop date when it ends."""
+    communication: Any = worker._execution_communication
+    execution = communication.execution
+    if execution.exec_status != ExecutionStatus.RUNNING:
+        return
+    execution.exec_status = ExecutionStatus.ABORTED
+    execution.stop_date = stop_date
+    reflect = communication.terminated
+
+    def terminated() -> None:
+        reflect()  # ABORTED again (the program stopped), with the date it ended
+        execution.stop_date = stop_date
+
+    communication.terminated = terminated
 
 
 class _StoppedAtStart:

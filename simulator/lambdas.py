@@ -51,6 +51,8 @@ _POWERTOOLS_TIME_MODULES = (
 )
 # moto's Step Functions interpreter sleeps a Retry's wait with this module's `time.sleep`.
 _SFN_RETRIER = "moto.stepfunctions.parser.asl.component.common.retry.retrier_decl"
+# botocore sleeps its retries' backoff with this module's `time.sleep`.
+_SDK_RETRIES = "botocore.endpoint"
 
 
 @dataclass
@@ -128,6 +130,8 @@ class HandlerRunner:
 
         def client(self, service: str) -> Any: ...
 
+        def function_client(self, service: str) -> Any: ...
+
         @property
         def sfn(self) -> Any: ...
 
@@ -161,9 +165,11 @@ class HandlerRunner:
             stack.enter_context(self.queued_executions.installed())
             for module in _POWERTOOLS_TIME_MODULES:
                 stack.enter_context(mock.patch(f"{module}.dt", clocked))
-            stack.enter_context(
-                mock.patch(f"{_SFN_RETRIER}.time", types.SimpleNamespace(sleep=self.clock.advance))
-            )
+            # Both retry loops wait on the clock instead of sleeping: a resend's backoff costs the
+            # caller simulated time (its lease), no real time.
+            waits = types.SimpleNamespace(sleep=self.clock.advance)
+            stack.enter_context(mock.patch(f"{_SFN_RETRIER}.time", waits))
+            stack.enter_context(mock.patch(f"{_SDK_RETRIES}.time", waits))
             yield self
 
     def runtime_for(self, function_name: str) -> orders_runtime.Runtime[FunctionSettings]:
@@ -185,7 +191,7 @@ class HandlerRunner:
         """A function's runtime, built once (a hook: the chaos cloud gives each function its own
         crash plan, clients and runtime class)."""
         return orders_runtime.Runtime(
-            settings, client_factory=self.client, crash_plan=self.crash_plan, clock=self.clock
+            settings, client_factory=self.function_client, crash_plan=self.crash_plan, clock=self.clock
         )
 
     def call(self, function_name: str, event: Any) -> Any:

@@ -1,4 +1,6 @@
-"""What an operator does to the simulated cloud, through the code the ops tools run.
+"""What an operator does to the simulated cloud, through the code the ops tools run, on clients
+built as the tools build theirs (`ops.target.CLIENT_CONFIG`) by the cloud (`operator_client`), so
+a fault injected at a client reaches the tools' calls too.
 
 - `rerun`: run N+1 of a FAILED order (`ops.rerun.reruns` -> `orders.runs.Reruns`);
 - `redrive`: a failed execution again (`ops.redrive.redrive_execution`), resumed at its failed
@@ -14,6 +16,7 @@
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -23,11 +26,25 @@ from ops.target import Target
 from orders.domain import Order
 
 WHEN = ("before", "after")
+ClientFactory = Callable[[str], Any]
 
 
-def rerun(outputs: dict[str, str], region: str, order_id: str) -> Order:
+@dataclass(frozen=True)
+class ToolTarget(Target):
+    """The cloud as an operator tool's `Target`, whose clients the simulator builds."""
+
+    clients: ClientFactory | None = None
+
+    def client(self, service_name: str) -> Any:
+        return self.clients(service_name) if self.clients is not None else super().client(service_name)
+
+
+def rerun(
+    outputs: dict[str, str], region: str, order_id: str, *, clients: ClientFactory | None = None
+) -> Order:
     """Start run N+1 of `order_id` as `python -m ops.rerun` does (same code, this cloud's outputs)."""
-    return reruns(Target(endpoint_url=None, region=region, outputs=outputs)).start_next_run(order_id)
+    target = ToolTarget(endpoint_url=None, region=region, outputs=outputs, clients=clients)
+    return reruns(target).start_next_run(order_id)
 
 
 def redrive(sfn: Any, execution_arn: str, *, now: float) -> WorkflowRedrive:

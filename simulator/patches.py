@@ -16,14 +16,22 @@ Applied together by `InProcessCloud.installed()` (`on_the_clock(clock)`), for th
 3. RedriveExecution: moto has none (NotImplementedError). The simulator answers it with AWS's
    refusal of an execution that is not failed, or that ended more than the redrive window
    (`infra.config.REDRIVE_WINDOW_DAYS`) ago (`ExecutionNotRedrivable`); within the window the
-   execution resumes at the state it failed in (`simulator.redrive`), as AWS's does.
+   execution resumes at the state it failed in (`simulator.redrive`), as AWS's does. Like AWS's,
+   it is idempotent by `clientToken` (which the SDK generates once per call, so its own resend
+   carries the same one): a redrive asked again with the token of a successful one within
+   15 minutes gets the same answer and redrives nothing.
 4. The local cloud's patches 14-21 (localcloud/patches_dynamo.py, localcloud/patches_speed.py, the
    same functions): a transaction snapshots only the items it names, a base-table Query lists only
    the queried partition, one ASL parse per definition, DynamoDB responses written as JSON, the
    update-expression validation and the dispatch's method listing without their repeated work,
    and one client for the Step Functions Lambda tasks (the server's host lookup is never reached
    in-process).
-5. Express workflows as AWS runs them (`express_workflows`, applied by `InProcessCloud.installed()`
+5. TransactWriteItems is idempotent by `ClientRequestToken`, as DynamoDB's is for 10 minutes after
+   a successful one (moto ignores the token and runs the transaction again). botocore generates the
+   token once per call, so the SDK's resend of a transaction whose answer was lost is answered as
+   the first was, without running it twice; the same token with other items is refused
+   (`IdempotentParameterMismatchException`).
+6. Express workflows as AWS runs them (`express_workflows`, applied by `InProcessCloud.installed()`
    after the others): the local cloud's patches E1-E6 (localcloud/patches_express.py:
    StartSyncExecution on its `sync-` host, no name dedup, no execution API, the 5-minute limit),
    with the time limit on the simulated clock: moto times TimeoutSeconds with a wall-clock thread
@@ -36,6 +44,7 @@ Applied together by `InProcessCloud.installed()` (`on_the_clock(clock)`), for th
 from __future__ import annotations
 
 import datetime
+import json
 import types
 from collections.abc import Iterator
 from contextlib import ExitStack, contextmanager
@@ -44,8 +53,10 @@ from unittest import mock
 
 from moto.core.exceptions import JsonRESTError
 from moto.core.responses import ActionResult
+from moto.dynamodb.exceptions import DynamodbException
 from moto.dynamodb.models import DynamoDBBackend
 from moto.dynamodb.models.table import Table
+from moto.dynamodb.responses import DynamoHandler
 from moto.sqs.exceptions import InvalidParameterValue, ReceiptHandleIsInvalid
 from moto.sqs.models import Message, Queue, SQSBackend
 from moto.stepfunctions.parser.asl.component.program.program import Program
@@ -64,6 +75,9 @@ from simulator.redrive import resume_at_failed_state
 
 DAY = 86_400
 REDRIVE_WINDOW_SECONDS = REDRIVE_WINDOW_DAYS * DAY
+# How long a client token makes a repeated request idempotent (AWS's API references).
+REDRIVE_TOKEN_SECONDS = 15 * 60  # RedriveExecution's clientToken
+TRANSACTION_TOKEN_SECONDS = 10 * 60  # TransactWriteItems' ClientRequestToken
 
 _SFN_DATES = ("moto.stepfunctions.parser.models", "moto.stepfunctions.parser.backend.execution")
 
@@ -73,6 +87,14 @@ class ExecutionNotRedrivable(JsonRESTError):
 
     def __init__(self, message: str) -> None:
         super().__init__("ExecutionNotRedrivable", message)
+
+
+class IdempotentParameterMismatch(DynamodbException):
+    def __init__(self) -> None:
+        super().__init__(
+            "com.amazonaws.dynamodb.v20120810#IdempotentParameterMismatchException",
+            "The request uses the same client token as a previous, but non-identical request.",
+        )
 
 
 def drop_expired(queue: Queue, now: float) -> int:
@@ -89,8 +111,14 @@ def drop_expired(queue: Queue, now: float) -> int:
 
 
 def _redrive_execution(clock: Clock) -> Any:
+    answered: dict[tuple[str, str], tuple[float, ActionResult]] = {}  # (arn, clientToken) -> when, answer
+
     def redrive_execution(self: StepFunctionResponse) -> Any:
         arn = self._get_param("executionArn")
+        token = self._get_param("clientToken")
+        earlier = answered.get((arn, token)) if token else None
+        if earlier is not None and clock() - earlier[0] <= REDRIVE_TOKEN_SECONDS:
+            return earlier[1]
         execution: Any = self.stepfunction_backend.describe_execution(arn)  # the parser's Execution
         status = str(getattr(execution.exec_status, "value", execution.exec_status))
         if status not in REDRIVABLE_STATUSES:
@@ -101,9 +129,33 @@ def _redrive_execution(clock: Clock) -> Any:
                 f"{arn} ended more than {REDRIVE_WINDOW_DAYS} days ago: it can no longer be redriven"
             )
         resume_at_failed_state(execution)
-        return ActionResult({"redriveDate": datetime.datetime.fromtimestamp(clock(), tz=datetime.UTC)})
+        answer = ActionResult({"redriveDate": datetime.datetime.fromtimestamp(clock(), tz=datetime.UTC)})
+        if token:
+            answered[(arn, token)] = (clock(), answer)
+        return answer
 
     return redrive_execution
+
+
+def _idempotent_transactions(clock: Clock) -> Any:
+    original = DynamoHandler.transact_write_items
+    answered: dict[str, tuple[float, str, Any]] = {}  # token -> when, the items, the answer
+
+    def transact_write_items(self: DynamoHandler) -> Any:
+        token = self.body.get("ClientRequestToken")
+        if not token:
+            return original(self)
+        items = json.dumps(self.body["TransactItems"], sort_keys=True)
+        earlier = answered.get(token)
+        if earlier is not None and clock() - earlier[0] <= TRANSACTION_TOKEN_SECONDS:
+            if earlier[1] != items:
+                raise IdempotentParameterMismatch
+            return earlier[2]
+        answer = original(self)  # a cancelled transaction raises: it changed nothing, nothing to remember
+        answered[token] = (clock(), items, answer)
+        return answer
+
+    return transact_write_items
 
 
 _MAX_VISIBILITY_SECONDS = 43_200  # SQS: 12 hours from the message's latest receive
@@ -143,7 +195,7 @@ def _change_visibility(clock: Clock) -> Any:
 
 @contextmanager
 def on_the_clock(clock: Clock) -> Iterator[None]:
-    """Patches 1-4 (1-3 on `clock`)."""
+    """Patches 1-5 (1-3 and 5 on `clock`)."""
 
     def unix_time_millis() -> float:
         return clock() * 1000
@@ -175,6 +227,9 @@ def on_the_clock(clock: Clock) -> Iterator[None]:
                 "transact_write_items",
                 transactions_by_item(DynamoDBBackend.transact_write_items),
             )
+        )
+        stack.enter_context(
+            mock.patch.object(DynamoHandler, "transact_write_items", _idempotent_transactions(clock))
         )
         query, all_items = query_by_partition(Table.query, Table.all_items)
         stack.enter_context(mock.patch.object(Table, "query", query))

@@ -8,6 +8,7 @@ from pathlib import Path
 
 import pytest
 
+from chaos.draw import Catalogue
 from chaos.points import PointHit
 from chaos.single import record
 
@@ -35,3 +36,9 @@ def _quiet() -> Iterator[None]:
 def completed_points(assembly: Path) -> list[PointHit]:
     """The crash points a clean `completed` order reaches (a recording run)."""
     return record(assembly, "completed")
+
+
+@pytest.fixture(scope="session")
+def completed_catalogue(assembly: Path, completed_points: list[PointHit]) -> Catalogue:
+    """What random schedules of `completed` orders are drawn from."""
+    return Catalogue.of(assembly, {"completed": completed_points})

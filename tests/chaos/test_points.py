@@ -3,15 +3,21 @@ effect and its record; every client a runtime builds is instrumented."""
 
 from __future__ import annotations
 
+import types
 from collections import Counter
 from unittest import mock
 
+import boto3
 import pytest
 from botocore.client import BaseClient
+from botocore.exceptions import ClientError
+from moto import mock_aws
 
 from chaos.cloud import ChaosCloud, chaos_cloud
 from chaos.points import CrashController, FunctionPlan, PointHit
 from chaos.scenarios import run_orders
+from ops.target import CLIENT_CONFIG as OPERATOR_CLIENT_CONFIG
+from orders.runtime import CLIENT_CONFIG
 from reliability.crashpoints import CrashPlan, SimulatedCrash
 
 pytestmark = pytest.mark.filterwarnings("ignore:No application metrics:UserWarning")
@@ -96,11 +102,61 @@ def test_every_aws_call_made_by_handler_code_goes_through_an_instrumented_client
     assert verdict.ok, verdict.violations
     assert uninstrumented == []
     assert len(calls) == 12  # every function ran handler code that called AWS
-    # and each runtime's clients are the instrumented ones
+    # and each runtime's clients are the instrumented ones, built as the functions build theirs
+    # (the SDK's standard retries, 3 attempts, their timeouts): a resend happens as on AWS
     for runtime in runtimes.values():
         for service in ("dynamodb", "sqs", "stepfunctions"):
             if service in vars(runtime):
-                assert controller.instrumented(vars(runtime)[service])
+                client = vars(runtime)[service]
+                assert controller.instrumented(client)
+                assert client.meta.config.retries == CLIENT_CONFIG.retries
+                assert client.meta.config.read_timeout == CLIENT_CONFIG.read_timeout
+
+
+def test_the_operator_tools_clients_are_built_as_theirs_and_go_through_the_controller(assembly):
+    controller = CrashController()
+    with chaos_cloud(assembly, controller=controller) as cloud:
+        for tool, service in (
+            ("ops.rerun", "dynamodb"),
+            ("ops.redrive", "stepfunctions"),
+            ("ops.redrive", "sqs"),
+        ):
+            client = cloud.operator_client(tool, service)
+            assert controller.instrumented(client)
+            assert client.meta.config.retries == OPERATOR_CLIENT_CONFIG.retries
+
+
+def test_a_lost_answer_lands_and_the_sdk_sends_the_same_request_again():
+    # Given a client built as the functions build theirs, and the answer of its 2nd PutItem to be lost
+    controller = CrashController()
+    waited: list[float] = []
+    controller.wait = waited.append
+    controller.arm_lost([PointHit("api", "after:DynamoDB.PutItem", 2)])
+    sends: list[str] = []
+    table = {"TableName": "t"}
+    with mock_aws(), mock.patch("botocore.endpoint.time", types.SimpleNamespace(sleep=waited.append)):
+        client = boto3.client("dynamodb", region_name="us-east-1", config=CLIENT_CONFIG)
+        client.create_table(
+            **table,
+            KeySchema=[{"AttributeName": "id", "KeyType": "HASH"}],
+            AttributeDefinitions=[{"AttributeName": "id", "AttributeType": "S"}],
+            BillingMode="PAY_PER_REQUEST",
+        )
+        FunctionPlan(controller, "api").instrument(client)
+        client.meta.events.register_first("before-send", lambda **_: sends.append("send"))
+        client.put_item(**table, Item={"id": {"S": "a"}})
+        # When a conditional write's answer is lost
+        with pytest.raises(ClientError, match="ConditionalCheckFailedException"):
+            client.put_item(**table, Item={"id": {"S": "b"}}, ConditionExpression="attribute_not_exists(id)")
+        # Then it had landed (the item is there), and the SDK's resend met that write
+        assert "Item" in client.get_item(**table, Key={"id": {"S": "b"}})
+        assert sends == ["send", "send", "send", "send"]  # a, b, b again, the read
+        assert [h.label for h in controller.lost_fired] == ["api:after:DynamoDB.PutItem#2"]
+        # after waiting out the client's read timeout (on the world's clock) and the SDK's backoff
+        assert waited[0] == CLIENT_CONFIG.read_timeout
+        assert len(waited) == 2
+        # and only once: the next call's answer comes back
+        client.put_item(**table, Item={"id": {"S": "c"}}, ConditionExpression="attribute_not_exists(id)")
 
 
 def test_an_armed_hit_crashes_only_at_its_occurrence():

@@ -1,18 +1,19 @@
-"""Random multi-fault schedules (hypothesis, fixed seed): a few in `make test`, hundreds in
-`make chaos`. A violating schedule is shrunk by hypothesis and reported."""
+"""Random multi-fault schedules (`chaos.draw`, fixed seed): a few in `make test`, hundreds in
+`make chaos`. A violating schedule is shrunk (`chaos.shrink`) and reported."""
 
 from __future__ import annotations
 
 import pytest
 
+from chaos.mutants import by_name
 from chaos.points import PointHit
 from chaos.schedules import Action, Schedule, run_random, run_schedule
 
 pytestmark = pytest.mark.filterwarnings("ignore:No application metrics:UserWarning")
 
 
-def test_a_random_schedule_keeps_every_invariant(assembly, completed_points):
-    results = run_random(assembly, completed_points, examples=1, seed=6, raise_on_violation=True)
+def test_a_random_schedule_keeps_every_invariant(assembly, completed_catalogue):
+    results = run_random(assembly, completed_catalogue, examples=1, seed=6, raise_on_violation=True)
     assert len(results) == 1
 
 
@@ -86,13 +87,13 @@ def test_a_sweep_that_dies_does_not_strand_an_order(assembly):
     assert len(result.fired) == 2
 
 
-def test_the_same_seed_plays_the_same_schedules_to_the_same_outcome(assembly, completed_points):
+def test_the_same_seed_plays_the_same_schedules_to_the_same_outcome(assembly, completed_catalogue):
     # Given random schedules from one seed (several orders, restarts, redrives: executions that
     # overlap, which moto would run on threads of their own; the simulator queues them)
     def outcomes() -> list[tuple[object, ...]]:
-        results = run_random(assembly, completed_points, examples=6, seed=12)
+        results = run_random(assembly, completed_catalogue, examples=6, seed=12)
         return [
-            (r.name, r.fired, r.errored, sorted(r.violations), r.recovery, r.simulated_seconds)
+            (r.name, r.fired, r.errored, r.lost, sorted(r.violations), r.recovery, r.simulated_seconds)
             for r in results
         ]
 
@@ -121,4 +122,37 @@ def test_an_operator_who_comes_back_after_the_restart_window_is_refused_and_the_
     # Then ops.redrive refuses it (past the 32 days in which a restart is safe), the order is left
     # to a person, unfinished, and every other invariant holds
     assert result.recovery.refused_redrives >= 1
+    assert result.violations == []
+
+
+def test_an_execution_that_failed_on_an_undeclared_error_is_a_violation_even_once_redriven(assembly):
+    # Given the workflow without TransientError in its Retry lists (the transient-retried mutant),
+    # and one transient error at ReserveInventory's transaction
+    schedule = Schedule(
+        orders=("completed",),
+        crashes=(),
+        actions=(Action("wait"),),
+        errors=(
+            (PointHit.parse("reserve-inventory:before:DynamoDB.TransactWriteItems#1"), "InternalServerError"),
+        ),
+    )
+    # When the execution fails on it and the operator's redrive at the end finishes the order
+    result = run_schedule(assembly, schedule, mutant=by_name("transient-retried"))
+    # Then the failure an operator had to step in for is still seen
+    assert result.recovery.operator_redrives == 1
+    assert any("failed on TransientError" in v for v in result.violations), result.violations
+    # and main retries it by itself
+    assert run_schedule(assembly, schedule).violations == []
+
+
+@pytest.mark.parametrize(("days", "restarts"), [(2, 1), (33, 0)])
+def test_a_same_token_restart_comes_only_while_the_fences_surely_live(assembly, days, restarts):
+    # Given a completed order, then `days` later a restart of its workflow under the same token
+    schedule = Schedule(
+        orders=("completed",), crashes=(), actions=(Action("time-travel", days=days), Action("restart"))
+    )
+    result = run_schedule(assembly, schedule)
+    # Then past the restart-safe window (32 days: the fences' windows) no such restart is drawn,
+    # as `ops.redrive` refuses one: it is no path by which a token comes back
+    assert result.recovery.restarts == restarts
     assert result.violations == []

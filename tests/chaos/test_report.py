@@ -15,9 +15,15 @@ POINTS = {
 }
 
 
-def _result(label: str, violations: list[str]) -> ScheduleResult:
+def _result(label: str, violations: list[str], drawn: tuple[str, ...] = ("crash",)) -> ScheduleResult:
     return ScheduleResult(
-        "single", label, [f"crash {label}"], [label], violations, Recovery(client_retries=1)
+        "single",
+        label,
+        [f"crash {label}"],
+        [label],
+        violations,
+        Recovery(client_retries=1),
+        drawn=list(drawn),
     )
 
 
@@ -26,6 +32,7 @@ def test_a_clean_run_with_a_caught_control_passes(tmp_path):
     for hit in POINTS["completed"]:
         report.single.add(_result(hit.label, []))
         report.exercised.add(hit.label)
+    report.lost.add(POINTS["completed"][1].label)
     report.add_pair(PairResult("api", interleavings=10), zombie=False)
     report.control.add(_result("api:after:DynamoDB.PutItem#1", ["o-1: 2 charges (at most 1)"]))
 
@@ -48,6 +55,8 @@ def test_no_control_violation_or_an_unexercised_point_fails_the_run():
     report.control.add(_result("x", ["o-1: 2 notifications (at most 1)"]))
     assert not report.ok
     report.exercised.add(POINTS["completed"][1].label)
+    assert not report.ok  # the call's answer was never lost
+    report.lost.add(POINTS["completed"][1].label)
     assert report.ok
     report.random.add(_result("y", ["o-2: 2 aggregate counts (at most 1)"]))
     assert not report.ok
@@ -73,3 +82,31 @@ def test_the_report_says_which_aws_calls_an_error_response_was_injected_at():
     assert (points["calls"], points["errored"]) == (2, 1)
     assert points["calls_never_errored"] == [POINTS["completed"][0].label]
     assert points["per_function"]["api"] == {"points": 2, "exercised": 0, "calls": 2, "errored": 1}
+
+
+def test_the_report_counts_the_schedules_that_drew_each_kind_of_fault_and_the_answers_lost(tmp_path):
+    # Given random schedules that drew lost answers, stops and time jumps, and an operator tool's call
+    report = Report(
+        command="make chaos",
+        seed=1,
+        catalogue=POINTS,
+        operator_calls=[PointHit("ops.rerun", "after:DynamoDB.UpdateItem", 1)],
+    )
+    report.random.add(_result("a", [], ("lost-answer", "stop", "time-travel")))
+    report.random.add(_result("b", [], ("lost-answer", "redrive")))
+    report.lost.add("ops.rerun:after:DynamoDB.UpdateItem#1")
+
+    json_path, md_path = report.write(tmp_path)
+
+    # Then per kind, how many schedules drew it, and which calls never had their answer lost
+    data = json.loads(json_path.read_text())
+    assert data["categories"]["random_schedules"]["drawn"] == {
+        "lost-answer": 2,
+        "redrive": 1,
+        "stop": 1,
+        "time-travel": 1,
+    }
+    points = data["crash_points"]
+    assert (points["answers"], points["answers_lost"]) == (2, 1)
+    assert points["answers_never_lost"] == ["api:after:DynamoDB.PutItem#1"]
+    assert "| lost-answer | 0 | 2 | 0 | 0 | 0 |" in md_path.read_text()

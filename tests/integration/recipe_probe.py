@@ -18,7 +18,7 @@ sys.path[:0] = [str(ROOT / "functions"), str(ROOT)]
 from chaos.cloud import ChaosCloud  # noqa: E402
 from chaos.interleave import STEP_ORDER  # noqa: E402
 from chaos.mutants import MUTANTS  # noqa: E402
-from chaos.mutation import pairs_for  # noqa: E402
+from chaos.pairs import pairs_for  # noqa: E402
 from chaos.schedules import queue_outputs  # noqa: E402
 from ops.invariants import check  # noqa: E402
 from simulator.cloud import running_cloud  # noqa: E402

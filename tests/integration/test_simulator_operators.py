@@ -10,6 +10,7 @@ from ops.invariants import check
 from ops.redrive import RESTART_SAFE_SECONDS, Method
 from orders.errors import RerunRefused
 from simulator.cloud import InProcessCloud
+from simulator.observe import Write
 
 DAY = 86_400
 COMPLETED = {"customer_id": "customer-3", "currency": "EUR", "items": [{"sku": "sku-4", "quantity": 1}]}
@@ -73,6 +74,22 @@ def test_past_the_14_day_window_the_redrive_restarts_under_the_same_token(cloud:
     assert (row.status, row.charges) == ("COMPLETED", 1)
 
 
+def test_a_redrive_asked_again_with_its_client_token_redrives_once(cloud: InProcessCloud) -> None:
+    # Given an execution stopped while ChargePayment ran, redriven by an operator
+    _, arn = _stopped_after_the_charge(cloud)
+    first = cloud.sfn.redrive_execution(executionArn=arn, clientToken="redrive-1")
+
+    # When the same request comes again (the SDK's resend after a lost answer), as on AWS
+    again = cloud.sfn.redrive_execution(executionArn=arn, clientToken="redrive-1")
+
+    # Then it gets the first answer and nothing more is redriven; another token is refused
+    assert again["redriveDate"] == first["redriveDate"]
+    with pytest.raises(ClientError, match="ExecutionNotRedrivable"):
+        cloud.sfn.redrive_execution(executionArn=arn, clientToken="redrive-2")
+    cloud.settle()
+    assert cloud.sfn.describe_execution(executionArn=arn)["status"] == "SUCCEEDED"
+
+
 def test_once_its_fences_may_be_gone_the_redrive_is_refused(cloud: InProcessCloud) -> None:
     # Given an execution stopped while ChargePayment ran, longer ago than its fences surely live
     order_id, arn = _stopped_after_the_charge(cloud)
@@ -94,6 +111,31 @@ def test_a_stop_before_the_handler_runs_still_lets_the_invocation_finish(cloud: 
     assert cloud.sfn.describe_execution(executionArn=arn)["status"] == "ABORTED"
     row = check(cloud.stores()).row(order_id)
     assert (row.status, row.reservations, row.charges) == ("RUNNING", 1, 0)
+
+
+def test_a_stopped_execution_is_aborted_at_once_while_its_invocation_runs_on(cloud: InProcessCloud) -> None:
+    # Given an operator's StopExecution just as ChargePayment's invocation starts
+    stop = cloud.stop_during("ChargePayment", when="before")
+    seen: list[tuple[str, object]] = []
+    charger = cloud.function("ChargePayment")
+
+    def during_the_invocation(write: Write) -> None:  # each DynamoDB write, as it lands
+        if write.caller is not None and write.caller.function == charger and not seen:
+            described = cloud.sfn.describe_execution(executionArn=stop.stopped[0])
+            seen.append((described["status"], described.get("stopDate")))
+
+    cloud.write_observers.append(during_the_invocation)
+    order_id = _order(cloud, "stopped-3", COMPLETED)
+    cloud.settle()
+
+    # Then, as on AWS, the execution was ABORTED from the stop on, while the invocation still ran
+    assert [status for status, _ in seen] == ["ABORTED"]
+    # and that invocation ran to its end (the charge landed), and no later state ran
+    (arn,) = stop.stopped
+    described = cloud.sfn.describe_execution(executionArn=arn)
+    assert (described["status"], described["stopDate"]) == ("ABORTED", seen[0][1])
+    row = check(cloud.stores()).row(order_id)
+    assert (row.status, row.charges, row.ledger_entries) == ("RUNNING", 1, 0)
 
 
 def test_rerun_starts_run_2_of_a_failed_order_and_refuses_a_completed_one(cloud: InProcessCloud) -> None:

@@ -7,6 +7,8 @@ from collections.abc import Callable
 from typing import Any
 
 import boto3
+import pytest
+from botocore.exceptions import ClientError
 from moto import mock_aws
 
 from simulator.clock import Clock
@@ -132,3 +134,40 @@ def test_dynamodb_answers_are_the_same_with_the_speed_patches() -> None:
     assert "Item" not in plain[9]
     assert [i["pk"]["S"] for i in plain[15]["Items"]] == ["e"]
     assert plain[16]["Items"] == []
+
+
+def test_a_transaction_sent_again_with_its_client_token_runs_once_as_on_dynamodb() -> None:
+    # Given a transaction that adds 1 to a counter, sent with a ClientRequestToken
+    clock = Clock()
+    add = {"Update": {"TableName": "t", "Key": KEY, "UpdateExpression": "ADD c :one"}}
+    add["Update"]["ExpressionAttributeValues"] = {":one": {"N": "1"}}
+    with mock_aws(), on_the_clock(clock):
+        d = boto3.client("dynamodb", region_name="us-east-1")
+        d.create_table(
+            TableName="t",
+            KeySchema=[
+                {"AttributeName": "pk", "KeyType": "HASH"},
+                {"AttributeName": "sk", "KeyType": "RANGE"},
+            ],
+            AttributeDefinitions=[
+                {"AttributeName": "pk", "AttributeType": "S"},
+                {"AttributeName": "sk", "AttributeType": "S"},
+            ],
+            BillingMode="PAY_PER_REQUEST",
+        )
+
+        def counter() -> str:
+            return str(d.get_item(TableName="t", Key=KEY, ConsistentRead=True)["Item"]["c"]["N"])
+
+        # When it is sent again with the same token (the SDK's resend after a lost answer)
+        d.transact_write_items(TransactItems=[add], ClientRequestToken="token-1")
+        d.transact_write_items(TransactItems=[add], ClientRequestToken="token-1")
+        # Then it ran once; with other items under that token it is refused
+        assert counter() == "1"
+        other = {"Update": {**add["Update"], "UpdateExpression": "ADD d :one"}}
+        with pytest.raises(ClientError, match="IdempotentParameterMismatchException"):
+            d.transact_write_items(TransactItems=[other], ClientRequestToken="token-1")
+        # and 10 minutes later the token is forgotten: the same request runs again
+        clock.advance(601)
+        d.transact_write_items(TransactItems=[add], ClientRequestToken="token-1")
+        assert counter() == "2"
