@@ -346,8 +346,9 @@ def plan(capacity: StageCapacity, workflow: WorkflowType = WorkflowType.STANDARD
     # per message), and no more (each event is one transaction on the day's aggregate item, already
     # inside the admitted rate). An Express worker's extra instances only wait for executions.
     consumers = max(2, math.floor(admitted * WORKER_SECONDS_PER_MESSAGE))
-    # Each leased step (an external effect: the declaration's `kind`) gets this reserved
-    # concurrency: it caps the calls in flight to the provider, so their
+    # Each step that calls the provider (a leased step the declaration gives a `reconcile`: an
+    # external system with its own idempotency keys) gets this reserved concurrency: it caps the
+    # calls in flight to the provider, so their
     # rate stays under the provider's limit however retries and redrives bunch up:
     # in-flight / call time <= limit. It also guarantees the step its slots when the rest of the
     # account's pool is busy.
@@ -357,7 +358,7 @@ def plan(capacity: StageCapacity, workflow: WorkflowType = WorkflowType.STANDARD
     # after a full visibility timeout and spend a receive of every message in it.
     reserved = {
         "worker": worker,
-        **{manifest.step_function(s): charge for s in manifest.steps() if s.kind == "leased"},
+        **{manifest.step_function(s): charge for s in manifest.steps() if s.reconcile is not None},
     }
     result = CapacityPlan(
         capacity=capacity,

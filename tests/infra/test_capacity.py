@@ -150,11 +150,11 @@ def test_the_worker_gets_the_backoff_schedule_that_max_receive_count_is_sized_fo
     assert len(THROTTLE_BACKOFF_SCHEDULE) == MAX_RECEIVE_COUNT
 
 
-def test_every_leased_step_of_the_declaration_is_capped_not_a_named_one(
+def test_every_provider_step_of_the_declaration_is_capped_not_a_named_one(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    # Given a service whose external step is named otherwise (a booking saga's ChargeCard)
-    step = next(s for s in manifest.steps() if s.kind == "leased")
+    # Given a service whose provider step (leased, with a reconcile) is named otherwise (ChargeCard)
+    step = next(s for s in manifest.steps() if s.reconcile is not None)
     renamed = dataclasses.replace(step, name="ChargeCard")
     monkeypatch.setattr(manifest, "steps", lambda: (renamed,))
     # Then its function gets the provider cap
