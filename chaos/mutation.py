@@ -38,7 +38,7 @@ from chaos.search import Catch, replay, search, shrunk
 
 RESULTS_FILE = Path(__file__).resolve().parent / "results" / "mutants.json"
 SEEDS = 5  # fresh seeds per mutant
-BUDGET = 60  # worlds per search (interleavings and random schedules), the same for every mutant
+BUDGET = 100  # worlds per search (interleavings and random schedules), the same for every mutant
 
 __all__ = ["BUDGET", "RESULTS_FILE", "SEEDS", "MutantResult", "load", "main", "replay", "summarize", "table"]
 
