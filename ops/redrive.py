@@ -186,6 +186,13 @@ def redrive_execution(
     execution = sfn.describe_execution(executionArn=execution_arn)
     if execution["status"] not in REDRIVABLE_STATUSES:
         raise RedriveError(f"{execution_arn} is {execution['status']}; only failed executions redrive")
+
+    # Every restart, asked for or the fallback's, runs only while the token's fences surely live: an
+    # older one could repeat effects (the fault search met a second charge after a day-36 restart).
+    def restart_safe() -> bool:
+        age = (now if now is not None else time.time()) - execution["startDate"].timestamp()
+        return age < RESTART_SAFE_SECONDS
+
     if not restart:
         try:
             sfn.redrive_execution(executionArn=execution_arn)
@@ -194,10 +201,10 @@ def redrive_execution(
             refused = isinstance(error, ClientError) and error.response["Error"]["Code"] == Method.REFUSED
             if not refused and not _unsupported(error):
                 raise
-            if refused:
-                age = (now if now is not None else time.time()) - execution["startDate"].timestamp()
-                if age >= RESTART_SAFE_SECONDS:
-                    return WorkflowRedrive(Method.REFUSED, execution_arn, execution_arn)
+            if refused and not restart_safe():
+                return WorkflowRedrive(Method.REFUSED, execution_arn, execution_arn)
+    elif not restart_safe():
+        return WorkflowRedrive(Method.REFUSED, execution_arn, execution_arn)
     # A new name is required (names are unique per state machine for 90 days); the input, and so
     # the execution token every fence is keyed by, stays the same.
     state_machine_arn = execution["stateMachineArn"]

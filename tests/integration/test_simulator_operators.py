@@ -7,7 +7,7 @@ import pytest
 from botocore.exceptions import ClientError
 
 from ops.invariants import check
-from ops.redrive import RESTART_SAFE_SECONDS, Method
+from ops.redrive import RESTART_SAFE_SECONDS, Method, redrive_execution
 from orders.errors import RerunRefused
 from simulator.cloud import InProcessCloud
 from simulator.observe import Write
@@ -88,6 +88,19 @@ def test_a_redrive_asked_again_with_its_client_token_redrives_once(cloud: InProc
         cloud.sfn.redrive_execution(executionArn=arn, clientToken="redrive-2")
     cloud.settle()
     assert cloud.sfn.describe_execution(executionArn=arn)["status"] == "SUCCEEDED"
+
+
+def test_once_its_fences_may_be_gone_an_asked_for_restart_is_refused(cloud: InProcessCloud) -> None:
+    # Given an execution stopped after ChargePayment charged, longer ago than its fences surely live
+    _order_id, arn = _stopped_after_the_charge(cloud)
+    cloud.advance(RESTART_SAFE_SECONDS + DAY)
+
+    # When an operator asks for a restart (`make redrive-workflow RESTART=1`), it is refused too
+    sfn = cloud.operator_client("ops.redrive", "stepfunctions")
+    assert redrive_execution(sfn, execution_arn=arn, restart=True, now=cloud.clock()).method == Method.REFUSED
+
+    # Then nothing ran again (a restart would have charged a second time)
+    assert len(cloud.executions()) == 1
 
 
 def test_once_its_fences_may_be_gone_the_redrive_is_refused(cloud: InProcessCloud) -> None:
