@@ -31,8 +31,11 @@ def test_a_consumer_added_to_the_declaration_is_redriven_and_scanned(monkeypatch
     assert set(stores.dlq_urls) == {*QUEUES, "receipts"}
 
 
-def test_redrive_dlq_offers_every_declared_queue(capsys: Any):
+def test_redrive_dlq_offers_every_declared_queue(capsys: Any, monkeypatch: Any):
+    # Given one more declared consumer (the recipe's "receipts")
+    monkeypatch.setattr("ops.redrive.QUEUES", (*QUEUES, "receipts"))
+    # Then `make redrive-dlq QUEUE=` offers it with the others
     with pytest.raises(SystemExit):
         redrive_main(["dlq", "--help"])
     shown = capsys.readouterr().out
-    assert all(queue in shown for queue in QUEUES)
+    assert all(queue in shown for queue in (*QUEUES, "receipts"))
