@@ -23,6 +23,10 @@ MINISTACK_STAMP := $(MINISTACK_VENV)/.installed
 # its own too, so its pins never move the project's; built by the first `make docs` or `make lint`.
 DOCS_VENV := .venv-docs
 DOCS_STAMP := $(DOCS_VENV)/.installed
+# mermaid.js for the site's diagrams, from the npm registry's package of this exact version (Material
+# would fetch it from a CDN when a page is viewed): the site then draws them offline too.
+MERMAID_VERSION := 11.12.2
+MERMAID_JS := $(DOCS_VENV)/share/mermaid-$(MERMAID_VERSION).min.js
 STAGE ?= dev
 # Where `make deploy` / `make destroy` go: always named, never guessed (STAGE=local or
 # local-express: the local cloud).
@@ -75,6 +79,12 @@ $(DOCS_STAMP): requirements-docs.txt constraints-docs.txt
 	$(DOCS_VENV)/bin/pip install --quiet --disable-pip-version-check -r requirements-docs.txt -c constraints-docs.txt
 	@touch $@
 
+$(MERMAID_JS): | $(DOCS_STAMP)
+	rm -rf $(DOCS_VENV)/share/npm-pack && mkdir -p $(DOCS_VENV)/share/npm-pack
+	cd $(DOCS_VENV)/share/npm-pack && npm pack --silent mermaid@$(MERMAID_VERSION) >/dev/null \
+	  && tar -xzf mermaid-$(MERMAID_VERSION).tgz package/dist/mermaid.min.js
+	mv $(DOCS_VENV)/share/npm-pack/package/dist/mermaid.min.js $@ && rm -rf $(DOCS_VENV)/share/npm-pack
+
 $(NODE_STAMP): package.json package-lock.json
 	npm ci --no-audit --no-fund --loglevel=error
 	@touch $@
@@ -110,11 +120,11 @@ lint: install $(CHECKOV_STAMP) docs ## ruff (lint + format check), mypy, the Git
 	$(VENV)/bin/check-jsonschema --builtin-schema vendor.github-workflows .github/workflows/*.yml
 	$(VENV)/bin/python -m ops.security_scan
 
-docs: $(DOCS_STAMP) ## Build the documentation site offline in strict mode (any warning fails) into .cache/site/
-	NO_MKDOCS_2_WARNING=1 $(DOCS_VENV)/bin/mkdocs build --strict --quiet
+docs: $(DOCS_STAMP) $(MERMAID_JS) ## Build the documentation site offline in strict mode (any warning fails) into .cache/site/
+	NO_MKDOCS_2_WARNING=1 MERMAID_JS=$(MERMAID_JS) $(DOCS_VENV)/bin/mkdocs build --strict
 
-docs-serve: $(DOCS_STAMP) ## Serve the documentation site on http://127.0.0.1:8000 with live reload; DOCS_ADDR=127.0.0.1:8001
-	NO_MKDOCS_2_WARNING=1 $(DOCS_VENV)/bin/mkdocs serve --strict --dev-addr $(or $(DOCS_ADDR),127.0.0.1:8000)
+docs-serve: $(DOCS_STAMP) $(MERMAID_JS) ## Serve the documentation site on http://127.0.0.1:8000 with live reload; DOCS_ADDR=127.0.0.1:8001
+	NO_MKDOCS_2_WARNING=1 MERMAID_JS=$(MERMAID_JS) $(DOCS_VENV)/bin/mkdocs serve --strict --dev-addr $(or $(DOCS_ADDR),127.0.0.1:8000)
 
 format: install ## Apply ruff's fixes and formatting
 	$(VENV)/bin/ruff check --fix .

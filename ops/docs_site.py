@@ -13,6 +13,7 @@ Standard library only: MkDocs loads this file in .venv-docs, which has none of t
 from __future__ import annotations
 
 import json
+import os
 import re
 import subprocess
 from collections.abc import Mapping
@@ -23,6 +24,8 @@ ROOT = Path(__file__).resolve().parent.parent
 OPENAPI = ROOT / "functions" / "orders" / "openapi.json"
 MAKE_HELP = "<!-- make-help -->"
 API_ERRORS = "<!-- api-errors -->"
+# Where the site serves mermaid.js (mkdocs.yml's extra_javascript names it).
+MERMAID_PAGE_PATH = "javascripts/mermaid.min.js"
 
 # What each error code means to a client; the statuses and operations come from the document.
 ERROR_MEANINGS: dict[str, str] = {
@@ -141,8 +144,13 @@ def on_page_markdown(markdown: str, **_: Any) -> str:
 
 
 def on_files(files: Any, config: Any) -> Any:
-    """MkDocs event: publish the OpenAPI document beside the pages, for the API page's Swagger UI."""
+    """MkDocs event: publish the OpenAPI document beside the pages, for the API page's Swagger UI,
+    and mermaid.js (`make docs` fetches the pinned one, `MERMAID_JS`), so diagrams draw offline."""
     from mkdocs.structure.files import File  # noqa: PLC0415 - MkDocs' own venv, only at build time
 
+    mermaid = Path(os.environ.get("MERMAID_JS", ""))
+    if not mermaid.is_file():
+        raise FileNotFoundError(f"no mermaid.js at MERMAID_JS={mermaid}: build the site with `make docs`")
     files.append(File.generated(config, "openapi.json", abs_src_path=str(OPENAPI)))
+    files.append(File.generated(config, MERMAID_PAGE_PATH, abs_src_path=str(mermaid.resolve())))
     return files
