@@ -19,6 +19,14 @@ CHECKOV_STAMP := $(CHECKOV_VENV)/.installed
 # (requirements-ministack.txt), built by the first `make test`, `make ministack` or `make e2e-localstack`.
 MINISTACK_VENV := .venv-ministack
 MINISTACK_STAMP := $(MINISTACK_VENV)/.installed
+# The documentation site's generator (Material for MkDocs, requirements-docs.txt): a virtualenv of
+# its own too, so its pins never move the project's; built by the first `make docs` or `make lint`.
+DOCS_VENV := .venv-docs
+DOCS_STAMP := $(DOCS_VENV)/.installed
+# mermaid.js for the site's diagrams, from the npm registry's package of this exact version (Material
+# would fetch it from a CDN when a page is viewed): the site then draws them offline too.
+MERMAID_VERSION := 11.12.2
+MERMAID_JS := $(DOCS_VENV)/share/mermaid-$(MERMAID_VERSION).min.js
 STAGE ?= dev
 # Where `make deploy` / `make destroy` go: always named, never guessed (STAGE=local or
 # local-express: the local cloud).
@@ -44,7 +52,8 @@ export PYTHONPATH := functions:.
 
 .PHONY: help install synth nag lint format test test-unit test-integration test-infra test-e2e ministack e2e-localstack bench \
         demo summary deploy destroy layer local local-up local-down invoke seed invariants redrive-dlq redrive-workflow chaos constraints clean \
-        story idem-show idem-forget fence-show fence-reset browser openapi fuzz scale scale-sheet rerun new-service load
+        story idem-show idem-forget fence-show fence-reset browser openapi fuzz scale scale-sheet rerun new-service load \
+        docs docs-serve
 
 help: ## List every target with what it does
 	@awk 'BEGIN {FS = ":.*## "} /^[a-zA-Z0-9_-]+:.*## / {printf "  \033[36m%-18s\033[0m %s\n", $$1, $$2}' $(MAKEFILE_LIST)
@@ -64,6 +73,17 @@ $(MINISTACK_STAMP): requirements-ministack.txt constraints-ministack.txt
 	$(PYTHON) -m venv $(MINISTACK_VENV)
 	$(MINISTACK_VENV)/bin/pip install --quiet --disable-pip-version-check -r requirements-ministack.txt -c constraints-ministack.txt
 	@touch $@
+
+$(DOCS_STAMP): requirements-docs.txt constraints-docs.txt
+	$(PYTHON) -m venv $(DOCS_VENV)
+	$(DOCS_VENV)/bin/pip install --quiet --disable-pip-version-check -r requirements-docs.txt -c constraints-docs.txt
+	@touch $@
+
+$(MERMAID_JS): | $(DOCS_STAMP)
+	rm -rf $(DOCS_VENV)/share/npm-pack && mkdir -p $(DOCS_VENV)/share/npm-pack
+	cd $(DOCS_VENV)/share/npm-pack && npm pack --silent mermaid@$(MERMAID_VERSION) >/dev/null \
+	  && tar -xzf mermaid-$(MERMAID_VERSION).tgz package/dist/mermaid.min.js
+	mv $(DOCS_VENV)/share/npm-pack/package/dist/mermaid.min.js $@ && rm -rf $(DOCS_VENV)/share/npm-pack
 
 $(NODE_STAMP): package.json package-lock.json
 	npm ci --no-audit --no-fund --loglevel=error
@@ -93,12 +113,18 @@ demo: install ## The service offline: local cloud up, orders, retries, duplicate
 summary: synth ## Synthesize and print the stack summary (resources per type, outputs, cdk-nag result)
 	$(PY) -m ops.summary cdk.out
 
-lint: install $(CHECKOV_STAMP) ## ruff (lint + format check), mypy, the GitHub Actions workflows against their schema, checkov on every stage's templates
+lint: install $(CHECKOV_STAMP) docs ## ruff (lint + format check), mypy, the GitHub Actions workflows against their schema, checkov on every stage's templates, the docs site in strict mode
 	$(VENV)/bin/ruff check .
 	$(VENV)/bin/ruff format --check .
 	$(VENV)/bin/mypy
 	$(VENV)/bin/check-jsonschema --builtin-schema vendor.github-workflows .github/workflows/*.yml
 	$(VENV)/bin/python -m ops.security_scan
+
+docs: $(DOCS_STAMP) $(MERMAID_JS) ## Build the documentation site offline in strict mode (any warning fails) into .cache/site/
+	NO_MKDOCS_2_WARNING=1 MERMAID_JS=$(MERMAID_JS) $(DOCS_VENV)/bin/mkdocs build --strict
+
+docs-serve: $(DOCS_STAMP) $(MERMAID_JS) ## Serve the documentation site on http://127.0.0.1:8000 with live reload; DOCS_ADDR=127.0.0.1:8001
+	NO_MKDOCS_2_WARNING=1 MERMAID_JS=$(MERMAID_JS) $(DOCS_VENV)/bin/mkdocs serve --strict --dev-addr $(or $(DOCS_ADDR),127.0.0.1:8000)
 
 format: install ## Apply ruff's fixes and formatting
 	$(VENV)/bin/ruff check --fix .
@@ -228,7 +254,13 @@ constraints: ## Re-pin transitive dependencies after editing requirements*.txt
 	  echo "# Regenerate with 'make constraints' after changing requirements-ministack.txt."; \
 	  $(MINISTACK_VENV)/bin/pip freeze --exclude-editable; } > constraints-ministack.txt
 	@touch $(MINISTACK_STAMP)
+	rm -rf $(DOCS_VENV) && $(PYTHON) -m venv $(DOCS_VENV)
+	$(DOCS_VENV)/bin/pip install --quiet -r requirements-docs.txt
+	{ echo "# Exact versions of the docs site's transitive dependencies, applied with pip's -c when .venv-docs is built."; \
+	  echo "# Regenerate with 'make constraints' after changing requirements-docs.txt."; \
+	  $(DOCS_VENV)/bin/pip freeze --exclude-editable; } > constraints-docs.txt
+	@touch $(DOCS_STAMP)
 
 clean: ## Remove build output, caches, the venv and node_modules
-	rm -rf cdk.out .cache .localcloud .localcloud-express .pytest_cache .mypy_cache .ruff_cache .hypothesis $(VENV) $(CHECKOV_VENV) $(MINISTACK_VENV) node_modules
+	rm -rf cdk.out .cache .localcloud .localcloud-express .pytest_cache .mypy_cache .ruff_cache .hypothesis $(VENV) $(CHECKOV_VENV) $(MINISTACK_VENV) $(DOCS_VENV) node_modules
 	find . -name __pycache__ -type d -prune -exec rm -rf {} +

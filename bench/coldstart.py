@@ -60,7 +60,7 @@ tracer = Tracer()
 def handler(event, context):
     return {"ok": True}
 '''
-# What every function gets (DEVELOPERS.md); POWERTOOLS_TRACE_DISABLED is left unset, as on AWS.
+# What every function gets (infra/stacks/app.py); POWERTOOLS_TRACE_DISABLED is left unset, as on AWS.
 ENVIRONMENT = {
     "POWERTOOLS_SERVICE_NAME": "retrysafe",
     "POWERTOOLS_METRICS_NAMESPACE": "retrysafe",

@@ -1,4 +1,4 @@
-"""The report of one chaos run: JSON for machines, a Markdown table for the README."""
+"""The report of one chaos run: JSON for machines, Markdown for docs/guarantees.md, which includes it."""
 
 from __future__ import annotations
 

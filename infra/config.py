@@ -104,7 +104,7 @@ class WorkflowType(StrEnum):
     history is an API, a failed one is redriven), $25 per million state transitions. EXPRESS: an
     execution the worker waits for (StartSyncExecution, at most 5 minutes, no name dedup, no
     history API, no redrive), $1 per million plus its duration; the orders queue is its durable
-    retry and the fences make every copy of a run safe (DEVELOPERS.md, "Express workflows")."""
+    retry and the fences make every copy of a run safe (docs/how-it-works.md, "Express workflows")."""
 
     STANDARD = "STANDARD"
     EXPRESS = "EXPRESS"

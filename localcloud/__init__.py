@@ -1,4 +1,4 @@
-"""The offline local cloud: moto as the engine, plus the glue it lacks (see DEVELOPERS.md).
+"""The offline local cloud: moto as the engine, plus the glue it lacks (docs/local-cloud.md).
 
     from localcloud import LocalCloud, Config, outputs
     with LocalCloud(Config.from_env(port=0)) as cloud: ...

@@ -157,7 +157,7 @@ def _patch_public_parameters() -> None:
 
 
 # 6. moto's CloudFormation logs a warning and a UserWarning per resource type it cannot create
-#    (DEVELOPERS.md lists them with what the local cloud does about each).
+#    (docs/local-cloud.md, "How it is built", lists what the local cloud does not emulate).
 #    moto's Step Functions interpreter logs an ERROR with a multi-kilobyte repr of the state for
 #    every task error, including the ones a Retry or Catch handles (a FenceBusy retry loop fills
 #    the live log); GetExecutionHistory has the same facts, so that one logger is silenced.

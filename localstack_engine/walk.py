@@ -2,7 +2,8 @@
 
     python -m localstack_engine.walk [--port 4566]
 
-Starts the engine on 127.0.0.1, then runs README's LocalStack steps as a user types them, with
+Starts the engine on 127.0.0.1, then runs the LocalStack steps (docs/deploying.md, "The LocalStack
+path, step by step") as a user types them, with
 `AWS_ENDPOINT_URL` pointing at it: the Powertools layer built for the engine's own Python and
 architecture (MiniStack runs functions in its interpreter) and published there, `make deploy
 STAGE=dev TARGET=localstack`, `make seed`, the end-to-end tier (`RETRYSAFE_E2E_TARGET=localstack`),
@@ -73,7 +74,7 @@ def engine_python() -> tuple[str, str]:
 
 
 def steps(python: str, arch: str) -> tuple[Step, Step, Step, Step, Step]:
-    """layer, deploy, seed, e2e, destroy: README's commands."""
+    """layer, deploy, seed, e2e, destroy: the documented commands."""
     target = ("STAGE=" + STAGE, "TARGET=localstack")
     return (
         Step(
@@ -91,7 +92,7 @@ def run_step(step: Step, environ: Mapping[str, str]) -> Outcome:
     prefix = "".join(f"{name}={value} " for name, value in step.env.items())
     print(f"\n== {step.name}: {prefix}{shlex.join(step.command)}", flush=True)
     started = time.monotonic()
-    result = subprocess.run(  # noqa: S603 - make, with README's arguments
+    result = subprocess.run(  # noqa: S603 - make, with the documented arguments
         step.command,
         cwd=process.PROJECT_DIR,
         env={**environ, **step.env},

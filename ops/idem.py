@@ -10,7 +10,8 @@ being what was shown (so a record that changed in between is not deleted; one al
 the delete is answered, as after the SDK's resend of a delete that landed, is deleted), refuses a
 record held by a live attempt, and writes an audit event (one JSON line on stderr and in
 `<state dir>/audit.log`).
-When to reset and when to start a new run instead: README, "Operator's guide".
+When to reset and when to start a new run instead: docs/operating.md,
+"Inspecting and resetting idempotency state".
 """
 
 from __future__ import annotations
@@ -144,7 +145,7 @@ def describe_fence(item: Mapping[str, Any], *, now: float, carried: bool = False
             refused = (
                 "refused: this record is carried by the item its step's effect wrote; deleting it "
                 "would delete the effect's item, and a restart would apply the effect again "
-                "(README, 'When to reset a fence')"
+                "(docs/operating.md, 'Inspecting and resetting idempotency state')"
             )
     return Shown(
         lines,

@@ -10,8 +10,8 @@ and otherwise a fallback with the same guarantees for this service (moto has nei
   that succeeded before it are not run again, whatever their fences say). The fallback, and
   `--restart` on purpose, is a new execution with the same input, hence the same execution token:
   it starts from the first state, every step whose fence completed is skipped and only the
-  unfinished work runs, including a step whose fence an operator reset (README, "When to reset a
-  fence").
+  unfinished work runs, including a step whose fence an operator reset (docs/operating.md,
+  "Inspecting and resetting idempotency state").
 - workflow on Express (`--order`): Express has no RedriveExecution and no execution API to find a
   failed execution by; its orders queue is the run's retry. A restart is the order's current-run
   message sent again: the worker runs the run once more under the same token

@@ -11,7 +11,7 @@ import json
 from collections.abc import Callable, Mapping
 from typing import Any
 
-# The data stack's outputs (DEVELOPERS.md, "Stack outputs"): ops tools, the local cloud and e2e
+# The data stack's outputs: ops tools, the local cloud and e2e
 # read these keys, so the template tier and the local cloud tier both pin them.
 DATA_STACK_OUTPUTS = frozenset(
     {

@@ -1,8 +1,8 @@
 """Typed configuration: one model per kind of function, validated once at cold start.
 
 Each handler module names its kind (`SETTINGS = StepSettings`) and asks `orders.runtime.current`
-for a runtime of it; the model's fields are exactly what that kind is given (DEVELOPERS.md,
-"Configuration"), none optional: a missing or malformed variable fails the cold start
+for a runtime of it; the model's fields are exactly what that kind is given (docs/architecture.md,
+"Functions"), none optional: a missing or malformed variable fails the cold start
 (`InvalidSettings` naming it), never a first invocation. The tables and queues of a step or
 consumer come from its orders.workflow entry, so a new entry needs no new setting. The lifetimes
 (TTLs, the provider's key lifetime) have no defaults here: infra/config.py derives each from the

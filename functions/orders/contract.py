@@ -3,7 +3,7 @@
 ONE definition of a valid order: `CreateOrderRequest` is what the app parses, what the read model
 (`OrderView.items`) returns, and (through `orders.openapi` -> `openapi.json`) the body model API
 Gateway validates at the edge. So whatever is accepted can be read back.
-Clients, docs and tests rely on these shapes; change them only together with DEVELOPERS.md.
+Clients, docs and tests rely on these shapes; change them only together with docs/api.md.
 """
 
 from __future__ import annotations

@@ -278,7 +278,8 @@ class EventLine(TypedDict):
 
 
 class OrderCompleted(TypedDict):
-    """The OrderCompleted fan-out event (DEVELOPERS.md, Messages): the one definition of its shape.
+    """The OrderCompleted fan-out event: the one definition of its shape (docs/how-it-works.md,
+    "Messages and consumer dedup").
     The consumers validate it with orders.events.OrderCompletedEvent, which adds the bounds (a
     pydantic model: the step that builds the event must not load pydantic); a unit test holds
     that model's fields to these.

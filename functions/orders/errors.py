@@ -5,7 +5,7 @@ Two families:
   one place (`status` and `code`).
 - `PaymentDeclined` and `OutOfStock` are permanent saga failures. They subclass reliability's
   `BusinessError`, so a fence replay re-raises the same class and Step Functions' Catch matches
-  on the class name (part of the workflow contract in DEVELOPERS.md).
+  on the class name (docs/how-it-works.md, "The workflow contract").
 """
 
 from __future__ import annotations

@@ -1,4 +1,5 @@
-"""The OrderCompleted event as it arrives on every consumer's queue (DEVELOPERS.md, Messages).
+"""The OrderCompleted event as it arrives on every consumer's queue (docs/how-it-works.md,
+"Messages and consumer dedup").
 Anything else is poison: `reliability.batch.parse_body` dead-letters it with the fields that failed,
 on its first receive, before any consumer's effect sees it.
 

@@ -1,4 +1,4 @@
-"""The business items' keys, spelled once (DEVELOPERS.md, "Business items"; tables keyed pk + sk).
+"""The business items' keys, spelled once (docs/architecture.md, "Business items"; tables keyed pk + sk).
 
 - orders:        `order#<id>` / `order` (the order; a step's status is its fence record)
 - inventory:     `sku#<sku>` / `catalog` (price, stock, seeded_stock),

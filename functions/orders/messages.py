@@ -1,4 +1,5 @@
-"""The orders-queue message as it arrives (DEVELOPERS.md, Messages). Anything else is poison.
+"""The orders-queue message as it arrives (docs/how-it-works.md, "Messages and consumer dedup").
+Anything else is poison.
 
 The shape is defined once, in orders.domain (`OrderMessage`), which the API builds without
 pydantic; this model adds the bounds the worker checks, and tests/unit/orders/test_messages.py

@@ -314,7 +314,7 @@ class Runtime(Generic[S_co]):
 
     @cached_property
     def saga(self) -> SagaContext:
-        """Only the ports this function is configured with (DEVELOPERS.md grants one set per step)."""
+        """Only the ports this function is configured with (infra/stacks/app.py grants one set per step)."""
         from orders.saga import SagaContext  # noqa: PLC0415 - cold start, see the imports
 
         s = self.settings

@@ -36,7 +36,7 @@ from reliability import AtomicEffect, ExternalEffect, FenceState, FenceStore, Re
 if TYPE_CHECKING:  # the ports are Protocols: annotations only, no module to load at run time
     from orders.ports import Inventory, Ledger, OrderStore, PaymentProvider, Queue
 
-# The fence namespace of every saga step (DEVELOPERS.md, "Steps, fences and statuses").
+# The fence namespace of every saga step (docs/how-it-works.md, "Fences and step statuses").
 SAGA_NAMESPACE = "saga"
 
 
@@ -53,7 +53,7 @@ class StepRequest:
         try:
             return WorkflowInput.from_state(self.state)
         except (KeyError, TypeError, ValueError) as error:
-            raise UnknownOrder(f"step input is not a workflow input (DEVELOPERS.md): {error!r}") from error
+            raise UnknownOrder(f"step input is not a workflow input: {error!r}") from error
 
     def result_of(self, step: str) -> Mapping[str, Any]:
         """An earlier step's result (`step` must be a declared step: a typo fails loudly)."""

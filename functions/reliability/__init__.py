@@ -6,7 +6,7 @@ No aws_cdk imports; every AWS client is injected. See the module docstrings for 
 
 Every name below is importable from `reliability` but loaded on first use (PEP 562), so a function
 that uses the step fences does not pay for the batch or HTTP-idempotency utilities it never uses
-(cold start, bench/coldstart.py). The whole public API is in README.md, on one screen.
+(cold start, bench/coldstart.py). The whole public API is the list below, on one screen.
 """
 
 from __future__ import annotations

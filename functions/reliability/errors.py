@@ -1,6 +1,6 @@
 """The reliability layer's exception hierarchy and the ClientError -> exception mapping.
 
-Class names are part of the Step Functions Retry/Catch contract (DEVELOPERS.md, "The workflow
+Class names are part of the Step Functions Retry/Catch contract (docs/how-it-works.md, "The workflow
 contract"): the Lambda runtime reports ``errorType`` = the exception's class name, so renaming a
 class here changes which states retry or catch it.
 
@@ -55,7 +55,7 @@ class TransientError(RetryableError):
     """An AWS call throttled, failed with a 5xx or a transaction conflict, or could not reach the
     service or its answer in time (connect/read timeout): the one class adapters raise for
     anything a retry with backoff may cure, whatever the service (DynamoDB, SQS, Step Functions).
-    Its name is in every task's Retry (DEVELOPERS.md, the workflow contract)."""
+    Its name is in every task's Retry (docs/how-it-works.md, "The workflow contract")."""
 
 
 class StoreError(ReliabilityError):

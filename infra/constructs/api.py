@@ -82,7 +82,7 @@ class OrdersApi(Construct):
             endpoint_types=[apigw.EndpointType.REGIONAL],
             # Logging to CloudWatch needs the account-wide API Gateway CloudWatch role
             # (AWS::ApiGateway::Account), a setting of the account rather than of one app: set
-            # it once per account and region (README, "Deploy to AWS").
+            # it once per account and region (docs/deploying.md, "Deploy: AWS, LocalStack, the local cloud").
             cloud_watch_role=False,
             default_method_options=apigw.MethodOptions(authorization_type=authorization),
             deploy_options=apigw.StageOptions(
@@ -97,7 +97,7 @@ class OrdersApi(Construct):
                 access_log_format=_ACCESS_LOG_FORMAT,
             ),
         )
-        # The stack publishes the URL as `ApiUrl` (DEVELOPERS.md); drop RestApi's own output.
+        # The stack publishes the URL as `ApiUrl` (ops tools read it); drop RestApi's own output.
         self.api.node.try_remove_child("Endpoint")
         for response_type, response in OPENAPI["x-amazon-apigateway-gateway-responses"].items():
             self._gateway_response(response_type, response)

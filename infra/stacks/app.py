@@ -1,8 +1,8 @@
 """`{service}-{stage}-app`: functions, the order workflow, the API and the alarms.
 
 The grants live here, and only here: each function gets exactly the tables and queues of its
-row in DEVELOPERS.md (the steps' and consumers' rows follow from their entries in
-functions/orders/workflow.py), and the environment variable that names each of them.
+kind (the steps' and consumers' follow from their entries in functions/orders/workflow.py), and
+the environment variable that names each of them; orders.config holds each kind's settings.
 """
 
 from __future__ import annotations

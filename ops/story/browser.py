@@ -1,4 +1,4 @@
-"""Headless Chromium: a page's screenshot, for the story page's browser test and the README images.
+"""Headless Chromium: a page's screenshot, for the story page's browser test and the docs images.
 
 Debian's `chromium` package (`make browser` installs it); Playwright's browser download does not
 reach this project's machines, and one CLI call is all a screenshot needs.

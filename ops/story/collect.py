@@ -44,7 +44,7 @@ from reliability.keys import derive_key
 
 _DESERIALIZER = TypeDeserializer()
 # The consumers of the orders' events, by the short name their `<Name>FunctionName` stack output is
-# built from (DEVELOPERS.md, functions table).
+# built from (infra/stacks/app.py).
 CONSUMER_FUNCTIONS = tuple(consumer.name for consumer in CONSUMERS)
 FENCE_NAMESPACE = "saga"  # orders.saga.SAGA_NAMESPACE (a test pins the two are the same)
 # The route whose stored HTTP key names an order (its id is derived from the key).

@@ -36,7 +36,7 @@ def test_mutant_names_are_unique():
 
 # Schedules a mutant's search found that main fails too: findings, pinned until fixed (none now;
 # provider-reconcile's earlier reproducer caught it only through such a finding, the removed sku
-# never compensated, fixed since: DEVELOPERS.md, "A sku removed while an order holds stock of it").
+# never compensated, fixed since: docs/how-it-works.md, "No stranded order, runs guarded by the order").
 FOUND_ON_MAIN: dict[str, str] = {}
 
 RECORDED = [r for r in load() if r["reproducer"]]

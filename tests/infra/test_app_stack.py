@@ -60,8 +60,8 @@ def _consumer_env(consumer: workflow.Consumer) -> set[str]:
     }
 
 
-# DEVELOPERS.md, "Functions: name suffix, handler, environment"; the steps' and consumers' rows
-# follow from their entries in orders.workflow.
+# Each function's environment (docs/architecture.md, "Functions"): the steps' and consumers'
+# rows follow from their entries in orders.workflow.
 CONTRACT_ENV = {
     "api": {
         "IDEMPOTENCY_TABLE",
@@ -172,7 +172,7 @@ def test_environment_is_exactly_the_contract(
                 assert env[var].startswith("retrysafe-dev-"), (name, var, env[var])
     assert by_name["api"]["Environment"]["FENCE_TABLE"] == "retrysafe-dev-fences"
     assert by_name["analytics"]["Environment"]["AGGREGATES_TABLE"] == "retrysafe-dev-daily-aggregates"
-    # A spot check of the derived rows against DEVELOPERS.md
+    # A spot check of the derived rows against the contract above
     assert CONTRACT_ENV["reserve-inventory"] == {"FENCE_TABLE", "INVENTORY_TABLE", "STEP_NAME"}
     # Only the steps that set the order's status declare (and so get) the orders table.
     assert (

@@ -91,7 +91,8 @@ def test_sample_events_run_through_their_handlers(cloud: InProcessCloud):
 
     # Worker: a duplicate and a poison record in one batch; nothing retried. The sample steps above
     # already finished run 1 by hand, so the worker starts no execution for that finished run
-    # (DEVELOPERS.md, Messages): it records the run's execution ARN and acknowledges
+    # (docs/how-it-works.md, "Messages and consumer dedup"): it records the run's execution ARN and
+    # acknowledges
     assert cloud.invoke("Worker", _event("worker/batch.json")) == {"batchItemFailures": []}
     assert cloud.invoke("Worker", _event("worker/single.json")) == {"batchItemFailures": []}
     assert cloud.executions() == []

@@ -1,5 +1,6 @@
 """`make e2e-localstack` (localstack_engine.walk) without an engine: the steps it takes, in order,
-with README's commands, and that whatever fails, what was deployed is destroyed and the engine stops."""
+with the documented LocalStack commands, and that whatever fails, what was deployed is destroyed
+and the engine stops."""
 
 from __future__ import annotations
 

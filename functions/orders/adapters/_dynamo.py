@@ -10,7 +10,7 @@ from typing import Any
 from aws_lambda_powertools.shared.dynamodb_deserializer import TypeDeserializer
 
 # Not boto3.dynamodb.types: importing it loads boto3 and, through it, s3transfer and
-# multiprocessing, which no function uses (37 ms of CPU at every cold start; README, "Cold start").
+# multiprocessing, which no function uses (CPU at every cold start; docs/costs.md, "Cold start").
 # Powertools ships the deserializer for the same reason; the serializer below covers what the
 # domain writes.
 _deserializer = TypeDeserializer()

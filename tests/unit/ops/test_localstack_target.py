@@ -84,7 +84,7 @@ def test_an_api_url_on_an_emulator_goes_through_its_endpoint() -> None:
 def test_ops_tools_reach_localstack_with_its_conventions(
     deployed: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    # Given only AWS_ENDPOINT_URL, as README's LocalStack steps set it (what `make seed` resolves)
+    # Given only AWS_ENDPOINT_URL, as the documented LocalStack steps set it (what `make seed` resolves)
     monkeypatch.setenv("AWS_ENDPOINT_URL", "http://127.0.0.1:4566")
 
     target = Target.resolve()

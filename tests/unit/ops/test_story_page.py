@@ -1,7 +1,7 @@
 """The story page as a person sees it: rendered by headless Chromium, checked on its pixels.
 
 Needs Debian's `chromium` (`make browser` installs it). Without it this test skips and says so
-loudly; CI machines get it from `make browser` (see README, "Tests").
+loudly; CI machines get it from `make browser` (`.ci/run`; DEVELOPERS.md, "The test tiers").
 """
 
 from __future__ import annotations

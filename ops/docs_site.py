@@ -1,0 +1,156 @@
+"""MkDocs hook of the documentation site (`make docs`): the pages' generated parts.
+
+Two markers are replaced when a page is built, so the site cannot retype what the code holds:
+- `<!-- make-help -->`: the make targets, from `make help` itself;
+- `<!-- api-errors -->`: every error status and code the published OpenAPI document
+  (functions/orders/openapi.json, written by `make openapi` from the route list) says an answer may
+  carry, with the operations that may get it and what it means. A code the document has and
+  `ERROR_MEANINGS` lacks, or the other way round, fails the build.
+
+Standard library only: MkDocs loads this file in .venv-docs, which has none of the project's packages.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import subprocess
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+
+ROOT = Path(__file__).resolve().parent.parent
+OPENAPI = ROOT / "functions" / "orders" / "openapi.json"
+MAKE_HELP = "<!-- make-help -->"
+API_ERRORS = "<!-- api-errors -->"
+# Where the site serves mermaid.js (mkdocs.yml's extra_javascript names it).
+MERMAID_PAGE_PATH = "javascripts/mermaid.min.js"
+
+# What each error code means to a client; the statuses and operations come from the document.
+ERROR_MEANINGS: dict[str, str] = {
+    "IdempotencyKeyMissing": "no `Idempotency-Key` header, or an empty one",
+    "IdempotencyKeyInvalid": (
+        "a key outside the rules (1-255 printable ASCII, a Structured Field string or bare), "
+        "or two header lines carrying different keys"
+    ),
+    "MalformedBody": (
+        "the body is empty, not UTF-8, not JSON, nested too deep, holds a number too long to parse, "
+        "or is over 16 KiB"
+    ),
+    # A code that means one thing per status is explained per "<status> <code>".
+    "400 InvalidRequest": "API Gateway's body model refused the body (before the function ran)",
+    "422 InvalidRequest": "JSON outside the contract (the field is named, the input never echoed)",
+    "RequestRefused": "any other refusal of API Gateway's (its DEFAULT_4XX)",
+    "Unauthorized": "IAM (SigV4) authorization refused",
+    "MissingAuthenticationToken": (
+        "an unsigned request on an IAM stage, a path outside the stage, or a method API Gateway "
+        "cannot route (TRACE, CONNECT, ...)"
+    ),
+    "AccessDenied": "the signed caller may not invoke the API",
+    "InvalidSignature": "the SigV4 signature does not match",
+    "ExpiredToken": "the caller's credentials expired",
+    "OrderNotFound": "no such order, or another caller's order",
+    "NotFound": "no route has this path",
+    "MethodNotAllowed": "a known path with another routed method (`Allow` names the path's)",
+    "RequestInProgress": "the first request with this key is still running (`Retry-After`)",
+    "RequestTooLarge": "over API Gateway's 10 MiB",
+    "UnsupportedMediaType": "a POST body not sent as `application/json`",
+    "UnknownSku": "a sku not in the catalog (a retry of an order already placed gets that order instead)",
+    "IdempotencyKeyReused": "the key was used with another body (also after its record expired)",
+    "TooManyRequests": "the stage's throttle (`Retry-After: 1`)",
+    "InternalError": "a bug: retry with the same key",
+    "GatewayError": "API Gateway's DEFAULT_5XX",
+    "GatewayTimeout": "the function timed out",
+    "ServiceUnavailable": (
+        "DynamoDB or SQS throttled, failed or timed out (`Retry-After`; retry with the same key)"
+    ),
+}
+
+_ANSI = re.compile(r"\x1b\[[0-9;]*m")
+_HELP_LINE = re.compile(r"^\s+(\S+)\s+(.*)$")
+
+
+def make_targets_table(help_text: str) -> str:
+    """`make help`'s lines as a Markdown table."""
+    rows = ["| target | what it does |", "| --- | --- |"]
+    for line in _ANSI.sub("", help_text).splitlines():
+        match = _HELP_LINE.match(line)
+        if match:
+            target, text = match.groups()
+            rows.append(f"| `{target}` | {text.replace('|', '&#124;')} |")
+    if len(rows) == 2:
+        raise ValueError("`make help` listed no target")
+    return "\n".join(rows)
+
+
+def make_help(root: Path = ROOT) -> str:
+    return subprocess.run(
+        ["make", "--no-print-directory", "-s", "help"],  # noqa: S607 - make, as the reader runs it
+        cwd=root,
+        check=True,
+        capture_output=True,
+        text=True,
+    ).stdout
+
+
+def _codes_of(response: Mapping[str, Any]) -> list[str]:
+    schema = response.get("content", {}).get("application/json", {}).get("schema", {})
+    return list(schema.get("properties", {}).get("error", {}).get("enum", []))
+
+
+def error_codes(document: Mapping[str, Any]) -> dict[tuple[int, str], list[str]]:
+    """(status, code) -> the operations whose answers may carry it, as the document says."""
+    found: dict[tuple[int, str], list[str]] = {}
+    operations: list[tuple[str, Mapping[str, Any]]] = [
+        (f"{method.upper()} {path}", operation)
+        for path, item in document["paths"].items()
+        for method, operation in item.items()
+    ]
+    operations.append(("any other request", document["x-retrysafe-unmatched-requests"]))
+    for name, operation in operations:
+        for status, response in operation["responses"].items():
+            for code in _codes_of(response):
+                names = found.setdefault((int(status), code), [])
+                if name not in names:
+                    names.append(name)
+    return dict(sorted(found.items()))
+
+
+def errors_table(document: Mapping[str, Any], meanings: Mapping[str, str] = ERROR_MEANINGS) -> str:
+    found = error_codes(document)
+    every = {name for names in found.values() for name in names}
+    used: set[str] = set()
+    rows = ["| status | code | who may get it | when |", "| ---: | --- | --- | --- |"]
+    for (status, code), operations in found.items():
+        key = f"{status} {code}" if f"{status} {code}" in meanings else code
+        if key not in meanings:
+            raise ValueError(f"{status} {code} is in the OpenAPI document, not in ops/docs_site.py")
+        used.add(key)
+        who = "every request" if set(operations) == every else ", ".join(f"`{o}`" for o in operations)
+        rows.append(f"| {status} | `{code}` | {who} | {meanings[key]} |")
+    if stale := sorted(meanings.keys() - used):
+        raise ValueError(f"ops/docs_site.py explains codes the OpenAPI document no longer has: {stale}")
+    return "\n".join(rows)
+
+
+def on_page_markdown(markdown: str, **_: Any) -> str:
+    """MkDocs event: fill in the generated parts of a page."""
+    if MAKE_HELP in markdown:
+        markdown = markdown.replace(MAKE_HELP, make_targets_table(make_help()))
+    if API_ERRORS in markdown:
+        markdown = markdown.replace(API_ERRORS, errors_table(json.loads(OPENAPI.read_text())))
+    return markdown
+
+
+def on_files(files: Any, config: Any) -> Any:
+    """MkDocs event: publish the OpenAPI document beside the pages, for the API page's Swagger UI,
+    and mermaid.js (`make docs` fetches the pinned one, `MERMAID_JS`), so diagrams draw offline."""
+    from mkdocs.structure.files import File  # noqa: PLC0415 - MkDocs' own venv, only at build time
+
+    mermaid = Path(os.environ.get("MERMAID_JS", ""))
+    if not mermaid.is_file():
+        raise FileNotFoundError(f"no mermaid.js at MERMAID_JS={mermaid}: build the site with `make docs`")
+    files.append(File.generated(config, "openapi.json", abs_src_path=str(OPENAPI)))
+    files.append(File.generated(config, MERMAID_PAGE_PATH, abs_src_path=str(mermaid.resolve())))
+    return files
