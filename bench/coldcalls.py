@@ -15,10 +15,12 @@ from __future__ import annotations
 
 import copy
 import json
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+import boto3
 from botocore import xform_name
 
 # The configurations a function's clients are built with, by their name in orders.runtime.
@@ -84,36 +86,31 @@ def record(assembly: Path) -> dict[str, FirstInvocation]:
     from simulator.cloud import REGION, InProcessCloud, running_cloud  # noqa: PLC0415
 
     recorded: dict[str, FirstInvocation] = {}
+    recording: dict[str, FirstInvocation] = {}  # the invocation running, by function name
     configs = {name: getattr(orders_runtime, name) for name in CONFIGS}
 
-    class RecordingCloud(InProcessCloud):
-        """Clients as the functions build theirs, each call recorded for the invocation running."""
+    def factory(function_name: str, config_name: str) -> Callable[[str], Any]:
+        """Clients as the function builds theirs, each call recorded for its invocation running."""
 
-        def new_runtime(self, function_name: str, settings: Any) -> Any:
-            def factory(config_name: str) -> Any:
-                def build(service: str) -> Any:
-                    import boto3  # noqa: PLC0415 - moto intercepts boto3's clients
+        def build(service: str) -> Any:
+            client = boto3.client(service, region_name=REGION, config=configs[config_name])
+            _attach(client, service, config_name, lambda: recording.get(function_name))
+            return client
 
-                    client = boto3.client(service, region_name=REGION, config=configs[config_name])
-                    _attach(client, service, config_name, lambda: recording.get(function_name))
-                    return client
-
-                return build
-
-            return orders_runtime.Runtime(
-                settings,
-                client_factory=factory("CLIENT_CONFIG"),
-                waiting_client_factory=factory("WAITING_CLIENT_CONFIG"),
-                clock=self.clock,
-            )
-
-    recording: dict[str, FirstInvocation] = {}
+        return build
 
     def first(cloud: InProcessCloud, prefix: str, event: dict[str, Any]) -> Any:
         name = cloud.function(prefix)
         spec = cloud.functions[name]
-        with cloud._lock:  # a fresh runtime: its clients are built by this invocation, as cold
-            cloud._runtimes.pop(name, None)
+        # A runtime of its own, built afresh: its clients are built by this invocation, as cold.
+        settings = cloud.runtime_for(name).settings
+        with cloud._lock:
+            cloud._runtimes[name] = orders_runtime.Runtime(
+                settings,
+                client_factory=factory(name, "CLIENT_CONFIG"),
+                waiting_client_factory=factory(name, "WAITING_CLIENT_CONFIG"),
+                clock=cloud.clock,
+            )
         invocation = FirstInvocation(
             module=spec.handler.rpartition(".")[0],
             function_name=name,
@@ -129,9 +126,7 @@ def record(assembly: Path) -> dict[str, FirstInvocation]:
         recorded[prefix] = invocation
         return invocation.result
 
-    # The `running_cloud` deploy builds a plain InProcessCloud; the recorder is that cloud's class.
     with running_cloud(assembly) as cloud:
-        cloud.__class__ = RecordingCloud
         first(cloud, "Api", _event("api/create_order.json"))
         first(cloud, "Worker", _event("worker/single.json"))
         charged = None
