@@ -151,7 +151,7 @@ ministack: install $(MINISTACK_STAMP) ## Run MiniStack, patched where it differs
 e2e-localstack: install $(MINISTACK_STAMP) ## The LocalStack path on MiniStack: engine up, layer, deploy STAGE=dev TARGET=localstack, seed, the e2e tier, destroy, engine down (1-2 min)
 	$(PY) -m localstack_engine.walk
 
-bench: install ## Count AWS calls per step and per order through the handlers on moto, time each handler's cold-start import, price whole orders with and without the layer; writes bench/results/
+bench: install ## Count AWS calls per step and per order through the handlers on moto, time each handler's cold invocation (import + first invocation, clients included) against a bare Powertools handler, price whole orders with and without the layer; writes bench/results/
 	$(PY) -m bench.roundtrips
 	$(PY) bench/coldstart.py
 	$(PY) bench/cost.py

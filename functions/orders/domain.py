@@ -62,6 +62,30 @@ class CatalogItem:
 
 
 @dataclass(frozen=True)
+class ChargeRecord:
+    """A charge as the payment provider keeps it (`orders.ports.PaymentProvider`). Plain data, so
+    the charge step reads its outcome without the API's contract (pydantic: its cold start);
+    the API's read model shows it as `orders.contract.Charge`, field for field."""
+
+    charge_id: str
+    idempotency_key: str
+    amount_cents: int
+    currency: str
+    status: str
+    created_at: str
+
+
+@dataclass(frozen=True)
+class ProviderCallRecord:
+    """A raw call the payment provider received; shown as `orders.contract.ProviderCall`."""
+
+    call_id: str
+    idempotency_key: str
+    amount_cents: int
+    received_at: str
+
+
+@dataclass(frozen=True)
 class Line:
     sku: str
     quantity: int

@@ -9,13 +9,12 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any, Protocol
 
-from orders.domain import OrderStatus, OrderTerms, completed_event
+from orders.domain import ChargeRecord, OrderStatus, OrderTerms, completed_event
 from orders.errors import PaymentDeclined
 from orders.saga import Effect, SagaContext, StepRequest
 from reliability import Write
 
 if TYPE_CHECKING:
-    from orders.contract import Charge  # a pydantic model: the charge step builds it on its first call
     from orders.ports import Aggregates, Inventory, Ledger, Notifications, PaymentProvider  # Protocols
 
 # --- steps ------------------------------------------------------------------------------------
@@ -29,7 +28,7 @@ def reserve_inventory(ctx: SagaContext, order: OrderTerms, request: StepRequest)
     )
 
 
-def _charge_result(charge: Charge) -> dict[str, Any]:
+def _charge_result(charge: ChargeRecord) -> dict[str, Any]:
     return {"charge_id": charge.charge_id, "amount_cents": charge.amount_cents, "currency": charge.currency}
 
 

@@ -8,13 +8,18 @@ low-level DynamoDB `TransactWriteItems` entry plus the `BusinessError` its condi
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from typing import TYPE_CHECKING, Any, Protocol
+from typing import Any, Protocol
 
-from orders.domain import CatalogItem, ExecutionEnd, Order, OrderStatus, OrderTerms
+from orders.domain import (
+    CatalogItem,
+    ChargeRecord,
+    ExecutionEnd,
+    Order,
+    OrderStatus,
+    OrderTerms,
+    ProviderCallRecord,
+)
 from reliability import Write
-
-if TYPE_CHECKING:
-    from orders.contract import Charge, ProviderCall
 
 
 class Catalog(Protocol):
@@ -72,19 +77,19 @@ class PaymentProvider(Protocol):
         amount_cents: int,
         currency: str,
         reference: str,
-    ) -> Charge:
+    ) -> ChargeRecord:
         """Charge once per idempotency key while the provider remembers the key (real providers
         forget keys after a while: Stripe after 24 h, then the same key charges again). `order_id`
         and `reference` go into the charge's metadata, which never expires. Raises
         `PaymentDeclined` for a permanent refusal."""
         ...
 
-    def find_charge(self, *, order_id: str, reference: str) -> Charge | None:
+    def find_charge(self, *, order_id: str, reference: str) -> ChargeRecord | None:
         """The charge whose metadata holds this order id and reference (a search by metadata, as
         real providers offer; it works however long ago the charge was made), or None."""
         ...
 
-    def history(self, order_id: str) -> tuple[list[Charge], list[ProviderCall]]:
+    def history(self, order_id: str) -> tuple[list[ChargeRecord], list[ProviderCallRecord]]:
         """The order's charges and every raw call the provider received (one read)."""
         ...
 

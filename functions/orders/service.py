@@ -6,11 +6,11 @@ the API's contract (pydantic) or the saga's step table.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import asdict, dataclass
 from typing import TYPE_CHECKING
 
 from orders import items
-from orders.contract import CreateOrderRequest, OrderAccepted, OrderView
+from orders.contract import Charge, CreateOrderRequest, OrderAccepted, OrderView, ProviderCall
 from orders.domain import Order, OrderMessage, OrderStatus, new_order, order_id_for
 from orders.errors import OrderConflict, OrderNotFound, UnknownSku
 from orders.saga import step_statuses
@@ -107,7 +107,7 @@ class OrderService:
             total_cents=order.total_cents,
             items=order.items,
             steps=step_statuses({step.step: record.state for step, record in records.items()}),
-            charges=charges,
-            provider_calls=calls,
+            charges=[Charge(**asdict(charge)) for charge in charges],
+            provider_calls=[ProviderCall(**asdict(call)) for call in calls],
             execution_arn=order.execution_arn,
         )

@@ -21,17 +21,15 @@ import time
 import uuid
 from collections.abc import Callable
 from datetime import UTC, datetime
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from botocore.exceptions import ClientError
 
 from orders.adapters._dynamo import CONDITION_FAILED, from_item, query_all, to_item
+from orders.domain import ChargeRecord, ProviderCallRecord
 from orders.errors import PaymentDeclined
 from orders.items import CALL, CHARGE, order_pk
 from reliability.errors import error_code, transient_errors
-
-if TYPE_CHECKING:
-    from orders.contract import Charge, ProviderCall
 
 DECLINED_CUSTOMER_PREFIX = "declined-"
 DECLINE_ABOVE_CENTS = 5_000_000
@@ -73,7 +71,7 @@ class FakePaymentProvider:
         amount_cents: int,
         currency: str,
         reference: str,
-    ) -> Charge:
+    ) -> ChargeRecord:
         now = self._clock()
         stamp = datetime.fromtimestamp(now, UTC).isoformat()
         with transient_errors("provider call"):
@@ -143,7 +141,7 @@ class FakePaymentProvider:
             key=lambda item: str(item["created_at"]),
         )
 
-    def find_charge(self, *, order_id: str, reference: str) -> Charge | None:
+    def find_charge(self, *, order_id: str, reference: str) -> ChargeRecord | None:
         """The first charge whose metadata holds this order and reference, or None."""
         found = [
             item
@@ -153,14 +151,12 @@ class FakePaymentProvider:
         found.sort(key=lambda item: str(item["created_at"]))
         return _charge(found[0]) if found else None
 
-    def history(self, order_id: str) -> tuple[list[Charge], list[ProviderCall]]:
+    def history(self, order_id: str) -> tuple[list[ChargeRecord], list[ProviderCallRecord]]:
         """The order's charges and raw calls: one Query of its partition."""
-        from orders.contract import ProviderCall  # noqa: PLC0415 - the API's read model; cold start
-
         items = self._partition(order_id, "")
         charges = [_charge(item) for item in items if item["sk"].startswith(CHARGE)]
         calls = [
-            ProviderCall(
+            ProviderCallRecord(
                 call_id=item["call_id"],
                 idempotency_key=item["idempotency_key"],
                 amount_cents=item["amount_cents"],
@@ -182,12 +178,8 @@ def _remembered(item: dict[str, Any], now: float) -> bool:
     return float(item.get("key_expires_at", now + 1)) > now
 
 
-def _charge(item: dict[str, Any]) -> Charge:
-    # The contract's pydantic model, imported here so only the charge step and the API's read
-    # model build it, not every function that holds a Runtime (cold start, bench/coldstart.py).
-    from orders.contract import Charge  # noqa: PLC0415
-
-    return Charge(
+def _charge(item: dict[str, Any]) -> ChargeRecord:
+    return ChargeRecord(
         charge_id=item["charge_id"],
         idempotency_key=item["idempotency_key"],
         amount_cents=item["amount_cents"],

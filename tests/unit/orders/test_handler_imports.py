@@ -148,3 +148,45 @@ def test_reliability_names_resolve_lazily() -> None:
         assert getattr(reliability, name) is getattr(source, name)
     with pytest.raises(AttributeError):
         getattr(reliability, "not_a_name")  # noqa: B009 - the attribute lookup is what is tested
+
+
+# The charge step's invocation, in a fresh interpreter: the provider's answer (a charge made, a
+# charge found by the reconcile lookup) becomes the step's result through plain data; pydantic and
+# the API's contract would be ~90 ms of CPU on the step's cold invocation (bench/coldstart.py).
+CHARGE_PROBE = """
+import json, sys
+from orders.adapters.payments import FakePaymentProvider
+from orders.effects import _charge_result
+
+class Client:  # the payments table: every write lands, the lookup finds the charge just made
+    def put_item(self, **_):
+        return {}
+
+    def query(self, **_):
+        item = {"pk": "order#o-1", "sk": "charge#k", "charge_id": "ch_1", "idempotency_key": "k",
+                "amount_cents": 500, "currency": "EUR", "status": "SUCCEEDED",
+                "created_at": "2026-01-01T00:00:00+00:00", "order_id": "o-1", "reference": "t"}
+        return {"Items": [{k: {"N": str(v)} if isinstance(v, int) else {"S": v} for k, v in item.items()}]}
+
+provider = FakePaymentProvider(client=Client(), table_name="payments", key_lifetime_seconds=86400)
+made = provider.charge(idempotency_key="k", order_id="o-1", customer_id="c", amount_cents=500,
+                       currency="EUR", reference="t")
+found = provider.find_charge(order_id="o-1", reference="t")
+print(json.dumps({"results": [_charge_result(made), _charge_result(found)], "modules": sorted(sys.modules)}))
+"""
+
+
+def test_a_charge_becomes_the_step_result_without_the_api_contract() -> None:
+    out = subprocess.run(
+        [sys.executable, "-c", CHARGE_PROBE],
+        env={"PYTHONPATH": str(FUNCTIONS), "AWS_DEFAULT_REGION": "us-east-1"},
+        check=True,
+        capture_output=True,
+        text=True,
+    )
+    answer = json.loads(out.stdout.strip().splitlines()[-1])
+    made, found = answer["results"]
+    assert made["amount_cents"] == found["amount_cents"] == 500
+    assert found == {"charge_id": "ch_1", "amount_cents": 500, "currency": "EUR"}
+    loaded = sorted(m for m in answer["modules"] if m.startswith(("pydantic", "orders.contract")))
+    assert loaded == [], f"the charge step loads the API's contract: {loaded[:5]}"

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from dataclasses import fields
 from typing import Any
 
 import pytest
@@ -9,6 +10,8 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from orders.adapters.payments import DECLINE_ABOVE_CENTS, FakePaymentProvider, decline_reason
+from orders.contract import Charge, ProviderCall
+from orders.domain import ChargeRecord, ProviderCallRecord
 from orders.errors import PaymentDeclined
 from reliability.errors import BusinessError
 
@@ -96,3 +99,10 @@ def test_a_charge_is_found_by_its_metadata_long_after_the_key_is_forgotten(ddb: 
     clock.now += 365 * 86400
     assert provider.find_charge(order_id="o-1", reference="token-1") == charge
     assert provider.find_charge(order_id="o-2", reference="token-1") is None
+
+
+def test_the_read_model_shows_the_provider_records_field_for_field():
+    """The charge step reads plain records (no pydantic on its cold start); `GET /orders/{id}`
+    shows the same fields through the contract's models."""
+    assert list(Charge.model_fields) == [f.name for f in fields(ChargeRecord)]
+    assert list(ProviderCall.model_fields) == [f.name for f in fields(ProviderCallRecord)]
