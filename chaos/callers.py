@@ -21,6 +21,7 @@ from typing import TYPE_CHECKING, Any
 
 from chaos.exchanges import Exchange
 from orders.items import order_key
+from reliability.errors import KEY_REUSED
 from reliability.http import ANONYMOUS, caller_of
 from simulator.clients import DIED
 from simulator.cloud import LambdaError
@@ -29,6 +30,8 @@ if TYPE_CHECKING:
     from chaos.cloud import ChaosCloud
     from chaos.schedules import Action
 
+# The answers that say a key is in use (reused with another body, or its request still running).
+KEY_IN_USE = frozenset({KEY_REUSED, "RequestInProgress"})
 # Another client of the API: an IAM user of the same account (the first client is unsigned, as
 # on the local stage: `reliability.http.ANONYMOUS`).
 OTHER_CALLER = "arn:aws:iam::123456789012:user/another-client"
@@ -128,7 +131,8 @@ def violations(cloud: ChaosCloud) -> list[str]:
     first_use: set[tuple[str, str]] = set()
     for exchange in cloud.exchanges:
         use = (exchange.caller, exchange.key)
-        if exchange.caller and use not in first_use and exchange.status in (409, 422):
+        code = exchange.body.get("error") if isinstance(exchange.body, dict) else None
+        if exchange.caller and use not in first_use and code in KEY_IN_USE:
             detail = json.dumps(exchange.body)[:160]
             found.append(
                 f"{exchange.caller}: its first use of key {exchange.key} was answered {exchange.status} "

@@ -40,6 +40,7 @@ class Sent:
     queue: str  # the queue's URL output
     variant: str
     body: str
+    at: float  # when it was sent (the world's clock)
 
 
 @dataclass
@@ -82,7 +83,7 @@ def foreign_event(cloud: ChaosCloud, action: Action, placed: Sequence[PlacedOrde
         event["occurred_at"] = "yesterday at noon"
     body = json.dumps(event)
     cloud.sqs.send_message(QueueUrl=cloud.outputs[action.queue], MessageBody=body)
-    cloud.foreign.events.append(Sent(action.queue, variant, body))
+    cloud.foreign.events.append(Sent(action.queue, variant, body, cloud.clock()))
 
 
 def _stranger() -> Order:
@@ -124,14 +125,22 @@ def late_copy(cloud: ChaosCloud, action: Action, placed: Sequence[PlacedOrder]) 
     cloud.foreign.late_copies.append((order_id, run))
 
 
+def _retention(cloud: ChaosCloud, dlq: str) -> int:
+    attributes = cloud.sqs.get_queue_attributes(
+        QueueUrl=cloud.outputs[dlq], AttributeNames=["MessageRetentionPeriod"]
+    )["Attributes"]
+    return int(attributes["MessageRetentionPeriod"])
+
+
 def violations(cloud: ChaosCloud) -> list[str]:
     found = []
     letters = {
         queue: peek_dead_letters(cloud.sqs, cloud.outputs[dlq], queue) for dlq, queue in cloud.dlqs.items()
     }
+    dlq_of = {queue: dlq for dlq, queue in cloud.dlqs.items()}
     for sent in cloud.foreign.events:
-        if sent.variant not in POISON:
-            continue
+        if sent.variant not in POISON or cloud.clock() - sent.at >= _retention(cloud, dlq_of[sent.queue]):
+            continue  # SQS deleted it: a DLQ keeps a message its retention period from its first send
         mine = [letter for letter in letters[sent.queue] if letter.body == sent.body]
         if not mine:
             found.append(
