@@ -27,7 +27,9 @@ from typing import Any, cast
 from unittest import mock
 
 from chaos.audit import FenceAudit
+from chaos.callers import CallerLog
 from chaos.exchanges import Exchange, HttpClient
+from chaos.foreign import ForeignLog
 from chaos.mutants import Mutant, instrument
 from chaos.points import CrashController
 from chaos.pool import POOL
@@ -70,6 +72,8 @@ class ChaosCloud(HttpClient, RecoveringCloud):
         self.controller.wait = self.clock.advance  # a lost answer's read timeout passes
         self.runtime_factory = runtime_factory
         self.exchanges: list[Exchange] = []
+        self.callers = CallerLog()  # another caller's reads (`chaos.callers`)
+        self.foreign = ForeignLog()  # messages from outside the app (`chaos.foreign`)
         self.recovery = Recovery()
         self.awaiting_operator: set[str] = set()  # orders whose failed execution's redrive was refused
         self.operator_violations: list[str] = []
@@ -117,7 +121,7 @@ class ChaosCloud(HttpClient, RecoveringCloud):
     def operator_client(self, tool: str, service: str) -> Any:
         """An operator tool's client (as the tools build theirs), through this world's crash
         controller as `tool` (`ops.rerun`, `ops.redrive`): lost answers reach its calls too."""
-        client = POOL.get(tool, service, config=OPERATOR_CLIENT_CONFIG)
+        client = instrument(POOL.get(tool, service, config=OPERATOR_CLIENT_CONFIG), tool, self.mutant)
         return self.controller.plan_for(tool).instrument(client)
 
     def call(self, function_name: str, event: Any) -> Any:

@@ -36,6 +36,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from chaos import callers, foreign
 from chaos.points import PointHit, errors_at
 from chaos.schedules import MAX_DUPLICATES, Action, Schedule, queue_outputs
 from chaos.single import ScheduleResult
@@ -50,6 +51,7 @@ CANDIDATES = 3  # schedules drawn per schedule run; the one with the most uncove
 MAX_ORDERS = 3
 MAX_ACTIONS = 10
 FAULTS = ("crash", "error", "lost-answer", "timeout", "stop", "gives-up")
+_AT_TOOLS = ("lost-answer",)  # what reaches a guard in an operator tool (its calls' answers lost)
 ACTIONS = (
     "retry",
     "change-body",
@@ -65,6 +67,11 @@ ACTIONS = (
     "time-travel",
     "price-change",
     "remove-sku",
+    # the review's dimensions: callers, late retries, foreign events, late copies
+    "another-caller",
+    "late-retry",
+    "foreign-event",
+    "late-copy",
 )
 ORDER_KINDS = ("completed", "declined", "out-of-stock")  # chaos.scenarios.KINDS
 _READS = (".GetItem", ".BatchGetItem", ".Query", ".Scan")
@@ -129,6 +136,8 @@ class Catalogue:
     queues: tuple[str, ...]
     windows: Windows
     operator_calls: tuple[PointHit, ...] = ()
+    # False for a guard that lives in an operator tool: only lost answers at its calls reach it
+    function_faults: bool = True
 
     @classmethod
     def of(
@@ -143,11 +152,14 @@ class Catalogue:
 
     def only(self, keep: Callable[[str], bool]) -> Catalogue:
         """The points of the functions `keep` accepts (a mutant's: the faults that reach its guard),
-        all of them where it accepts none; no operator calls (no guard lives in the tools)."""
+        all of them where it accepts none; the operator calls of the tools it accepts (a guard in a
+        tool: then only lost answers, at those calls, reach it)."""
         kept = {kind: tuple(h for h in hits if keep(h.function)) for kind, hits in self.by_kind.items()}
+        tools = tuple(h for h in self.operator_calls if keep(h.function))
         if not any(kept.values()):
             kept = dict(self.by_kind)
-        return Catalogue(kept, self.queues, self.windows)
+        in_tools = bool(tools) and kept == dict(self.by_kind)
+        return Catalogue(kept, self.queues, self.windows, tools, function_faults=not in_tools)
 
     def points(self, orders: Sequence[str]) -> list[PointHit]:
         """The points the runs of these orders reach (every kind's if none of them reaches one)."""
@@ -184,7 +196,7 @@ class Drawer:
     def _left(self, rng: random.Random) -> Schedule:
         by_kind = {kind: [h for h in hits if at_boundary(h)] for kind, hits in self.catalogue.by_kind.items()}
         kinds = [kind for kind in ORDER_KINDS if by_kind.get(kind)]
-        if not kinds:
+        if not kinds or not self.catalogue.function_faults:
             return self._swarm(rng)
         kind = rng.choice(kinds)
         boundary = rng.choice(_least_covered(by_kind[kind], "stop", self.covered))
@@ -201,12 +213,15 @@ class Drawer:
     # --- swarm testing -------------------------------------------------------------------------
     def _swarm(self, rng: random.Random) -> Schedule:
         swarm = {kind for kind in (*FAULTS, *ACTIONS) if rng.random() < SWARM}
-        if not swarm & set(FAULTS):
-            swarm.add(rng.choice(FAULTS))
+        faults = FAULTS if self.catalogue.function_faults else _AT_TOOLS
+        swarm -= set(FAULTS) - set(faults)
+        if not swarm & set(faults):
+            swarm.add(rng.choice(faults))
         orders = tuple(rng.choice(ORDER_KINDS) for _ in range(rng.randint(1, MAX_ORDERS)))
         points = self.catalogue.points(orders)
         calls = [h for h in points if h.at_call]
-        answers = [h for h in calls if h.point.startswith("after:")] + list(self.catalogue.operator_calls)
+        answers = [h for h in calls if h.point.startswith("after:") and self.catalogue.function_faults]
+        answers += self.catalogue.operator_calls
 
         def some(kind: str, pool: Sequence[PointHit], most: int) -> tuple[PointHit, ...]:
             return _some(rng, pool, rng.randint(1, most)) if kind in swarm and pool else ()
@@ -230,15 +245,31 @@ class Drawer:
     def _action(self, rng: random.Random, kind: str, orders: int) -> Action:
         if kind == "time-travel":
             return Action(kind, seconds=self.catalogue.windows.jump(rng))
-        if kind == "deliver":
+        if kind in ("deliver", "throttled-poll"):
+            queue = rng.choice(self.catalogue.queues)
             return Action(
-                kind, queue=rng.choice(self.catalogue.queues), duplicates=rng.randint(0, MAX_DUPLICATES)
+                kind, queue=queue, duplicates=rng.randint(0, MAX_DUPLICATES) if kind == "deliver" else 0
             )
-        if kind == "throttled-poll":
-            return Action(kind, queue=rng.choice(self.catalogue.queues))
-        if kind in ("retry", "change-body", "stray-run", "rerun", "price-change", "remove-sku"):
-            return Action(kind, order=rng.randrange(orders))
-        return Action(kind)
+        if kind not in _OF_AN_ORDER:
+            return Action(kind)
+        order = rng.randrange(orders)
+        if kind == "foreign-event":
+            consumers = [q for q in self.catalogue.queues if q != "OrdersQueueUrl"] or list(
+                self.catalogue.queues
+            )
+            return Action(
+                kind, order=order, queue=rng.choice(consumers), variant=rng.choice(foreign.VARIANTS)
+            )
+        variants = _VARIANTS.get(kind)
+        return Action(kind, order=order, variant=rng.choice(variants) if variants else "")
+
+
+# The actions about one of the schedule's orders, and the forms some take.
+_OF_AN_ORDER = frozenset(
+    {"retry", "change-body", "stray-run", "rerun", "price-change", "remove-sku", "late-copy"}
+    | {"another-caller", "late-retry", "foreign-event"}
+)
+_VARIANTS = {"another-caller": callers.VARIANTS, "late-retry": callers.CATALOG_CHANGES}
 
 
 def planned(schedule: Schedule) -> set[Pair]:

@@ -27,6 +27,7 @@ class Exchange:
     replayed: bool
     request: Any = None  # the request body sent (None: the one the key was first used with)
     headers: tuple[tuple[str, str], ...] = ()  # the function's answer's (none when it died)
+    caller: str = ""  # the IAM principal that signed it ("": the schedule's own, unsigned clients)
 
 
 def contract_violations(exchanges: Iterable[Exchange], *, stage: str) -> list[str]:
@@ -72,14 +73,23 @@ class HttpClient(InProcessCloud):
         return response
 
     def http_violations(self) -> list[str]:
-        """Every later 2xx answer for a key (a replay, or a re-execution after the first attempt's
-        in-progress window passed) must equal the first."""
-        first: dict[str, Exchange] = {}
+        """Every later 2xx answer for a caller's key (a replay, or a re-execution after the first
+        attempt's in-progress window passed) must equal the first; and a retry with the same key and
+        body as an answered order gets that order: never a 4xx (but 409 while an attempt is in
+        progress), however late it comes and whatever the catalog became meanwhile."""
+        first: dict[tuple[str, str], Exchange] = {}
         violations = []
         for exchange in self.exchanges:
+            answered = first.get((exchange.caller, exchange.key))
             if exchange.status >= 300:
+                retried = answered is not None and exchange.request in (None, answered.request)
+                if retried and 400 <= exchange.status < 500 and exchange.status != 409 and answered:
+                    violations.append(
+                        f"key {exchange.key}: a retry with the same body of order "
+                        f"{answered.body.get('order_id') if isinstance(answered.body, dict) else '?'} got "
+                        f"{exchange.status} {exchange.body}, not its order"
+                    )
                 continue
-            answered = first.get(exchange.key)
             changed = answered is not None and exchange.request not in (None, answered.request)
             if changed and answered is not None and answered.request is not None:
                 violations.append(
@@ -90,7 +100,7 @@ class HttpClient(InProcessCloud):
             # The first 2xx the client sees may itself be a replay (the function died after
             # storing its response): then the original never reached anyone, and every answer
             # must equal the stored one.
-            original = first.setdefault(exchange.key, exchange)
+            original = first.setdefault((exchange.caller, exchange.key), exchange)
             if original is exchange:
                 continue
             if (exchange.status, exchange.body) != (original.status, original.body):

@@ -300,6 +300,39 @@ MUTANTS: tuple[Mutant, ...] = (
         frozenset({"api"}),
         respond=_PayloadHash().respond,
     ),
+    # The root causes 1-5 of the outside review ("Whose key is it"), each the old behaviour back.
+    Mutant(
+        "caller-scope",
+        "an Idempotency-Key and its order belong to the caller who sent it (another caller's is 404)",
+        frozenset({"api"}),
+        runtime=old.ApiWithoutCallers,
+    ),
+    Mutant(
+        "retry-finds-order",
+        "a retry with the same key and body gets its order, whatever the catalog became (found before "
+        "pricing refuses)",
+        frozenset({"api"}),
+        runtime=old.ApiPricingFirst,
+    ),
+    Mutant(
+        "rerun-own-write",
+        "`make rerun` recognises its own landed transition on the SDK's resend (a call token), not "
+        "RerunRefused",
+        frozenset({"ops.rerun"}),
+        old.forget_own_write,
+    ),
+    Mutant(
+        "consumer-verifies",
+        "a consumer dedupes on the fact an event states and dead-letters what it cannot verify",
+        CONSUMERS,
+        runtime=old.ConsumerTrustingEvents,
+    ),
+    Mutant(
+        "late-copy-duplicate",
+        "a late copy of an earlier run's message is a duplicate (acknowledged), not poison for the DLQ",
+        frozenset({"worker"}),
+        runtime=old.WorkerPagingOnLateCopies,
+    ),
 )
 
 

@@ -252,6 +252,7 @@ def main(argv: list[str] | None = None) -> int:
 
     from chaos.run import RESULTS, quiet, say  # noqa: PLC0415
     from chaos.single import catalogue as record_catalogue  # noqa: PLC0415
+    from chaos.single import record_operators  # noqa: PLC0415
     from simulator.synth import synthesize  # noqa: PLC0415
 
     parser = argparse.ArgumentParser(prog="python -m chaos.mutation", description=__doc__.splitlines()[0])
@@ -274,7 +275,8 @@ def main(argv: list[str] | None = None) -> int:
     started = time.monotonic()
     assembly = synthesize("local")
     with quiet():
-        catalogue = Catalogue.of(assembly, record_catalogue(assembly))
+        # the tools' calls too: a guard that lives in a tool is reached by lost answers there
+        catalogue = Catalogue.of(assembly, record_catalogue(assembly), record_operators(assembly))
 
     def progress(name: str, catch: Catch) -> None:
         verdict = f"caught after {catch.schedules}" if catch.caught else f"NOT caught in {catch.schedules}"

@@ -253,7 +253,11 @@ def markdown(data: dict[str, Any]) -> str:
         "across the app's windows (the platform first comes to rest by itself, sweeper included; then "
         "DynamoDB TTL deletion, provider keys aging), price changes and sku removals, a message for an "
         "order's next run nobody decided on, `make rerun` of an order, redrives, restarts with the same "
-        "token and DLQ redrives, throttled event-source polls. Each schedule draws from a random half "
+        "token and DLQ redrives, throttled event-source polls; another caller (a second IAM principal) "
+        "sending the first client's keys and reading its orders, a client's retry after a catalog change "
+        "and the HTTP key's expiry, events from other producers or with malformed fields on the consumer "
+        "queues, a late copy of an earlier run's message after `make rerun`. Each schedule draws from a "
+        "random half "
         "of these kinds (swarm testing); a third are an effect left at its boundary by an operator's "
         "stop, then a window crossed; each is the one of three drawn that fires the most (fault kind, "
         "point) pairs not fired yet (seed below; chunk i of the run uses seed + i);",
@@ -271,7 +275,10 @@ def markdown(data: dict[str, Any]) -> str:
         "",
         "After every schedule: `ops.invariants` over the stores (effects once, amounts agree, steps agree "
         "with effects and fences, a dead letter only with its effects undone), the fence audit, every "
-        "HTTP answer in the OpenAPI contract and every repeated one equal to the first, every request "
+        "HTTP answer in the OpenAPI contract and every repeated one equal to the first, a retry with the "
+        "same key and body of an existing order answered that order (never a 4xx), nobody answered with "
+        "another caller's order or told its key is in use, every foreign event a consumer cannot verify "
+        "dead-lettered with a reason, no late copy of an earlier run dead-lettered, every request "
         "answered, one execution per (order, run), no execution failed on an error its workflow does not "
         "declare, each order's final status the one its kind must reach.",
         "",

@@ -14,6 +14,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from chaos import callers, foreign
 from chaos.cloud import ChaosCloud
 from ops.invariants import OrderRow, check
 from orders.items import catalog_key
@@ -69,11 +70,16 @@ def place(cloud: ChaosCloud, kind: str, key: str, *, index: int = 0, gives_up: b
 
 
 def verdict(cloud: ChaosCloud, placed: Sequence[PlacedOrder]) -> Verdict:
-    """`ops.invariants` over the stores, every replayed HTTP answer equal to the first, every
-    request answered, and each order's final status the one its kind must reach."""
+    """`ops.invariants` over the stores, every replayed HTTP answer equal to the first (a retry of
+    an existing order gets it), every request answered, nobody answered with another caller's
+    order (`chaos.callers`), every foreign event a consumer cannot verify dead-lettered with a
+    reason and no late copy dead-lettered (`chaos.foreign`), and each order's final status the
+    one its kind must reach."""
     report = check(cloud.stores(), left_to_operator=cloud.awaiting_operator)
     result = Verdict(violations=list(report.violations), dead_letters=len(report.dead_letters))
     result.violations.extend(cloud.http_violations())
+    result.violations.extend(callers.violations(cloud))
+    result.violations.extend(foreign.violations(cloud))
     result.violations.extend(cloud.contract_violations())
     result.violations.extend(cloud.fence_audit.violations)
     result.violations.extend(cloud.operator_violations)

@@ -28,6 +28,9 @@ actions:
 - `stray-run`: a message for an order's next run arrives that no operator decided on (a run
   starts only through `make rerun` of a FAILED order);
 - `price-change` / `remove-sku`: the catalog changes between retries;
+- `another-caller`, `late-retry` (`chaos.callers`), `foreign-event`, `late-copy` (`chaos.foreign`):
+  another client with shared or guessed keys and reads of others' orders; a retry after a catalog
+  change and the HTTP key's expiry; events from other producers; a late copy after `make rerun`;
 
 and the faults at points: crashes; injected error responses (each service's transient codes,
 `chaos.points.TRANSIENT_ERRORS`, before or after the call: what botocore raises once its own
@@ -70,6 +73,7 @@ class Action:
     duplicates: int = 0
     days: int = 0
     seconds: int = 0  # a time-travel's length is days + seconds
+    variant: str = ""  # which form an action of `chaos.callers` or `chaos.foreign` takes
 
     @property
     def jump(self) -> int:
@@ -86,6 +90,10 @@ class Action:
             "rerun": f"operator reruns order {self.order} (make rerun)",
             "deliver": f"deliver {self.queue} x{1 + self.duplicates}",
             "throttled-poll": f"throttled poll of {self.queue}",
+            "another-caller": f"another caller: {self.variant} with order {self.order}'s key",
+            "late-retry": f"{self.variant} of order {self.order}'s sku, its key expires, its client retries",
+            "foreign-event": f"a foreign event ({self.variant}) on {self.queue}",
+            "late-copy": f"rerun of order {self.order}, then a late copy of its earlier run's message",
         }
         return said.get(self.kind, self.kind)
 
@@ -177,6 +185,8 @@ _CLOUD_ACTIONS: dict[str, Callable[[ChaosCloud, Action], object]] = {
 
 
 def _play(cloud: ChaosCloud, action: Action, keys: list[tuple[str, str]], placed: list[PlacedOrder]) -> None:
+    from chaos import callers, foreign  # noqa: PLC0415 - they import this module's helpers
+
     if action.kind in _CLOUD_ACTIONS:
         _CLOUD_ACTIONS[action.kind](cloud, action)
     elif action.kind == "retry":
@@ -193,13 +203,21 @@ def _play(cloud: ChaosCloud, action: Action, keys: list[tuple[str, str]], placed
             (cloud.send_next_run if action.kind == "stray-run" else cloud.rerun_order)(order_id)
     elif action.kind in ("price-change", "remove-sku"):
         kind, _ = keys[action.order % len(keys)]
-        _change_catalog(cloud, _body(kind, action.order % len(keys))["items"][0]["sku"], action.kind)
+        change_catalog(cloud, _body(kind, action.order % len(keys))["items"][0]["sku"], action.kind)
     elif action.kind == "lease-expiry":
         cloud.clock.advance(cloud.step_lease_seconds() + 1)
         cloud.recovery.lease_expiries += 1
+    elif action.kind == "another-caller":
+        callers.another_caller(cloud, action, keys)
+    elif action.kind == "late-retry":
+        callers.late_retry(cloud, action, keys)
+    elif action.kind == "foreign-event":
+        foreign.foreign_event(cloud, action, placed)
+    elif action.kind == "late-copy":
+        foreign.late_copy(cloud, action, placed)
 
 
-def _change_catalog(cloud: ChaosCloud, sku: str, change: str) -> None:
+def change_catalog(cloud: ChaosCloud, sku: str, change: str) -> None:
     """The world changes between retries: a price goes up by 100 cents, or a sku leaves the catalog."""
     table, key = cloud.outputs["InventoryTableName"], catalog_key(sku)
     if change == "price-change":
@@ -219,6 +237,14 @@ def _body(kind: str, index: int) -> dict[str, Any]:
     from chaos.scenarios import order_body  # noqa: PLC0415
 
     return order_body(kind, index)
+
+
+def order_request(kind: str, index: int, *, changed: bool = False) -> dict[str, Any]:
+    """Order `index`'s body as its client sends it; `changed`: one more of each item."""
+    body = _body(kind, index)
+    if changed:
+        body["items"] = [{**item, "quantity": item["quantity"] + 1} for item in body["items"]]
+    return body
 
 
 def run_schedule(

@@ -43,6 +43,7 @@ from typing import Any
 from infra.config import FENCE_WINDOWS, outlived
 from ops.invariants.report import OrderRow, Report
 from ops.invariants.rules import (
+    Exemptions,
     check_aggregates,
     check_amounts,
     check_runs,
@@ -64,7 +65,8 @@ def check(stores: Stores, *, allow_in_flight: bool = False, left_to_operator: Co
     orders that are not (yet) dead-lettered, for checks taken while work is still moving;
     `left_to_operator` tolerates them for those orders only (an operator's redrive was refused:
     past the windows in which a redrive or a restart is safe, finishing them is a person's
-    decision). Every other rule still holds for them."""
+    decision). Every other rule still holds for them, and every rule honours the same exemptions
+    (`rules.Exemptions`): these two, and fences TTL may have deleted once an order is old enough."""
     items = table_scans(stores)  # each table read once, whichever rules read it
     order_items = items("orders")
     orders = [i for i in order_items if i.get("sk") == "order"]
@@ -96,8 +98,10 @@ def check(stores: Stores, *, allow_in_flight: bool = False, left_to_operator: Co
             counts[order["order_id"]],
             dead_by_order[order["order_id"]],
             partial(fences_of, order, fences),
-            allow_in_flight=allow_in_flight or order["order_id"] in left_to_operator,
-            fences_may_be_gone=older_than_fence_windows(order, stores.clock()),
+            Exemptions(
+                unfinished_allowed=allow_in_flight or order["order_id"] in left_to_operator,
+                fences_may_be_gone=older_than_fence_windows(order, stores.clock()),
+            ),
         )
         for order in sorted(orders, key=lambda o: (o.get("created_at", ""), o["order_id"]))
     ]

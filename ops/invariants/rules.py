@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from collections import Counter, defaultdict
 from collections.abc import Callable, Iterable, Mapping, Sequence
+from dataclasses import dataclass
 from typing import Any
 
 from ops.invariants.report import OrderRow
@@ -19,6 +20,27 @@ from reliability.keys import key_parts
 # each run has its own effects); run 0 holds what no run can be told from (a provider call).
 Counts = dict[str, dict[int, Counter[str]]]
 UNATTRIBUTED = 0
+
+
+@dataclass(frozen=True)
+class Exemptions:
+    """What an order may not be held to, decided once per order (`ops.invariants.check`) and
+    honoured by every rule through these two questions, never re-derived by a rule of its own.
+
+    `unfinished_allowed`: the order may be neither finished nor excused by a dead letter (the check
+    runs while work moves, or the order is left to an operator past the windows in which a redrive
+    or a restart is safe: what it left standing is a person's to settle). `fences_may_be_gone`: the
+    order is older than the windows its fences must outlive, so DynamoDB TTL may have deleted them
+    and an absent fence is no evidence of anything."""
+
+    unfinished_allowed: bool = False
+    fences_may_be_gone: bool = False
+
+    def absent_fence_excused(self, step: str, steps: Mapping[str, object]) -> bool:
+        return self.fences_may_be_gone and step not in steps
+
+
+NONE = Exemptions()
 
 
 def new_counts() -> Counts:
@@ -160,7 +182,7 @@ def check_stock(items: Iterable[Mapping[str, Any]], net_by_sku: Counter[str]) ->
 
 
 def check_order(
-    order: Mapping[str, Any], c: Counter[str], dead: Sequence[DeadLetter], allow_in_flight: bool
+    order: Mapping[str, Any], c: Counter[str], dead: Sequence[DeadLetter], exempt: Exemptions = NONE
 ) -> OrderRow:
     row = OrderRow(
         order_id=order["order_id"],
@@ -211,7 +233,7 @@ def check_order(
         ):
             if value:
                 v.append(f"FAILED but has {value} {name}")
-    elif not queues and not allow_in_flight:
+    elif not queues and not exempt.unfinished_allowed:
         v.append(f"{row.status}: neither completed, compensated, nor in a DLQ with a reason")
     return row
 
@@ -242,10 +264,9 @@ _DONE = frozenset({StepStatus.DONE, StepStatus.COMPENSATED})
 _STATUS_OF_STEP: dict[str, str] = {"MarkCompleted": OrderStatus.COMPLETED, "MarkFailed": OrderStatus.FAILED}
 
 
-def check_steps(row: OrderRow, fences: Mapping[str, str], *, fences_may_be_gone: bool = False) -> list[str]:
-    """A finished order's steps (their fences) and effects tell one story. Once `fences_may_be_gone`
-    (the order is older than the windows its fences must outlive, so DynamoDB TTL may have deleted
-    them), an absent fence is no longer evidence of anything."""
+def check_steps(row: OrderRow, fences: Mapping[str, str], exempt: Exemptions = NONE) -> list[str]:
+    """A finished order's steps (their fences) and effects tell one story; an absent fence the
+    exemptions excuse (`Exemptions.fences_may_be_gone`) is no evidence either way."""
     steps = {
         name: status.value
         for name, status in step_statuses({step: FenceState(state) for step, state in fences.items()}).items()
@@ -256,12 +277,13 @@ def check_steps(row: OrderRow, fences: Mapping[str, str], *, fences_may_be_gone:
         done = steps.get(step) in _DONE
         if done and not happened:
             v.append(f"step {step} recorded {steps[step]} without {effect}")
-        if happened and not done and not (fences_may_be_gone and step not in steps):
+        if happened and not done and not exempt.absent_fence_excused(step, steps):
             v.append(f"{effect} without step {step} recorded done (it is {steps.get(step, 'absent')})")
     if row.declined > 1:
         v.append(f"{row.declined} declined charges (at most 1)")
     charge = steps.get("ChargePayment")
-    if row.declined and (row.status != OrderStatus.FAILED or charge != StepStatus.FAILED):
+    charge_failed = charge == StepStatus.FAILED or exempt.absent_fence_excused("ChargePayment", steps)
+    if row.declined and (row.status != OrderStatus.FAILED or not charge_failed):
         v.append(f"a declined charge on a {row.status} order whose ChargePayment is {charge}")
     return v
 
@@ -276,31 +298,24 @@ def check_runs(
     runs: Mapping[int, Counter[str]],
     dead: Sequence[DeadLetter],
     fences_of_run: Callable[[int], Mapping[str, str]],
-    *,
-    allow_in_flight: bool,
-    fences_may_be_gone: bool,
+    exempt: Exemptions = NONE,
 ) -> OrderRow:
     """One order, run by run. Its current run is judged by the order's status (`check_order`, and
     `check_steps` once finished; a dead-lettered one only with nothing left standing). Each earlier
     run ended FAILED, since `make rerun` starts run N+1 only then: it must be a compensated FAILED
-    run with its steps agreeing. No effect may belong to a run the order never reached."""
+    run with its steps agreeing. No effect may belong to a run the order never reached. `exempt`
+    holds for every run and every rule."""
     current = int(order.get("run", 1))
-    row = check_order(
-        order, runs.get(current, Counter()) + runs.get(UNATTRIBUTED, Counter()), dead, allow_in_flight
-    )
+    row = check_order(order, runs.get(current, Counter()) + runs.get(UNATTRIBUTED, Counter()), dead, exempt)
     if row.status in (OrderStatus.COMPLETED, OrderStatus.FAILED):
-        row.violations.extend(check_steps(row, fences_of_run(current), fences_may_be_gone=fences_may_be_gone))
-    elif dead and (standing := left_standing(row)):
+        row.violations.extend(check_steps(row, fences_of_run(current), exempt))
+    elif dead and not exempt.unfinished_allowed and (standing := left_standing(row)):
         row.violations.append(
             f"{row.status}, in a DLQ, but {', '.join(standing)} still standing (not compensated)"
         )
     for run in range(1, current):
-        earlier = check_order(
-            {**order, "status": OrderStatus.FAILED}, runs.get(run, Counter()), (), allow_in_flight
-        )
-        earlier.violations.extend(
-            check_steps(earlier, fences_of_run(run), fences_may_be_gone=fences_may_be_gone)
-        )
+        earlier = check_order({**order, "status": OrderStatus.FAILED}, runs.get(run, Counter()), (), exempt)
+        earlier.violations.extend(check_steps(earlier, fences_of_run(run), exempt))
         row.violations.extend(f"run {run} (before the rerun): {v}" for v in earlier.violations)
     row.violations.extend(
         f"effects of run {run}, which the order never reached (it is on run {current}): {dict(counted)}"

@@ -156,3 +156,25 @@ def test_a_same_token_restart_comes_only_while_the_fences_surely_live(assembly, 
     # as `ops.redrive` refuses one: it is no path by which a token comes back
     assert result.recovery.restarts == restarts
     assert result.violations == []
+
+
+@pytest.mark.parametrize(
+    ("stop", "then"),
+    [
+        # a declined order whose fences TTL deleted, ChargePayment's FAILED record among them
+        ("publish-events:after:SQS.SendMessage#2", ()),
+        # an order stopped mid-run, left to an operator, and a stray run-2 message dead-lettered
+        ("charge-payment:after:DynamoDB.PutItem#2", (Action("stray-run"),)),
+    ],
+)
+def test_past_the_fence_windows_every_rule_honours_the_same_exemptions(assembly, stop, then):
+    # Given a declined order stopped by an operator at `stop`, 35 days passing, then `then`
+    # (schedules #76 and #27 of `make chaos`'s seed 20261122, which main reported as violations)
+    schedule = Schedule(
+        orders=("declined",),
+        crashes=(),
+        stops=(PointHit.parse(stop),),
+        actions=(Action("time-travel", days=35, seconds=3456), *then),
+    )
+    # Then nothing the invariants' own exemptions allow is reported
+    assert run_schedule(assembly, schedule).violations == []

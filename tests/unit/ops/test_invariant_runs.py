@@ -31,9 +31,7 @@ COMPLETED = Counter(reservation=1, charge=1, ledger=1, notification=1, aggregate
 def _check(
     order: Mapping[str, object], runs: Mapping[int, Counter[str]], fences: Mapping[int, dict[str, str]]
 ):
-    return check_runs(
-        order, runs, (), lambda run: fences.get(run, {}), allow_in_flight=False, fences_may_be_gone=False
-    )
+    return check_runs(order, runs, (), lambda run: fences.get(run, {}))
 
 
 def test_each_effect_item_says_its_run():

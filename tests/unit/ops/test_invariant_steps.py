@@ -7,7 +7,7 @@ from datetime import datetime
 
 from infra.config import FENCE_WINDOWS, outlived
 from ops.invariants import OrderRow, older_than_fence_windows
-from ops.invariants.rules import check_steps, left_standing
+from ops.invariants.rules import Exemptions, check_steps, left_standing
 from ops.invariants.stores import fences_of
 
 DONE = {
@@ -52,11 +52,11 @@ def test_an_effect_without_its_step_and_a_step_without_its_effect_are_named():
 def test_once_the_fences_may_have_expired_an_absent_fence_is_no_evidence_but_a_wrong_one_still_is():
     # Given an order older than the fence windows: DynamoDB TTL may have deleted any of its fences
     gone = {k: v for k, v in DONE.items() if k != "ReserveInventory"}
-    assert check_steps(_completed(), gone, fences_may_be_gone=True) == []
+    assert check_steps(_completed(), gone, Exemptions(fences_may_be_gone=True)) == []
     # Then a fence that is still there must still agree with the effects
-    assert check_steps(_completed(), {**gone, "RecordLedger": "FAILED"}, fences_may_be_gone=True) == [
-        "a ledger entry without step RecordLedger recorded done (it is FAILED)"
-    ]
+    assert check_steps(
+        _completed(), {**gone, "RecordLedger": "FAILED"}, Exemptions(fences_may_be_gone=True)
+    ) == ["a ledger entry without step RecordLedger recorded done (it is FAILED)"]
 
 
 def test_an_order_is_old_enough_to_lose_its_fences_only_past_the_fence_windows():

@@ -1,0 +1,147 @@
+"""Callers as a search dimension, and a client's retry that comes back late.
+
+- `another-caller`: a second client (another IAM principal: another `requestContext` identity)
+  sends order i's Idempotency-Key (shared or guessed: clients pick `order-1003`-style keys), with
+  the same body or another, or GETs order i by its id. Oracle (`violations`): nobody is answered
+  with another caller's data (a 2xx to a POST or a GET naming an order another caller placed),
+  and nobody is told another caller's key is in use (a 409 or 422 to a caller's first use of a
+  key: the key's identity names the caller, so it is a fresh key for this one).
+- `late-retry`: the catalog changes (order i's sku removed or its price raised), time passes just
+  beyond the HTTP key window (its record deleted by TTL), and order i's client retries with the
+  same key and body. Oracle (`chaos.exchanges.HttpClient.http_violations`): a retry with the same
+  key and body of an order that exists gets that order (2xx), never a 4xx.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
+
+from chaos.exchanges import Exchange
+from orders.items import order_key
+from reliability.errors import KEY_REUSED
+from reliability.http import ANONYMOUS, caller_of
+from simulator.clients import DIED
+from simulator.cloud import LambdaError
+
+if TYPE_CHECKING:
+    from chaos.cloud import ChaosCloud
+    from chaos.schedules import Action
+
+# The answers that say a key is in use (reused with another body, or its request still running).
+KEY_IN_USE = frozenset({KEY_REUSED, "RequestInProgress"})
+# Another client of the API: an IAM user of the same account (the first client is unsigned, as
+# on the local stage: `reliability.http.ANONYMOUS`).
+OTHER_CALLER = "arn:aws:iam::123456789012:user/another-client"
+VARIANTS = ("same-body", "other-body", "get")
+CATALOG_CHANGES = ("remove-sku", "price-change")
+MARGIN_SECONDS = 60  # how far past the HTTP key window the late retry comes
+
+
+@dataclass(frozen=True)
+class Read:
+    """One GET /orders/{id} as its caller saw it."""
+
+    caller: str
+    order_id: str
+    status: int
+    body: Any
+
+
+@dataclass
+class CallerLog:
+    """What the other callers sent and were answered (their POSTs are in `cloud.exchanges` too)."""
+
+    reads: list[Read] = field(default_factory=list)
+
+
+def another_caller(cloud: ChaosCloud, action: Action, keys: Sequence[tuple[str, str]]) -> None:
+    from chaos.schedules import order_request  # noqa: PLC0415 - schedules imports this module
+
+    index = action.order % len(keys)
+    kind, key = keys[index]
+    if action.variant == "get":
+        order_id = _order_id_of(cloud, key)
+        if order_id is not None:
+            status, answer, _ = _call(cloud, "GET", f"/orders/{order_id}", None, {})
+            cloud.callers.reads.append(Read(OTHER_CALLER, order_id, status, answer))
+        return
+    body = order_request(kind, index, changed=action.variant == "other-body")
+    status, answer, headers = _call(cloud, "POST", "/orders", body, {"Idempotency-Key": key})
+    cloud.exchanges.append(
+        Exchange(key, status, answer, replayed=False, request=body, headers=headers, caller=OTHER_CALLER)
+    )
+
+
+def late_retry(cloud: ChaosCloud, action: Action, keys: Sequence[tuple[str, str]]) -> None:
+    from chaos.schedules import change_catalog, order_request  # noqa: PLC0415
+
+    index = action.order % len(keys)
+    kind, key = keys[index]
+    body = order_request(kind, index)
+    change_catalog(cloud, body["items"][0]["sku"], action.variant or CATALOG_CHANGES[0])
+    window = int(cloud.functions[cloud.function("Api")].environment["IDEMPOTENCY_TTL_SECONDS"])
+    cloud.pass_time(window + MARGIN_SECONDS)  # at rest first, then the key's record expires
+    cloud.post_order(key, body)
+
+
+def _call(
+    cloud: ChaosCloud, method: str, path: str, body: Any, headers: dict[str, str]
+) -> tuple[int, Any, tuple[tuple[str, str], ...]]:
+    try:
+        response = cloud.api(method, path, body=body, headers=headers, caller=OTHER_CALLER)
+    except LambdaError:
+        return DIED, None, ()
+    return response.status, response.body, tuple(response.headers.items())
+
+
+def _order_id_of(cloud: ChaosCloud, key: str) -> str | None:
+    """The order the first client's key was answered with (None: never answered 2xx)."""
+    for exchange in cloud.exchanges:
+        if exchange.key == key and not exchange.caller and 200 <= exchange.status < 300:
+            return str(exchange.body["order_id"])
+    return None
+
+
+def violations(cloud: ChaosCloud) -> list[str]:
+    """Nobody reads or replays another caller's data, nor learns another caller's key is in use."""
+    found = []
+    owners: dict[str, str | None] = {}
+
+    def owner(order_id: str) -> str | None:
+        if order_id not in owners:
+            item = cloud.dynamodb.get_item(
+                TableName=cloud.outputs["OrdersTableName"], Key=order_key(order_id), ConsistentRead=True
+            ).get("Item")
+            owners[order_id] = item["owner"]["S"] if item and "owner" in item else None
+        return owners[order_id]
+
+    answers = [(e.caller, f"POST with key {e.key}", e.status, e.body) for e in cloud.exchanges]
+    answers += [(r.caller, f"GET /orders/{r.order_id}", r.status, r.body) for r in cloud.callers.reads]
+    for caller, request, status, body in answers:
+        named = body.get("order_id") if isinstance(body, dict) else None
+        if not (200 <= status < 300 and isinstance(named, str)):
+            continue
+        who = _identity(caller)
+        placed_by = owner(named)
+        if placed_by is not None and placed_by != who:
+            found.append(f"{who}: {request} answered {status} with order {named}, which {placed_by} placed")
+    first_use: set[tuple[str, str]] = set()
+    for exchange in cloud.exchanges:
+        use = (exchange.caller, exchange.key)
+        code = exchange.body.get("error") if isinstance(exchange.body, dict) else None
+        if exchange.caller and use not in first_use and code in KEY_IN_USE:
+            detail = json.dumps(exchange.body)[:160]
+            found.append(
+                f"{exchange.caller}: its first use of key {exchange.key} was answered {exchange.status} "
+                f"({detail}): told another caller's key is in use"
+            )
+        first_use.add(use)
+    return found
+
+
+def _identity(caller: str) -> str:
+    """The caller as the API names it (`reliability.http.caller_of`)."""
+    return caller_of({"identity": {"userArn": caller}}) if caller else ANONYMOUS
