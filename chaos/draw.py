@@ -36,6 +36,8 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from chaos.cloud import short_name
+from chaos.concurrent import with_concurrency
 from chaos.points import PointHit, errors_at
 from chaos.schedules import MAX_DUPLICATES, Action, Schedule, queue_outputs
 from chaos.single import ScheduleResult
@@ -68,6 +70,22 @@ ACTIONS = (
 )
 ORDER_KINDS = ("completed", "declined", "out-of-stock")  # chaos.scenarios.KINDS
 _READS = (".GetItem", ".BatchGetItem", ".Query", ".Scan")
+
+
+def workflow_of(assembly: Path) -> tuple[bool, frozenset[str]]:
+    """Whether the state machine is Express, and its step functions by short name."""
+    app = read_template(assembly, "app")
+    machines = resources_of_type(app, "AWS::StepFunctions::StateMachine").values()
+    express = any(m["Properties"].get("StateMachineType") == "EXPRESS" for m in machines)
+    steps = set(workflow_tasks(app).values())
+    short = {
+        f["Properties"]["FunctionName"]: short_name(
+            f["Properties"]["FunctionName"], f["Properties"]["Environment"]["Variables"]
+        )
+        for f in resources_of_type(app, "AWS::Lambda::Function").values()
+        if f["Properties"].get("FunctionName") in steps
+    }
+    return express, frozenset(short.values())
 
 
 def at_boundary(hit: PointHit) -> bool:
@@ -129,6 +147,8 @@ class Catalogue:
     queues: tuple[str, ...]
     windows: Windows
     operator_calls: tuple[PointHit, ...] = ()
+    express: bool = False  # the state machine is Express (chaos.concurrent's draws)
+    steps: frozenset[str] = frozenset()  # the saga's step functions, by short name
 
     @classmethod
     def of(
@@ -139,6 +159,7 @@ class Catalogue:
             queue_outputs(assembly),
             Windows.read(assembly),
             tuple(operator_calls),
+            *workflow_of(assembly),
         )
 
     def only(self, keep: Callable[[str], bool]) -> Catalogue:
@@ -147,7 +168,7 @@ class Catalogue:
         kept = {kind: tuple(h for h in hits if keep(h.function)) for kind, hits in self.by_kind.items()}
         if not any(kept.values()):
             kept = dict(self.by_kind)
-        return Catalogue(kept, self.queues, self.windows)
+        return Catalogue(kept, self.queues, self.windows, (), self.express, self.steps)
 
     def points(self, orders: Sequence[str]) -> list[PointHit]:
         """The points the runs of these orders reach (every kind's if none of them reaches one)."""
@@ -168,11 +189,13 @@ class Drawer:
 
     def __post_init__(self) -> None:
         self._rng = random.Random(self.seed)  # noqa: S311 - a reproducible search, not a secret
+        self._concurrency = random.Random(f"concurrent-{self.seed}")  # noqa: S311 - chaos.concurrent's
 
     def draw(self) -> Schedule:
         make = self._left if self._rng.random() < LEFT_SHARE else self._swarm
         candidates = [make(self._rng) for _ in range(CANDIDATES)]
-        return max(candidates, key=lambda s: len(planned(s) - self.covered))  # the first of the best
+        best = max(candidates, key=lambda s: len(planned(s) - self.covered))  # the first of the best
+        return with_concurrency(best, self._concurrency, self.catalogue)
 
     def observe(self, schedule: Schedule, result: ScheduleResult) -> None:
         """Count as covered the planned pairs that fired."""
@@ -249,6 +272,7 @@ def planned(schedule: Schedule) -> set[Pair]:
         *(("lost-answer", h.label) for h in schedule.lost),
         *(("timeout", h.label) for h in schedule.timeouts),
         *(("stop", h.label) for h in schedule.stops),
+        *(("time-limit", h.label) for h in schedule.time_limits),
     }
 
 
