@@ -45,6 +45,9 @@ class Section:
     simulated_seconds: float = 0.0
     seconds: float = 0.0  # wall time of the worker processes that ran them, summed
     drawn: Counter[str] = field(default_factory=Counter)  # schedules that drew each kind of fault
+    # Schedules in which copies of one run ran at once / an execution was killed at its time limit.
+    concurrent_copies: int = 0
+    time_limit_kills: int = 0
 
     def add(self, result: ScheduleResult) -> None:
         """Faults injected: crashes that fired, each duplicate delivery, and every other fault the
@@ -55,6 +58,8 @@ class Section:
         other = [f for f in result.faults if not f.startswith("crash ") and "duplicate deliveries" not in f]
         self.faults += len(result.fired) + result.recovery.duplicate_deliveries + len(other)
         self.recovery.add(result.recovery)
+        self.concurrent_copies += result.recovery.concurrent_copies > 0
+        self.time_limit_kills += result.recovery.time_limit_kills > 0
         if result.violations:
             self.violating += 1
             self.violations.extend(f"{result.name}: {v}" for v in result.violations)
@@ -84,6 +89,8 @@ class Section:
             "schedules_per_minute": round(60 * self.schedules / self.seconds, 1) if self.seconds else None,
             "recovery": vars(self.recovery),
             "drawn": dict(sorted(self.drawn.items())),
+            "schedules_with_concurrent_copies": self.concurrent_copies,
+            "schedules_with_time_limit_kills": self.time_limit_kills,
             "examples": self.violations[:MAX_LISTED],
         }
 
@@ -302,6 +309,13 @@ def markdown(data: dict[str, Any]) -> str:
         + (f"; never: {', '.join(points['answers_never_lost'])}" if points["answers_never_lost"] else "")
         + ".",
         "",
+        "Copies of one run at once (two executions or workers of the same run, their steps interleaved "
+        "in the order the schedule's seed draws) in "
+        + _per_family({**categories, "control": data["control"]}, "schedules_with_concurrent_copies")
+        + "; an execution killed at its time limit mid-step (Express; the invocation runs on) in "
+        + _per_family({**categories, "control": data["control"]}, "schedules_with_time_limit_kills")
+        + ".",
+        "",
     ]
     lines += _rows(
         ("function", "crash points", "exercised", "AWS calls", "error injected"),
@@ -347,6 +361,12 @@ def markdown(data: dict[str, Any]) -> str:
         lines += ["", "## Violations in the real run", ""]
         lines += [f"- {_short(v)}" for v in real[:MAX_LISTED]]
     return "\n".join(lines) + "\n"
+
+
+def _per_family(categories: dict[str, Any], key: str) -> str:
+    """`3 random schedules, 1 control` from each category's count of `key`."""
+    counted = [(name.replace("_", " "), c.get(key, 0)) for name, c in categories.items()]
+    return ", ".join(f"{count} {name}" for name, count in counted if count) or "no schedules"
 
 
 def _calls(labels: set[str]) -> set[str]:
