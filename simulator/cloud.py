@@ -292,6 +292,17 @@ class InProcessCloud(HandlerRunner, EventSourceMapping):
                 return str(execution.execution_arn)
         return None
 
+    def stop_execution(self, stop: StopDuring, event: Any) -> None:
+        """`stop_during`'s StopExecution; Express has none (E3): there the execution is killed at
+        its time limit instead, the invocation running on."""
+        if not self.express:
+            super().stop_execution(stop, event)
+            return
+        token = event.get("token") if isinstance(event, dict) else None
+        arn = self.kill_at_time_limit(token) if token is not None else None
+        if arn is not None:
+            stop.stopped.append(arn)
+
     def _express_execution(self, execution_arn: str) -> Any:
         backend = stepfunctions_parser_backends[ACCOUNT][REGION]
         arn = self.outputs["StateMachineArn"]

@@ -219,7 +219,11 @@ class HandlerRunner:
             if armed is not None:
                 self.stops.remove(armed)
         if armed is not None:
-            armed.fire(self.sfn, self.outputs["StateMachineArn"], event)
+            self.stop_execution(armed, event)
+
+    def stop_execution(self, stop: StopDuring, event: Any) -> None:
+        """An armed operator's StopExecution of the execution this invocation belongs to."""
+        stop.fire(self.sfn, self.outputs["StateMachineArn"], event)
 
     def _invoke(self, function_name: str, event: Any) -> tuple[str, bool, str]:
         if isinstance(event, str):
