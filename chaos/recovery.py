@@ -71,7 +71,7 @@ class RecoveringCloud(InProcessCloud):
     step_functions: frozenset[str]  # the saga's, as the synthesized state machine invokes them
     queue_consumers: dict[str, str]  # queue URL output -> consumer function prefix
     dlqs: dict[str, str]  # DLQ URL output -> its source queue's
-    restarted_express: set[str]  # Express executions whose run the operator started again
+    restarted_express: set[str]  # Express runs (`<order>-r<run>`) the operator started again
     _visibility: dict[str, int]
 
     # --- SQS, with faults -----------------------------------------------------------------------
@@ -229,14 +229,16 @@ class RecoveringCloud(InProcessCloud):
 
     def _restart_express_runs(self, failed: list[dict[str, Any]]) -> int:
         """Express has no RedriveExecution: the operator's `make redrive-workflow ORDER=<id>`
-        sends each unfinished order's current-run message again (`ops.redrive.restart_express_run`,
-        REFUSED past the restart-safe window), once per execution that ended without success."""
+        sends an unfinished order's current-run message again (`ops.redrive.restart_express_run`,
+        REFUSED past the restart-safe window), once per run: the queue itself retries every
+        failed execution (maxReceiveCount times), so the operator acts once it gave up."""
         restarted = 0
         for execution in failed:
-            if execution["executionArn"] in self.restarted_express:
+            described = json.loads(self.described(execution["executionArn"])["input"])
+            order_id, run = str(described["order_id"]), f"{described['order_id']}-r{described.get('run', 1)}"
+            if run in self.restarted_express:
                 continue
-            self.restarted_express.add(execution["executionArn"])
-            order_id = str(json.loads(self.described(execution["executionArn"])["input"])["order_id"])
+            self.restarted_express.add(run)
             try:
                 result = restart_express_run(
                     orders=DynamoOrderStore(client=self.dynamodb, table_name=self.outputs["OrdersTableName"]),
