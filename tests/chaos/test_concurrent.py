@@ -79,6 +79,23 @@ def test_two_workers_run_two_express_executions_of_one_run_at_once_and_every_eff
     )
 
 
+@pytest.mark.parametrize("seed", [1, 2])
+def test_the_two_executions_steps_interleave_at_the_storage_calls(express: Path, seed: int) -> None:
+    from chaos.cloud import chaos_cloud  # noqa: PLC0415
+    from chaos.concurrent import twin_deliver  # noqa: PLC0415
+    from chaos.scenarios import place  # noqa: PLC0415
+
+    with chaos_cloud(express) as cloud:
+        place(cloud, "completed", f"interleaved-{seed}")
+        twin_deliver(cloud, ORDERS, seed=seed)
+        steps = [i.function for i in cloud.invocations]
+        reserve, mark = cloud.function("ReserveInventory"), cloud.function("MarkCompleted")
+    # Then each execution entered the saga before either finished it (not one after the other)
+    assert steps.count(reserve) >= 2
+    second_reserve = [i for i, f in enumerate(steps) if f == reserve][1]
+    assert second_reserve < steps.index(mark)
+
+
 def test_without_the_guards_two_express_executions_of_one_run_are_caught(express: Path) -> None:
     schedule = Schedule(
         orders=("completed",), crashes=(), actions=(Action("twin-deliver", queue=ORDERS, seed=1),)
