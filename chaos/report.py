@@ -263,23 +263,28 @@ def markdown(data: dict[str, Any]) -> str:
         "token and DLQ redrives, throttled event-source polls. Each schedule draws from a random half "
         "of these kinds (swarm testing); a third are an effect left at its boundary by an operator's "
         "stop, then a window crossed; each is the one of three drawn that fires the most (fault kind, "
-        "point) pairs not fired yet (seed below; chunk i of the run uses seed + i);",
+        "point) pairs not fired yet (seed below; chunk i of the run uses seed + i); and, from a stream "
+        "of their own (`chaos/concurrent.py`), copies of one run at once with their steps interleaved "
+        "in an order the seed draws (a restart while the first copy runs; on Express also one message "
+        "handled by two workers at once) and, on Express, an execution killed at its time limit "
+        "mid-step;",
         "- **concurrency**: two attempts of the same request, message or step, interleaved at every storage "
         "call, all interleavings (depth-first, each from the just-deployed world);",
         "- **zombies**: the same, with the second attempt one lease later: the first resumes after its "
         "lease passed to the second and tries to complete.",
         "",
         "Deterministic: the same seed plays the same schedules to the same verdict (Step Functions "
-        "executions run one at a time, in start order, where the platform or a test waits for them: "
-        "`simulator/executions.py`); a violating schedule is listed below whole, with its chunk's "
-        "seed, and the mutant search shrinks its reproducers (`chaos/shrink.py`). Not drawn: the "
-        "steps of two executions interleaved, more than two concurrent attempts, throttled "
-        "StartExecution storms (`make scale`).",
+        "executions run one at a time, in start order, where the platform or a test waits for them, "
+        "and copies of one run at once in the order their seed draws: `simulator/executions.py`, "
+        "`simulator/concurrent.py`); a violating schedule is listed below whole, with its chunk's "
+        "seed, and the mutant search shrinks its reproducers (`chaos/shrink.py`). Not drawn: more "
+        "than two concurrent attempts of one step, throttled StartExecution storms (`make scale`).",
         "",
         "After every schedule: `ops.invariants` over the stores (effects once, amounts agree, steps agree "
         "with effects and fences, a dead letter only with its effects undone), the fence audit, every "
         "HTTP answer in the OpenAPI contract and every repeated one equal to the first, every request "
-        "answered, one execution per (order, run), no execution failed on an error its workflow does not "
+        "answered, one execution per (order, run) (Standard), no execution failed on an error its "
+        "workflow does not "
         "declare, each order's final status the one its kind must reach.",
         "",
     ]
