@@ -22,6 +22,13 @@ has one outcome):
   and the next attempt runs the run again under the same token. (The `stop` fault on Express is
   the same kill with the invocation dying at the point: Express has no StopExecution.)
 
+- an effect left at its boundary on Express: Express has no StopExecution and its queue runs a
+  killed run again within minutes, so an effect nobody takes over for a day (what
+  `provider-reconcile` guards: the provider forgets its key after 24 h) needs the run's message
+  elsewhere meanwhile. Half of the Express schedules `chaos.draw` leaves at a boundary deliver the
+  orders (the kill fires), throttle the worker for the message's every other receive (SQS
+  dead-letters it), cross the window and redrive the DLQ (`_left_in_the_dlq`).
+
 `with_concurrency` adds these to a drawn schedule from a stream of its own (the seed's other
 draws are unchanged): every Express schedule may get them, a Standard one the restart.
 """
@@ -48,12 +55,13 @@ if TYPE_CHECKING:
     from chaos.cloud import ChaosCloud
     from chaos.draw import Catalogue
     from chaos.points import PointHit
-    from chaos.schedules import Schedule
+    from chaos.schedules import Action, Schedule
 
 ORDERS = "OrdersQueueUrl"
 TWIN_SHARE = 1 / 2  # Express schedules given a twin delivery of the orders queue
 RESTART_SHARE = 1 / 4  # schedules given a restart while the first copy runs
 TIME_LIMIT_SHARE = 1 / 3  # Express schedules given a time-limit kill at a step's point
+LEFT_SHARE = 1 / 2  # Express effects left at a boundary whose run then waits in the DLQ
 
 
 def _worker_outcome(cloud: ChaosCloud, queue_output: str, event: dict[str, Any]) -> set[str]:
@@ -148,6 +156,21 @@ def _resend_unfinished_runs(cloud: ChaosCloud) -> None:
 
 
 # --- drawing them ---------------------------------------------------------------------------------
+def _left_in_the_dlq(actions: list[Action], receives: int) -> list[Action]:
+    """An effect left at its boundary on Express (`chaos.draw`'s left family: the execution killed
+    there, `time-travel` first): the queue would run the run again within minutes, so nobody
+    takes over only while its message waits elsewhere. The orders are delivered (the kill fires),
+    the worker is throttled for the message's every other receive (SQS dead-letters it), the
+    window passes, and the operator redrives the DLQ: the takeover comes after the window."""
+    from chaos.schedules import Action  # noqa: PLC0415 - schedules imports this module
+
+    held = [
+        Action("deliver", queue=ORDERS),
+        *(Action("throttled-poll", queue=ORDERS) for _ in range(receives)),
+    ]
+    return [*held, actions[0], Action("dlq-redrive"), *actions[1:]]
+
+
 def with_concurrency(schedule: Schedule, rng: random.Random, catalogue: Catalogue) -> Schedule:
     """`schedule` with the draws of this module added (from `rng`, a stream of their own)."""
     from chaos.schedules import Action  # noqa: PLC0415 - schedules imports this module
@@ -162,6 +185,14 @@ def with_concurrency(schedule: Schedule, rng: random.Random, catalogue: Catalogu
         insert(Action("twin-deliver", queue=ORDERS, seed=rng.randrange(2**31)))
     if rng.random() < RESTART_SHARE:
         insert(Action("concurrent-restart", seed=rng.randrange(2**31)))
+    if (
+        express
+        and schedule.stops
+        and actions
+        and actions[0].kind == "time-travel"
+        and rng.random() < LEFT_SHARE
+    ):
+        actions = _left_in_the_dlq(actions, catalogue.orders_receives)
     limits: tuple[PointHit, ...] = ()
     steps = [h for h in catalogue.points(schedule.orders) if h.function in catalogue.steps]
     if express and steps and rng.random() < TIME_LIMIT_SHARE:

@@ -72,9 +72,16 @@ ORDER_KINDS = ("completed", "declined", "out-of-stock")  # chaos.scenarios.KINDS
 _READS = (".GetItem", ".BatchGetItem", ".Query", ".Scan")
 
 
-def workflow_of(assembly: Path) -> tuple[bool, frozenset[str]]:
-    """Whether the state machine is Express, and its step functions by short name."""
-    app = read_template(assembly, "app")
+def workflow_of(assembly: Path) -> tuple[bool, frozenset[str], int]:
+    """Whether the state machine is Express, its step functions by short name, and the orders
+    queue's maxReceiveCount."""
+    app, data = read_template(assembly, "app"), read_template(assembly, "data")
+    orders = [
+        q["Properties"]
+        for q in resources_of_type(data, "AWS::SQS::Queue").values()
+        if str(q["Properties"].get("QueueName", "")).endswith("-orders")
+    ]
+    receives = max((int(q.get("RedrivePolicy", {}).get("maxReceiveCount", 0)) for q in orders), default=0)
     machines = resources_of_type(app, "AWS::StepFunctions::StateMachine").values()
     express = any(m["Properties"].get("StateMachineType") == "EXPRESS" for m in machines)
     steps = set(workflow_tasks(app).values())
@@ -85,7 +92,7 @@ def workflow_of(assembly: Path) -> tuple[bool, frozenset[str]]:
         for f in resources_of_type(app, "AWS::Lambda::Function").values()
         if f["Properties"].get("FunctionName") in steps
     }
-    return express, frozenset(short.values())
+    return express, frozenset(short.values()), receives
 
 
 def at_boundary(hit: PointHit) -> bool:
@@ -149,6 +156,7 @@ class Catalogue:
     operator_calls: tuple[PointHit, ...] = ()
     express: bool = False  # the state machine is Express (chaos.concurrent's draws)
     steps: frozenset[str] = frozenset()  # the saga's step functions, by short name
+    orders_receives: int = 0  # the orders queue's maxReceiveCount (its redrive policy)
 
     @classmethod
     def of(
@@ -168,7 +176,7 @@ class Catalogue:
         kept = {kind: tuple(h for h in hits if keep(h.function)) for kind, hits in self.by_kind.items()}
         if not any(kept.values()):
             kept = dict(self.by_kind)
-        return Catalogue(kept, self.queues, self.windows, (), self.express, self.steps)
+        return Catalogue(kept, self.queues, self.windows, (), self.express, self.steps, self.orders_receives)
 
     def points(self, orders: Sequence[str]) -> list[PointHit]:
         """The points the runs of these orders reach (every kind's if none of them reaches one)."""

@@ -153,3 +153,20 @@ def test_express_schedules_are_drawn_with_copies_at_once_and_time_limit_kills(ex
     drawn = [drawer.draw() for _ in range(30)]
     kinds = {kind for schedule in drawn for kind in schedule.kinds()}
     assert {"twin-deliver", "concurrent-restart", "time-limit"} <= kinds
+
+
+def test_an_express_effect_left_at_its_boundary_waits_in_the_dlq_across_the_window(express: Path) -> None:
+    # Given the Express schedules drawn as an effect left at a boundary, then a window crossed
+    catalogue = Catalogue.of(express, {"completed": record(express, "completed")})
+    assert catalogue.orders_receives >= 2
+    from chaos.draw import Drawer  # noqa: PLC0415
+
+    drawn = [Drawer(catalogue, seed).draw() for seed in range(60)]
+    left = [s for s in drawn if s.stops and s.actions[0].kind == "deliver" and "dlq-redrive" in s.kinds()]
+    # Then some deliver the run (the kill fires), throttle its every other receive into the DLQ,
+    # and only then let the window pass and the operator redrive the DLQ
+    assert left
+    kinds = [a.kind for a in left[0].actions]
+    window = kinds.index("time-travel")
+    assert kinds[:window] == ["deliver", *["throttled-poll"] * catalogue.orders_receives]
+    assert kinds[window + 1] == "dlq-redrive"
