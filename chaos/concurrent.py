@@ -25,7 +25,7 @@ has one outcome):
 - an effect left at its boundary on Express: Express has no StopExecution and its queue runs a
   killed run again within minutes, so an effect nobody takes over for a day (what
   `provider-reconcile` guards: the provider forgets its key after 24 h) needs the run's message
-  elsewhere meanwhile. Half of the Express schedules `chaos.draw` leaves at a boundary deliver the
+  elsewhere meanwhile. The Express schedules `chaos.draw` leaves at a boundary deliver the
   orders (the kill fires), throttle the worker for the message's every other receive (SQS
   dead-letters it), cross the window and redrive the DLQ (`_left_in_the_dlq`).
 
@@ -61,7 +61,9 @@ ORDERS = "OrdersQueueUrl"
 TWIN_SHARE = 1 / 2  # Express schedules given a twin delivery of the orders queue
 RESTART_SHARE = 1 / 4  # schedules given a restart while the first copy runs
 TIME_LIMIT_SHARE = 1 / 3  # Express schedules given a time-limit kill at a step's point
-LEFT_SHARE = 1 / 2  # Express effects left at a boundary whose run then waits in the DLQ
+# Express effects left at a boundary whose run then waits in the DLQ: all of them (the swarm
+# draws the plain shape, a kill the queue retries at once).
+LEFT_SHARE = 1.0
 
 
 def _worker_outcome(cloud: ChaosCloud, queue_output: str, event: dict[str, Any]) -> set[str]:
