@@ -174,9 +174,9 @@ scale: install ## Burst (10,000 orders/min) and 1 h soak with faults in the scal
 scale-sheet: install ## Write docs/scale.md: which quota binds first at 10..10,000 orders/s, what to raise, cost per hour
 	$(PY) -m scale sheet $(SCALE_ARGS)
 
-chaos: install ## Crash points, error responses, lost answers, time travel, random schedules, interleavings, the control, the mutants' catch rates; writes chaos/results/
-	$(PY) -m chaos $(CHAOS_ARGS); first=$$?; \
-	$(PY) -m chaos.mutation $(MUTATION_ARGS) && exit $$first
+chaos: install ## Crash points, error responses, lost answers, time travel, random schedules, interleavings, the control, the mutants' catch rates; writes chaos/results/ (WORKFLOW=express: an Express stage, chaos/results/express/)
+	$(PY) -m chaos $(if $(WORKFLOW),--workflow $(WORKFLOW)) $(CHAOS_ARGS); first=$$?; \
+	$(PY) -m chaos.mutation $(if $(WORKFLOW),--workflow $(WORKFLOW)) $(MUTATION_ARGS) && exit $$first
 
 local: install ## Run the local cloud in the foreground with a live function log (Ctrl-C stops it); LOCALCLOUD_PORT=4599
 	$(PY) -m localcloud run $(LOCALCLOUD_ARGS)

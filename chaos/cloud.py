@@ -70,12 +70,14 @@ class ChaosCloud(HttpClient, RecoveringCloud):
             mutant.template(self.app_template)  # before deploy(): what synth would emit
         self.controller = controller or CrashController()
         self.controller.wait = self.clock.advance  # a lost answer's read timeout passes
+        self.controller.time_limit = self._time_limit_here  # an Express execution's limit reached
         self.runtime_factory = runtime_factory
         self.exchanges: list[Exchange] = []
         self.callers = CallerLog()  # another caller's reads (`chaos.callers`)
         self.foreign = ForeignLog()  # messages from outside the app (`chaos.foreign`)
         self.recovery = Recovery()
         self.awaiting_operator: set[str] = set()  # orders whose failed execution's redrive was refused
+        self.restarted_express: set[str] = set()
         self.operator_violations: list[str] = []
         self.failures: dict[str, tuple[str, str | None]] = {}
         self.fence_audit = FenceAudit(self.clock)
@@ -127,11 +129,11 @@ class ChaosCloud(HttpClient, RecoveringCloud):
     def call(self, function_name: str, event: Any) -> Any:
         if function_name in self.step_functions:
             self._held.wait()
-        self._handler.name = function_name
+        self._handler.name, self._handler.event = function_name, event
         try:
             return super().call(function_name, event)
         finally:
-            self._handler.name = None
+            self._handler.name = self._handler.event = None
 
     def in_handler(self) -> str | None:
         """The function whose handler runs on this thread (None outside handler code)."""
@@ -163,15 +165,29 @@ class ChaosCloud(HttpClient, RecoveringCloud):
         return error_type
 
     def _stop_execution_of(self, event: Any) -> None:
-        """An operator's StopExecution of the execution this step invocation belongs to."""
+        """An operator's StopExecution of the execution this step invocation belongs to. Express
+        has no StopExecution: there the execution is killed at its time limit instead (the
+        invocation, which dies here, hung until then)."""
         token = event.get("token") if isinstance(event, dict) else None
+        if self.express:
+            if token is not None and self.kill_at_time_limit(token) is not None:
+                self.recovery.time_limit_kills += 1
+            return
         for execution in self.executions():
             if execution["status"] != "RUNNING":
                 continue
-            described = self.sfn.describe_execution(executionArn=execution["executionArn"])
+            described = self.described(execution["executionArn"])
             if token is not None and json.loads(described["input"]).get("token") == token:
                 self.sfn.stop_execution(executionArn=execution["executionArn"], error="OperatorStop")
                 self.recovery.stops += 1
+
+    def _time_limit_here(self) -> None:
+        """The execution of the step running on this thread reaches its time limit now (Express):
+        it ends TIMED_OUT while this invocation runs on to its end."""
+        event = getattr(self._handler, "event", None)
+        token = event.get("token") if isinstance(event, dict) else None
+        if token is not None and self.kill_at_time_limit(token) is not None:
+            self.recovery.time_limit_kills += 1
 
 
 def setup_outcomes(cloud: ChaosCloud) -> None:

@@ -37,6 +37,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from chaos import callers, foreign
+from chaos.cloud import short_name
+from chaos.concurrent import with_concurrency
 from chaos.points import PointHit, errors_at
 from chaos.schedules import MAX_DUPLICATES, Action, Schedule, queue_outputs
 from chaos.single import ScheduleResult
@@ -75,6 +77,29 @@ ACTIONS = (
 )
 ORDER_KINDS = ("completed", "declined", "out-of-stock")  # chaos.scenarios.KINDS
 _READS = (".GetItem", ".BatchGetItem", ".Query", ".Scan")
+
+
+def workflow_of(assembly: Path) -> tuple[bool, frozenset[str], int]:
+    """Whether the state machine is Express, its step functions by short name, and the orders
+    queue's maxReceiveCount."""
+    app, data = read_template(assembly, "app"), read_template(assembly, "data")
+    orders = [
+        q["Properties"]
+        for q in resources_of_type(data, "AWS::SQS::Queue").values()
+        if str(q["Properties"].get("QueueName", "")).endswith("-orders")
+    ]
+    receives = max((int(q.get("RedrivePolicy", {}).get("maxReceiveCount", 0)) for q in orders), default=0)
+    machines = resources_of_type(app, "AWS::StepFunctions::StateMachine").values()
+    express = any(m["Properties"].get("StateMachineType") == "EXPRESS" for m in machines)
+    steps = set(workflow_tasks(app).values())
+    short = {
+        f["Properties"]["FunctionName"]: short_name(
+            f["Properties"]["FunctionName"], f["Properties"]["Environment"]["Variables"]
+        )
+        for f in resources_of_type(app, "AWS::Lambda::Function").values()
+        if f["Properties"].get("FunctionName") in steps
+    }
+    return express, frozenset(short.values()), receives
 
 
 def at_boundary(hit: PointHit) -> bool:
@@ -136,6 +161,9 @@ class Catalogue:
     queues: tuple[str, ...]
     windows: Windows
     operator_calls: tuple[PointHit, ...] = ()
+    express: bool = False  # the state machine is Express (chaos.concurrent's draws)
+    steps: frozenset[str] = frozenset()  # the saga's step functions, by short name
+    orders_receives: int = 0  # the orders queue's maxReceiveCount (its redrive policy)
     # False for a guard that lives in an operator tool: only lost answers at its calls reach it
     function_faults: bool = True
 
@@ -148,6 +176,7 @@ class Catalogue:
             queue_outputs(assembly),
             Windows.read(assembly),
             tuple(operator_calls),
+            *workflow_of(assembly),
         )
 
     def only(self, keep: Callable[[str], bool]) -> Catalogue:
@@ -159,7 +188,16 @@ class Catalogue:
         if not any(kept.values()):
             kept = dict(self.by_kind)
         in_tools = bool(tools) and kept == dict(self.by_kind)
-        return Catalogue(kept, self.queues, self.windows, tools, function_faults=not in_tools)
+        return Catalogue(
+            kept,
+            self.queues,
+            self.windows,
+            tools,
+            self.express,
+            self.steps,
+            self.orders_receives,
+            function_faults=not in_tools,
+        )
 
     def points(self, orders: Sequence[str]) -> list[PointHit]:
         """The points the runs of these orders reach (every kind's if none of them reaches one)."""
@@ -180,11 +218,13 @@ class Drawer:
 
     def __post_init__(self) -> None:
         self._rng = random.Random(self.seed)  # noqa: S311 - a reproducible search, not a secret
+        self._concurrency = random.Random(f"concurrent-{self.seed}")  # noqa: S311 - chaos.concurrent's
 
     def draw(self) -> Schedule:
         make = self._left if self._rng.random() < LEFT_SHARE else self._swarm
         candidates = [make(self._rng) for _ in range(CANDIDATES)]
-        return max(candidates, key=lambda s: len(planned(s) - self.covered))  # the first of the best
+        best = max(candidates, key=lambda s: len(planned(s) - self.covered))  # the first of the best
+        return with_concurrency(best, self._concurrency, self.catalogue)
 
     def observe(self, schedule: Schedule, result: ScheduleResult) -> None:
         """Count as covered the planned pairs that fired."""
@@ -280,6 +320,7 @@ def planned(schedule: Schedule) -> set[Pair]:
         *(("lost-answer", h.label) for h in schedule.lost),
         *(("timeout", h.label) for h in schedule.timeouts),
         *(("stop", h.label) for h in schedule.stops),
+        *(("time-limit", h.label) for h in schedule.time_limits),
     }
 
 

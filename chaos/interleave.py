@@ -21,6 +21,7 @@ result, or a retryable refusal (FenceBusy, StaleFence, a 409 to the client).
 
 from __future__ import annotations
 
+import contextlib
 import json
 import threading
 from collections import Counter
@@ -247,7 +248,8 @@ def _run_pair(
         attempts = [Attempt(lambda: cloud.call(worker, json.loads(json.dumps(event)))) for _ in range(2)]
         if pair.late:
             attempts[1].skew = _lease(cloud, "Worker")
-        with cloud.holding_steps():
+        # On Express the worker runs the execution itself: its steps cannot be held back.
+        with contextlib.nullcontext() if cloud.express else cloud.holding_steps():
             scheduler.run(attempts, choose)
         # The record goes back to the queue (as after its visibility timeout): a redelivery
         # must be harmless too, and recover() handles it.

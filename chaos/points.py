@@ -109,6 +109,10 @@ class CrashController:
     stops: set[str] = field(default_factory=set)
     # Armed `after:` hits whose call's first answer is lost (the SDK sends the request again).
     lost: set[PointHit] = field(default_factory=set)
+    # Armed hits where the step's execution reaches its time limit (Express) and the invocation
+    # runs on; `time_limit` (set by the cloud) kills it.
+    time_limits: set[PointHit] = field(default_factory=set)
+    time_limit: Callable[[], None] = lambda: None
     reached: list[PointHit] = field(default_factory=list)
     fired: list[PointHit] = field(default_factory=list)
     failed: list[tuple[PointHit, str]] = field(default_factory=list)  # injected error responses
@@ -144,6 +148,10 @@ class CrashController:
             self.armed.update(hits)
             self.stops.update(h.label for h in hits)
 
+    def arm_time_limits(self, hits: Iterable[PointHit]) -> None:
+        with self._lock:
+            self.time_limits.update(hits)
+
     def hit(self, function: str, point: str) -> str | None:
         """Count the hit; crash if it is armed; return the error code armed for it, if any."""
         return self.reach(function, point)[1]
@@ -158,11 +166,17 @@ class CrashController:
             if fire:
                 self.armed.discard(here)
                 self.fired.append(here)
+            limit = here in self.time_limits
+            if limit:
+                self.time_limits.discard(here)
+                self.fired.append(here)
             error = self.errors.pop(here, None)
             if error is not None:
                 self.failed.append((here, error))
         if self.listener is not None:
             self.listener(function, point)
+        if limit:
+            self.time_limit()
         if fire:
             raise SimulatedCrash(here.label)
         return here, error

@@ -21,9 +21,13 @@ from ops.redrive import (
     REDRIVABLE_STATUSES,
     RESTART_SAFE_SECONDS,
     Method,
+    RedriveError,
     redrive_dlq,
     redrive_failed_executions,
+    restart_express_run,
 )
+from orders.adapters.aws import SqsQueue
+from orders.adapters.order_store import DynamoOrderStore
 from orders.errors import RerunRefused
 from orders.items import order_key
 from simulator.cloud import InProcessCloud, Invocation, LambdaError
@@ -49,6 +53,8 @@ class Recovery:
     stray_runs: int = 0
     reruns: int = 0  # `make rerun` started run N+1 of a FAILED order
     refused_reruns: int = 0  # `make rerun` of a RUNNING or finished order: the tool refuses
+    concurrent_copies: int = 0  # executions or workers that ran at once with a copy of their run
+    time_limit_kills: int = 0  # executions ended TIMED_OUT at their time limit mid-step (Express)
 
     def add(self, other: Recovery) -> None:
         for name, value in vars(other).items():
@@ -65,6 +71,7 @@ class RecoveringCloud(InProcessCloud):
     step_functions: frozenset[str]  # the saga's, as the synthesized state machine invokes them
     queue_consumers: dict[str, str]  # queue URL output -> consumer function prefix
     dlqs: dict[str, str]  # DLQ URL output -> its source queue's
+    restarted_express: set[str]  # Express runs (`<order>-r<run>`) the operator started again
     _visibility: dict[str, int]
 
     # --- SQS, with faults -----------------------------------------------------------------------
@@ -80,7 +87,6 @@ class RecoveringCloud(InProcessCloud):
         """One poll of the event source mapping: receive a batch, invoke the consumer (1 +
         `duplicates` times with the same records), delete what succeeded at least once. What did
         not comes back after the visibility timeout (the clock jumps by it)."""
-        url = self.outputs[queue_output]
         messages, event = self.receive_batch(queue_output, batch_size=batch_size)
         if not messages:
             return 0
@@ -94,6 +100,13 @@ class RecoveringCloud(InProcessCloud):
                 continue
             failed = {item["itemIdentifier"] for item in (response or {}).get("batchItemFailures", [])}
             succeeded |= {m["MessageId"] for m in messages} - failed
+        self.acknowledge(queue_output, messages, succeeded)
+        return len(messages)
+
+    def acknowledge(self, queue_output: str, messages: list[dict[str, Any]], succeeded: set[str]) -> None:
+        """After a poll: delete what succeeded at least once; the rest comes back after the
+        visibility timeout (the clock jumps by it)."""
+        url = self.outputs[queue_output]
         returned = 0
         for message in messages:
             if message["MessageId"] in succeeded:
@@ -106,7 +119,6 @@ class RecoveringCloud(InProcessCloud):
         if returned:
             self.recovery.redeliveries += returned
             self.clock.advance(self.visibility_timeout(queue_output))
-        return len(messages)
 
     def drain_queue(self, queue_output: str, *, max_rounds: int = 30) -> int:
         handled = 0
@@ -189,11 +201,13 @@ class RecoveringCloud(InProcessCloud):
             return 0
         for execution in failed:  # what each ended on, before a redrive makes it run again
             if execution["status"] == "FAILED":
-                described = self.sfn.describe_execution(executionArn=execution["executionArn"])
+                described = self.described(execution["executionArn"])
                 self.failures.setdefault(
                     execution["executionArn"], (execution["name"], described.get("error"))
                 )
         self.clock.advance(self.step_lease_seconds() + 1)
+        if self.express:
+            return self._restart_express_runs(failed)
         try:
             results = redrive_failed_executions(
                 self.operator_client("ops.redrive", "stepfunctions"),
@@ -209,9 +223,46 @@ class RecoveringCloud(InProcessCloud):
         self.recovery.operator_redrives += len(redriven)
         self.recovery.refused_redrives += len(results) - len(redriven)
         for refused in (r for r in results if r.method == Method.REFUSED):
-            described = self.sfn.describe_execution(executionArn=refused.failed_execution_arn)
+            described = self.described(refused.failed_execution_arn)
             self.awaiting_operator.add(str(json.loads(described["input"])["order_id"]))
         return len(redriven)
+
+    def _restart_express_runs(self, failed: list[dict[str, Any]]) -> int:
+        """Express has no RedriveExecution: the operator's `make redrive-workflow ORDER=<id>`
+        sends an unfinished order's current-run message again (`ops.redrive.restart_express_run`,
+        REFUSED past the restart-safe window), once per run: the queue itself retries every
+        failed execution (maxReceiveCount times), so the operator acts once it gave up."""
+        restarted = 0
+        for execution in failed:
+            described = json.loads(self.described(execution["executionArn"])["input"])
+            order_id, run = str(described["order_id"]), f"{described['order_id']}-r{described.get('run', 1)}"
+            if run in self.restarted_express:
+                continue
+            self.restarted_express.add(run)
+            try:
+                result = restart_express_run(
+                    orders=DynamoOrderStore(client=self.dynamodb, table_name=self.outputs["OrdersTableName"]),
+                    queue=SqsQueue(
+                        client=self.operator_client("ops.redrive", "sqs"),
+                        queue_url=self.outputs["OrdersQueueUrl"],
+                    ),
+                    order_id=order_id,
+                    now=self.clock(),
+                )
+            except RedriveError:
+                continue  # finished meanwhile (another copy of the run completed it): nothing to do
+            except (ClientError, BotoCoreError) as error:
+                self.operator_violations.append(
+                    f"ops.redrive of order {order_id} failed: {type(error).__name__}: {error}"
+                )
+                continue
+            if result.method == Method.REFUSED:
+                self.recovery.refused_redrives += 1
+                self.awaiting_operator.add(order_id)
+            else:
+                self.recovery.operator_redrives += 1
+                restarted += 1
+        return restarted
 
     def restart_same_token(self) -> int:
         """Start every order's workflow again under a new name with the same input (same token),
@@ -221,7 +272,7 @@ class RecoveringCloud(InProcessCloud):
         started = 0
         seen: set[str] = set()
         for execution in sorted(self.executions(), key=lambda e: e["startDate"]):
-            described = self.sfn.describe_execution(executionArn=execution["executionArn"])
+            described = self.described(execution["executionArn"])
             if described["input"] in seen:
                 continue
             seen.add(described["input"])

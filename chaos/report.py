@@ -45,6 +45,9 @@ class Section:
     simulated_seconds: float = 0.0
     seconds: float = 0.0  # wall time of the worker processes that ran them, summed
     drawn: Counter[str] = field(default_factory=Counter)  # schedules that drew each kind of fault
+    # Schedules in which copies of one run ran at once / an execution was killed at its time limit.
+    concurrent_copies: int = 0
+    time_limit_kills: int = 0
 
     def add(self, result: ScheduleResult) -> None:
         """Faults injected: crashes that fired, each duplicate delivery, and every other fault the
@@ -55,6 +58,8 @@ class Section:
         other = [f for f in result.faults if not f.startswith("crash ") and "duplicate deliveries" not in f]
         self.faults += len(result.fired) + result.recovery.duplicate_deliveries + len(other)
         self.recovery.add(result.recovery)
+        self.concurrent_copies += result.recovery.concurrent_copies > 0
+        self.time_limit_kills += result.recovery.time_limit_kills > 0
         if result.violations:
             self.violating += 1
             self.violations.extend(f"{result.name}: {v}" for v in result.violations)
@@ -84,6 +89,8 @@ class Section:
             "schedules_per_minute": round(60 * self.schedules / self.seconds, 1) if self.seconds else None,
             "recovery": vars(self.recovery),
             "drawn": dict(sorted(self.drawn.items())),
+            "schedules_with_concurrent_copies": self.concurrent_copies,
+            "schedules_with_time_limit_kills": self.time_limit_kills,
             "examples": self.violations[:MAX_LISTED],
         }
 
@@ -260,18 +267,22 @@ def markdown(data: dict[str, Any]) -> str:
         "random half "
         "of these kinds (swarm testing); a third are an effect left at its boundary by an operator's "
         "stop, then a window crossed; each is the one of three drawn that fires the most (fault kind, "
-        "point) pairs not fired yet (seed below; chunk i of the run uses seed + i);",
+        "point) pairs not fired yet (seed below; chunk i of the run uses seed + i); and, from a stream "
+        "of their own (`chaos/concurrent.py`), copies of one run at once with their steps interleaved "
+        "in an order the seed draws (a restart while the first copy runs; on Express also one message "
+        "handled by two workers at once) and, on Express, an execution killed at its time limit "
+        "mid-step;",
         "- **concurrency**: two attempts of the same request, message or step, interleaved at every storage "
         "call, all interleavings (depth-first, each from the just-deployed world);",
         "- **zombies**: the same, with the second attempt one lease later: the first resumes after its "
         "lease passed to the second and tries to complete.",
         "",
         "Deterministic: the same seed plays the same schedules to the same verdict (Step Functions "
-        "executions run one at a time, in start order, where the platform or a test waits for them: "
-        "`simulator/executions.py`); a violating schedule is listed below whole, with its chunk's "
-        "seed, and the mutant search shrinks its reproducers (`chaos/shrink.py`). Not drawn: the "
-        "steps of two executions interleaved, more than two concurrent attempts, throttled "
-        "StartExecution storms (`make scale`).",
+        "executions run one at a time, in start order, where the platform or a test waits for them, "
+        "and copies of one run at once in the order their seed draws: `simulator/executions.py`, "
+        "`simulator/concurrent.py`); a violating schedule is listed below whole, with its chunk's "
+        "seed, and the mutant search shrinks its reproducers (`chaos/shrink.py`). Not drawn: more "
+        "than two concurrent attempts of one step, throttled StartExecution storms (`make scale`).",
         "",
         "After every schedule: `ops.invariants` over the stores (effects once, amounts agree, steps agree "
         "with effects and fences, a dead letter only with its effects undone), the fence audit, every "
@@ -279,7 +290,8 @@ def markdown(data: dict[str, Any]) -> str:
         "same key and body of an existing order answered that order (never a 4xx), nobody answered with "
         "another caller's order or told its key is in use, every foreign event a consumer cannot verify "
         "dead-lettered with a reason, no late copy of an earlier run dead-lettered, every request "
-        "answered, one execution per (order, run), no execution failed on an error its workflow does not "
+        "answered, one execution per (order, run) (Standard), no execution failed on an error its workflow "
+        "does not "
         "declare, each order's final status the one its kind must reach.",
         "",
     ]
@@ -307,6 +319,13 @@ def markdown(data: dict[str, Any]) -> str:
         + f". Lost answers: {points['answers_lost']} of {points['answers']} calls (the operator tools' "
         "included) had their answer lost at least once"
         + (f"; never: {', '.join(points['answers_never_lost'])}" if points["answers_never_lost"] else "")
+        + ".",
+        "",
+        "Copies of one run at once (two executions or workers of the same run, their steps interleaved "
+        "in the order the schedule's seed draws) in "
+        + _per_family({**categories, "control": data["control"]}, "schedules_with_concurrent_copies")
+        + "; an execution killed at its time limit mid-step (Express; the invocation runs on) in "
+        + _per_family({**categories, "control": data["control"]}, "schedules_with_time_limit_kills")
         + ".",
         "",
     ]
@@ -354,6 +373,12 @@ def markdown(data: dict[str, Any]) -> str:
         lines += ["", "## Violations in the real run", ""]
         lines += [f"- {_short(v)}" for v in real[:MAX_LISTED]]
     return "\n".join(lines) + "\n"
+
+
+def _per_family(categories: dict[str, Any], key: str) -> str:
+    """`3 random schedules, 1 control` from each category's count of `key`."""
+    counted = [(name.replace("_", " "), c.get(key, 0)) for name, c in categories.items()]
+    return ", ".join(f"{count} {name}" for name, count in counted if count) or "no schedules"
 
 
 def _calls(labels: set[str]) -> set[str]:

@@ -3,6 +3,7 @@
     python -m chaos                                  # everything, defaults below
     python -m chaos --random 1000 --seed 7           # a larger random set on demand
     python -m chaos --quick                          # a few of each, for a smoke run
+    python -m chaos --workflow express               # on an Express stage (make chaos WORKFLOW=express)
 
 Exit status 1 when the real run has an invariant violation, the control found none, a crash
 point was never exercised, or a call's answer was never lost.
@@ -33,6 +34,14 @@ from chaos.single import ScheduleResult, catalogue, record_operators, run_all
 
 Points = dict[str, list[PointHit]]
 RESULTS = Path(__file__).resolve().parent / "results"
+# The stage each workflow type is searched on (cdk.json), and where its results go.
+STAGES = {"standard": "local", "express": "local-express"}
+
+
+def results_dir(workflow: str) -> Path:
+    return RESULTS if workflow == "standard" else RESULTS / workflow
+
+
 CONTROL_PAIRS = (Pair("ChargePayment", late=True), Pair("PublishEvents", late=True))
 QUICK_PAIRS = (Pair("MarkCompleted"), Pair("api"))
 
@@ -180,15 +189,17 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--interleavings", type=int, default=None, help="limit per pair (default: all)")
     parser.add_argument("--jobs", type=int, default=2, help="worker processes (2)")
     parser.add_argument("--quick", action="store_true", help="a few of each (smoke run)")
-    parser.add_argument("--out", type=Path, default=RESULTS)
+    parser.add_argument("--out", type=Path, default=None, help="default chaos/results (Express: .../express)")
+    parser.add_argument("--workflow", choices=sorted(STAGES), default="standard", help="the stage's type")
     args = parser.parse_args(argv)
+    args.out = args.out or results_dir(args.workflow)
 
     from simulator.synth import synthesize  # noqa: PLC0415 - synthesizes `local` if stale
 
     started = time.monotonic()
     given = sys.argv[1:] if argv is None else argv
     command = "make chaos" + (f" CHAOS_ARGS='{' '.join(given)}'" if given else "")
-    assembly = synthesize("local")
+    assembly = synthesize(STAGES[args.workflow])
     with quiet():
         say("recording crash points ...")
         points = catalogue(assembly)

@@ -50,6 +50,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from chaos.cloud import ChaosCloud, chaos_cloud
+from chaos.concurrent import concurrent_restart, twin_deliver
 from chaos.mutants import Mutant
 from chaos.points import CrashController, PointHit
 from chaos.scenarios import PlacedOrder, place, verdict
@@ -74,6 +75,7 @@ class Action:
     days: int = 0
     seconds: int = 0  # a time-travel's length is days + seconds
     variant: str = ""  # which form an action of `chaos.callers` or `chaos.foreign` takes
+    seed: int = 0  # the order two concurrent copies' steps interleave in (chaos.concurrent)
 
     @property
     def jump(self) -> int:
@@ -94,6 +96,8 @@ class Action:
             "late-retry": f"{self.variant} of order {self.order}'s sku, its key expires, its client retries",
             "foreign-event": f"a foreign event ({self.variant}) on {self.queue}",
             "late-copy": f"rerun of order {self.order}, then a late copy of its earlier run's message",
+            "twin-deliver": f"deliver {self.queue} to two workers at once (interleaving {self.seed})",
+            "concurrent-restart": f"restart every run while it runs (interleaving {self.seed})",
         }
         return said.get(self.kind, self.kind)
 
@@ -119,6 +123,7 @@ class Schedule:
     stops: tuple[PointHit, ...] = ()
     gives_up: tuple[int, ...] = ()  # orders whose client never retries its first request
     lost: tuple[PointHit, ...] = ()  # calls (their `after:` hit) whose first answer is lost
+    time_limits: tuple[PointHit, ...] = ()  # the step's execution reaches its time limit there (Express)
 
     def faults(self) -> list[str]:
         out = [f"crash {hit.label}" for hit in self.crashes]
@@ -126,6 +131,7 @@ class Schedule:
         out += [f"answer lost at {hit.label} (the SDK resends)" for hit in self.lost]
         out += [f"Sandbox.Timedout at {hit.label}" for hit in self.timeouts]
         out += [f"execution stopped at {hit.label}" for hit in self.stops]
+        out += [f"execution killed at its time limit at {hit.label}" for hit in self.time_limits]
         out += [f"the client of order {i} gives up after one attempt" for i in self.gives_up]
         for action in self.actions:
             if action.kind == "deliver" and action.duplicates:
@@ -140,7 +146,8 @@ class Schedule:
             f"orders={list(self.orders)} crashes={[h.label for h in self.crashes]} errors={errors} "
             f"lost={[h.label for h in self.lost]} "
             f"timeouts={[h.label for h in self.timeouts]} stops={[h.label for h in self.stops]} "
-            f"gives_up={list(self.gives_up)} "
+            + (f"time_limits={[h.label for h in self.time_limits]} " if self.time_limits else "")
+            + f"gives_up={list(self.gives_up)} "
             f"actions={[a.describe() for a in self.actions]}"
         )
 
@@ -154,6 +161,7 @@ class Schedule:
                 ("lost-answer", self.lost),
                 ("timeout", self.timeouts),
                 ("stop", self.stops),
+                ("time-limit", self.time_limits),
                 ("gives-up", self.gives_up),
             )
             if present
@@ -181,6 +189,8 @@ _CLOUD_ACTIONS: dict[str, Callable[[ChaosCloud, Action], object]] = {
     "redrive": lambda cloud, _: cloud.redrive_failed(),
     "restart": lambda cloud, _: cloud.restart_same_token(),
     "dlq-redrive": lambda cloud, _: cloud.redrive_dlqs(),
+    "twin-deliver": lambda cloud, a: twin_deliver(cloud, a.queue, seed=a.seed),
+    "concurrent-restart": lambda cloud, a: concurrent_restart(cloud, seed=a.seed),
 }
 
 
@@ -256,6 +266,7 @@ def run_schedule(
     controller.arm_timeouts(schedule.timeouts)
     controller.arm_stops(schedule.stops)
     controller.arm_lost(schedule.lost)
+    controller.arm_time_limits(schedule.time_limits)
     with chaos_cloud(assembly, controller=controller, control=control, mutant=mutant) as cloud:
         keys = [(kind, f"random-{i}-{kind}") for i, kind in enumerate(schedule.orders)]
         placed = [

@@ -259,6 +259,55 @@ class InProcessCloud(HandlerRunner, EventSourceMapping):
             for e in page["executions"]
         ]
 
+    def described(self, execution_arn: str) -> dict[str, Any]:
+        """An execution's input (JSON text), status, error and cause, as DescribeExecution gives
+        them; on Express, which has no such API (E3), as the cloud itself knows them."""
+        if not self.express:
+            return dict(self.sfn.describe_execution(executionArn=execution_arn))
+        execution = self._express_execution(execution_arn)
+        return {
+            "executionArn": execution.execution_arn,
+            "input": execution.execution_input,
+            "status": execution.status,
+            "error": execution.error,
+            "cause": execution.cause,
+        }
+
+    def kill_at_time_limit(self, token: str) -> str | None:
+        """Express's time limit reached now by the running execution of this run token (the
+        earliest started): the clock moves to its deadline, so the execution ends TIMED_OUT
+        at its next state or retry while the invocation in flight runs on (AWS does not stop a
+        Lambda invocation with its execution). Returns its ARN (None: none running, or no limit)."""
+        running = [
+            e
+            for e in express_executions(
+                stepfunctions_parser_backends[ACCOUNT][REGION], self.outputs["StateMachineArn"]
+            )
+            if e.status == "RUNNING" and e.input_data.get("token") == token
+        ]
+        for execution in running:
+            deadline = getattr(getattr(execution.exec_worker, "env", None), "simulated_deadline", None)
+            if deadline is not None:
+                self.clock.advance(max(0.0, deadline - self.clock()))
+                return str(execution.execution_arn)
+        return None
+
+    def stop_execution(self, stop: StopDuring, event: Any) -> None:
+        """`stop_during`'s StopExecution; Express has none (E3): there the execution is killed at
+        its time limit instead, the invocation running on."""
+        if not self.express:
+            super().stop_execution(stop, event)
+            return
+        token = event.get("token") if isinstance(event, dict) else None
+        arn = self.kill_at_time_limit(token) if token is not None else None
+        if arn is not None:
+            stop.stopped.append(arn)
+
+    def _express_execution(self, execution_arn: str) -> Any:
+        backend = stepfunctions_parser_backends[ACCOUNT][REGION]
+        arn = self.outputs["StateMachineArn"]
+        return next(e for e in express_executions(backend, arn) if e.execution_arn == execution_arn)
+
     def wait(self, execution_arn: str) -> dict[str, Any]:
         """The execution once it has ended (the queued executions run first, in start order)."""
         self.queued_executions.run()

@@ -15,10 +15,12 @@ StopExecution ends the execution ABORTED at once, as on AWS, even while one of i
 invocations is in flight: that invocation runs on to its end (its effects land), and its answer is
 not used (moto would keep the execution RUNNING until the task returned, then abort it).
 
-What this does not draw: the steps of two executions interleaved. Concurrent attempts of one
-step are drawn by `chaos.interleave` instead, deterministically, from parked threads; and a
-second StartExecution of a queued execution meets it RUNNING (same name and input: the same
-execution, as on AWS).
+Two executions of one run (the same input: a restart while the first still runs) can run at
+once instead: `run_together(choose)` runs every queued execution concurrently when two of them
+share an input, their steps interleaved at every storage call in the order `choose` picks
+(`simulator.concurrent`; a seeded chooser gives one outcome per seed). A second StartExecution
+of a queued Standard execution meets it RUNNING (same name and input: the same execution, as on
+AWS).
 """
 
 from __future__ import annotations
@@ -31,6 +33,8 @@ from unittest import mock
 
 from moto.stepfunctions.parser.api import ExecutionStatus
 from moto.stepfunctions.parser.backend.execution_worker import ExecutionWorker
+
+from simulator.concurrent import Choose, Interleaver
 
 
 class ExecutionQueue:
@@ -47,6 +51,22 @@ class ExecutionQueue:
                     return
                 worker = self._queued.pop(0)
             worker._execution_logic()  # moto's thread target, run here instead
+
+    def run_together(self, choose: Choose) -> int:
+        """Run the queued executions at once, interleaved by `choose`, when two of them are copies
+        of one run (the same input); otherwise one at a time, as `run`. Then whatever they queued.
+        Returns how many copies ran concurrently (0 when none shared an input)."""
+        with self._lock:
+            batch, self._queued = self._queued, []
+        inputs = [_input_of(worker) for worker in batch]
+        copies = sum(1 for value in inputs if inputs.count(value) > 1)
+        if copies:
+            Interleaver(choose).run([worker._execution_logic for worker in batch])
+        else:
+            for worker in batch:
+                worker._execution_logic()
+        self.run()
+        return copies
 
     def __len__(self) -> int:
         with self._lock:
@@ -75,6 +95,10 @@ class ExecutionQueue:
             mock.patch.object(ExecutionWorker, "stop", stop),
         ):
             yield self
+
+
+def _input_of(worker: ExecutionWorker) -> str:
+    return repr(worker._evaluation_details.execution_details.inpt)
 
 
 def _aborted_now(worker: ExecutionWorker, stop_date: Any) -> None:

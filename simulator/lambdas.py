@@ -32,6 +32,7 @@ from orders import runtime as orders_runtime
 from orders.config import FunctionSettings, settings_of
 from reliability.crashpoints import CrashPlan, SimulatedCrash
 from simulator.clock import Clock, clocked_datetime_module
+from simulator.concurrent import switch_point
 from simulator.events import ACCOUNT, REGION
 from simulator.executions import ExecutionQueue
 from simulator.observe import Caller, Observer, Snapshot, current_caller, observed, set_caller
@@ -103,6 +104,7 @@ def _atomic_requests(handler_class: type, observers: list[Observer] | None = Non
     snapshot = Snapshot(ACCOUNT, REGION) if observers is not None else None
 
     def call_action(self: Any) -> Any:
+        switch_point()  # two copies of one run interleave between requests (simulator.concurrent)
         with REQUEST_LOCK:
             if snapshot is None or not observers:
                 return original(self)
@@ -217,7 +219,11 @@ class HandlerRunner:
             if armed is not None:
                 self.stops.remove(armed)
         if armed is not None:
-            armed.fire(self.sfn, self.outputs["StateMachineArn"], event)
+            self.stop_execution(armed, event)
+
+    def stop_execution(self, stop: StopDuring, event: Any) -> None:
+        """An armed operator's StopExecution of the execution this invocation belongs to."""
+        stop.fire(self.sfn, self.outputs["StateMachineArn"], event)
 
     def _invoke(self, function_name: str, event: Any) -> tuple[str, bool, str]:
         if isinstance(event, str):

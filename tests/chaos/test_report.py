@@ -110,3 +110,22 @@ def test_the_report_counts_the_schedules_that_drew_each_kind_of_fault_and_the_an
     assert (points["answers"], points["answers_lost"]) == (2, 1)
     assert points["answers_never_lost"] == ["api:after:DynamoDB.PutItem#1"]
     assert "| lost-answer | 0 | 2 | 0 | 0 | 0 |" in md_path.read_text()
+
+
+def test_the_report_counts_the_schedules_with_copies_of_a_run_at_once_and_time_limit_kills(tmp_path):
+    # Given three random schedules: two ran copies of a run at once, one killed an execution at
+    # its time limit
+    report = Report(command="make chaos WORKFLOW=express", seed=1, catalogue=POINTS)
+    for copies, kills in ((2, 0), (4, 1), (0, 0)):
+        result = _result("a", [])
+        result.recovery = Recovery(concurrent_copies=copies, time_limit_kills=kills)
+        report.random.add(result)
+
+    json_path, md_path = report.write(tmp_path)
+
+    # Then the report counts the schedules, not the copies
+    random = json.loads(json_path.read_text())["categories"]["random_schedules"]
+    assert (random["schedules_with_concurrent_copies"], random["schedules_with_time_limit_kills"]) == (2, 1)
+    text = md_path.read_text()
+    assert "interleaved in the order the schedule's seed draws) in 2 random schedules;" in text
+    assert "(Express; the invocation runs on) in 1 random schedules." in text
