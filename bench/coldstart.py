@@ -1,11 +1,11 @@
 """Cold-start import cost of each handler module against a bare Powertools handler, in one run.
 
 Lambda's cold start imports the handler module in a fresh interpreter, from a code asset without
-``__pycache__`` (infra/stacks/app.py excludes it), so the function's own code is compiled at import
+``__pycache__`` (infra/asset.py excludes it), so the function's own code is compiled at import
 while the libraries (the Powertools layer, boto3 in the runtime) come precompiled. This measures
-the same: ``functions/`` is copied without bytecode into a temporary directory, each import runs in
-a fresh ``python`` with ``PYTHONDONTWRITEBYTECODE=1``, and the baseline is a module of the same
-shape (Logger + Metrics + Tracer and a handler) compiled the same way.
+the same: the asset (``infra.asset.stage``) is copied without bytecode into a temporary directory,
+each import runs in a fresh ``python`` with ``PYTHONDONTWRITEBYTECODE=1``, and the baseline is a
+module of the same shape (Logger + Metrics + Tracer and a handler) compiled the same way.
 
 Each import is timed in CPU time (see ``PROBE``). One pair = the baseline then the handler, each
 in its own interpreter; the ratio of a handler is
@@ -21,7 +21,6 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import shutil
 import statistics
 import subprocess
 import sys
@@ -30,9 +29,9 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 
 from bench.record import command, written_by
+from infra import asset
 
 ROOT = Path(__file__).resolve().parent.parent
-FUNCTIONS = ROOT / "functions"
 RESULTS = Path(__file__).resolve().parent / "results"
 PAIRS = 5
 # Issue 16's bar: a handler's import at most this many times the bare Powertools handler's. A
@@ -88,9 +87,9 @@ class Row:
 
 
 def task_root(directory: Path) -> Path:
-    """The asset as Lambda unpacks it: functions/ without bytecode, plus the baseline module."""
-    root = directory / "task"
-    shutil.copytree(FUNCTIONS, root, ignore=shutil.ignore_patterns("__pycache__", "*.pyc", "tests"))
+    """The asset as Lambda unpacks it (infra.asset: functions/ and the library, no bytecode), plus the
+    baseline module."""
+    root = asset.stage(directory / "task")
     (root / f"{BASELINE}.py").write_text(BASELINE_SOURCE)
     return root
 

@@ -19,7 +19,7 @@ from reliability.crashpoints import (
     crash_point,
     instrument,
 )
-from tests.unit.reliability.helpers import FENCES, REGION
+from reliability_helpers import FENCES, REGION
 
 
 def test_off_unless_the_variable_is_set() -> None:
@@ -96,7 +96,6 @@ def test_simulated_crash_escapes_except_exception() -> None:
 def test_hits_are_counted_across_processes_with_a_state_dir(tmp_path: Path) -> None:
     # Given a plan armed for 2 hits and a shared state dir
     code = (
-        "import sys; sys.path.insert(0, 'functions')\n"
         "from reliability.crashpoints import crash_point\n"
         "crash_point('fence:after-effect:charge-payment')\n"
         "print('survived')\n"
@@ -106,6 +105,7 @@ def test_hits_are_counted_across_processes_with_a_state_dir(tmp_path: Path) -> N
         "RETRYSAFE_CRASH_MODE": "exit",
         "RETRYSAFE_CRASH_STATE_DIR": str(tmp_path),
         "PATH": "/usr/bin:/bin",
+        "PYTHONPATH": str(Path(__file__).resolve().parents[1] / "src"),
     }
     # When four separate processes reach the point
     results = [

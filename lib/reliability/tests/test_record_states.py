@@ -20,8 +20,8 @@ from reliability.record import (
     StepId,
     next_state,
 )
-from tests.unit.reliability.domain import DemoOutOfStock, DemoPaymentDeclined
-from tests.unit.reliability.helpers import FakeClock, put_stock, stock_decrement
+from reliability_demo import DemoOutOfStock, DemoPaymentDeclined
+from reliability_helpers import FakeClock, put_stock, stock_decrement
 
 STEP = StepId("dev.order-9.r1", "charge-payment")
 LEASE = 10.0

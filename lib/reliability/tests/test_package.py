@@ -1,17 +1,35 @@
-"""The package contract: liftable (no aws_cdk), no clients built at import, the public names exported."""
+"""The package contract: liftable (no aws_cdk, nothing of a service), no clients built at import, the
+public names exported."""
 
 from __future__ import annotations
 
+import ast
 import subprocess
 import sys
 from pathlib import Path
 
 import reliability
 
-ROOT = Path(__file__).resolve().parents[3]
+SRC = Path(__file__).resolve().parents[1] / "src"
+# What the library may import besides the standard library: itself and its declared dependencies
+# (pyproject.toml; boto3/botocore are the Lambda runtime's).
+ALLOWED_ROOTS = {"reliability", "aws_lambda_powertools", "pydantic", "botocore", "boto3"}
 
 
-def test_importing_builds_no_client_and_pulls_in_no_cdk() -> None:
+def test_the_library_imports_only_itself_its_dependencies_and_the_standard_library() -> None:
+    imported = set()
+    for module in (SRC / "reliability").rglob("*.py"):
+        for node in ast.walk(ast.parse(module.read_text())):
+            if isinstance(node, ast.Import):
+                imported |= {alias.name.split(".")[0] for alias in node.names}
+            elif isinstance(node, ast.ImportFrom) and node.level == 0 and node.module:
+                imported.add(node.module.split(".")[0])
+    # Under `make mutation` the code is mutmut's copy, which imports mutmut's trampolines.
+    tooling = {"mutmut"} if "mutmut" in sys.modules else set()
+    assert imported - ALLOWED_ROOTS - tooling - set(sys.stdlib_module_names) == set()
+
+
+def test_importing_builds_no_client_and_pulls_in_no_cdk(tmp_path: Path) -> None:
     # Given boto3 that fails any client construction
     code = (
         "import sys, boto3, boto3.session\n"
@@ -26,11 +44,11 @@ def test_importing_builds_no_client_and_pulls_in_no_cdk() -> None:
     # When the whole package is imported, Then it succeeds
     result = subprocess.run(
         [sys.executable, "-c", code],
-        cwd=ROOT / "functions",
+        cwd=tmp_path,
         capture_output=True,
         text=True,
         check=False,
-        env={"PATH": "/usr/bin:/bin", "AWS_DEFAULT_REGION": "us-east-1"},
+        env={"PATH": "/usr/bin:/bin", "AWS_DEFAULT_REGION": "us-east-1", "PYTHONPATH": str(SRC)},
     )
     assert result.returncode == 0, result.stderr
 

@@ -23,7 +23,7 @@ from reliability.http import (
     canonical_payload,
     scoped_key,
 )
-from tests.unit.reliability.helpers import (
+from reliability_helpers import (
     IDEMPOTENCY,
     REGION,
     CallCounter,

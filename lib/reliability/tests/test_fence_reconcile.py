@@ -11,7 +11,7 @@ from reliability import ExternalEffect, FenceState, FenceStore, StepId
 from reliability.crashpoints import CrashPlan, SimulatedCrash
 from reliability.errors import ExternalKeyExpired
 from reliability.telemetry import Telemetry
-from tests.unit.reliability.helpers import FENCES, FakeClock
+from reliability_helpers import FENCES, FakeClock
 
 STEP = StepId(token="dev.order-1.r1", step="ChargePayment")
 LEASE = 30.0

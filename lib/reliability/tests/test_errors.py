@@ -16,7 +16,7 @@ from reliability.errors import (
     TransientError,
     store_error,
 )
-from tests.unit.reliability.domain import DemoOutOfStock, DemoPaymentDeclined
+from reliability_demo import DemoOutOfStock, DemoPaymentDeclined
 
 
 def test_hierarchy_matches_the_retry_contract() -> None:

@@ -12,8 +12,8 @@ from reliability import AtomicEffect, FenceState, FenceStore, StepId, Write
 from reliability.crashpoints import CrashPlan, SimulatedCrash
 from reliability.errors import EffectConditionFailed, FenceBusy, ResultTooLarge, StaleFence, TransientError
 from reliability.telemetry import Telemetry
-from tests.unit.reliability.domain import DemoOutOfStock, DemoPaymentDeclined
-from tests.unit.reliability.helpers import (
+from reliability_demo import DemoOutOfStock, DemoPaymentDeclined
+from reliability_helpers import (
     FENCES,
     REGION,
     CallCounter,
