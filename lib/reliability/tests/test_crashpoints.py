@@ -11,14 +11,8 @@ import boto3
 import pytest
 from botocore.exceptions import ClientError, ReadTimeoutError
 
-from reliability.crashpoints import (
-    EXIT_CODE,
-    TRANSPORT_ERRORS,
-    CrashPlan,
-    SimulatedCrash,
-    crash_point,
-    instrument,
-)
+from reliability.faults import crash_point, instrument
+from reliability.testing.crashpoints import EXIT_CODE, TRANSPORT_ERRORS, CrashPlan, SimulatedCrash
 from reliability_helpers import FENCES, REGION
 
 
@@ -96,7 +90,7 @@ def test_simulated_crash_escapes_except_exception() -> None:
 def test_hits_are_counted_across_processes_with_a_state_dir(tmp_path: Path) -> None:
     # Given a plan armed for 2 hits and a shared state dir
     code = (
-        "from reliability.crashpoints import crash_point\n"
+        "from reliability.faults import crash_point\n"
         "crash_point('fence:after-effect:charge-payment')\n"
         "print('survived')\n"
     )

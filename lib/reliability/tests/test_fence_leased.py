@@ -9,9 +9,9 @@ import pytest
 from botocore.stub import Stubber
 
 from reliability import AtomicEffect, FenceState, FenceStore, StepId, Write
-from reliability.crashpoints import CrashPlan, SimulatedCrash
 from reliability.errors import EffectConditionFailed, FenceBusy, ResultTooLarge, StaleFence, TransientError
 from reliability.telemetry import Telemetry
+from reliability.testing.crashpoints import CrashPlan, SimulatedCrash
 from reliability_demo import DemoOutOfStock, DemoPaymentDeclined
 from reliability_helpers import (
     FENCES,

@@ -16,8 +16,8 @@ from hypothesis import strategies as st
 from moto import mock_aws
 
 from reliability import AtomicEffect, FenceState, FenceStore, StepId
-from reliability.crashpoints import CrashPlan, SimulatedCrash
 from reliability.errors import FenceBusy, StaleFence
+from reliability.testing.crashpoints import CrashPlan, SimulatedCrash
 from reliability_demo import DemoPaymentDeclined
 from reliability_helpers import (
     FENCES,

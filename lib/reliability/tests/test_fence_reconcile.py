@@ -8,9 +8,9 @@ from typing import Any
 import pytest
 
 from reliability import ExternalEffect, FenceState, FenceStore, StepId
-from reliability.crashpoints import CrashPlan, SimulatedCrash
 from reliability.errors import ExternalKeyExpired
 from reliability.telemetry import Telemetry
+from reliability.testing.crashpoints import CrashPlan, SimulatedCrash
 from reliability_helpers import FENCES, FakeClock
 
 STEP = StepId(token="dev.order-1.r1", step="ChargePayment")

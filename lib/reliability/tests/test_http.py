@@ -12,7 +12,6 @@ from aws_lambda_powertools.utilities.idempotency import DynamoDBPersistenceLayer
 from botocore.config import Config
 from botocore.stub import Stubber
 
-from reliability.crashpoints import SimulatedCrash
 from reliability.errors import TransientError
 from reliability.http import (
     ANONYMOUS,
@@ -23,6 +22,7 @@ from reliability.http import (
     canonical_payload,
     scoped_key,
 )
+from reliability.testing.crashpoints import SimulatedCrash
 from reliability_helpers import (
     IDEMPOTENCY,
     REGION,

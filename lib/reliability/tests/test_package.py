@@ -77,9 +77,35 @@ def test_public_names_are_exported() -> None:
         "process_batch",
         "Telemetry",
         "Decision",
-        "CrashPlan",
-        "SimulatedCrash",
+        "FaultPlan",
         "crash_point",
     ):
         assert name in reliability.__all__
         assert hasattr(reliability, name)
+
+
+def test_production_modules_load_no_test_seam(tmp_path: Path) -> None:
+    # Given every module of the package outside reliability.testing (what production imports)
+    code = (
+        "import importlib, pkgutil, sys, reliability\n"
+        "names = [m.name for m in pkgutil.walk_packages(reliability.__path__, 'reliability.')\n"
+        "         if not m.name.startswith('reliability.testing')]\n"
+        "for name in names: importlib.import_module(name)\n"
+        "seams = sorted(n for n, m in sys.modules.items() if n.startswith('reliability')\n"
+        "               and (hasattr(m, 'SimulatedCrash') or hasattr(m, 'CrashPlan')))\n"
+        "print(len(names), seams)\n"
+    )
+    # When they are all imported with no plan armed
+    result = subprocess.run(
+        [sys.executable, "-c", code],
+        cwd=tmp_path,
+        capture_output=True,
+        text=True,
+        check=False,
+        env={"PATH": "/usr/bin:/bin", "AWS_DEFAULT_REGION": "us-east-1", "PYTHONPATH": str(SRC)},
+    )
+    # Then none of them is, or loads, a module that defines the crash or the plan
+    assert result.returncode == 0, result.stderr
+    count, seams = result.stdout.split(" ", 1)
+    assert int(count) >= 10
+    assert seams.strip() == "[]"
