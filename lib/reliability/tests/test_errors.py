@@ -3,7 +3,14 @@
 from __future__ import annotations
 
 import pytest
-from botocore.exceptions import ClientError, EndpointConnectionError, ReadTimeoutError
+from botocore.exceptions import (
+    ClientError,
+    ConnectionClosedError,
+    ConnectTimeoutError,
+    EndpointConnectionError,
+    HTTPClientError,
+    ReadTimeoutError,
+)
 
 from reliability.errors import (
     BusinessError,
@@ -15,6 +22,7 @@ from reliability.errors import (
     StoreError,
     TransientError,
     store_error,
+    transient_errors,
 )
 from reliability_demo import DemoOutOfStock, DemoPaymentDeclined
 
@@ -71,3 +79,31 @@ def client_error(code: str, status: int = 400) -> ClientError:
 )
 def test_store_errors_map_by_code_never_by_message(error: Exception, expected: type[Exception]) -> None:
     assert type(store_error(error)) is expected
+
+
+@pytest.mark.parametrize(
+    "error",
+    [
+        EndpointConnectionError(endpoint_url="http://x"),
+        ConnectionClosedError(endpoint_url="http://x"),
+        ConnectTimeoutError(endpoint_url="http://x"),
+        ReadTimeoutError(endpoint_url="http://x"),
+        HTTPClientError(error="reset"),
+        client_error("ThrottlingException"),
+        client_error("SomethingNew", 500),
+    ],
+)
+def test_an_adapters_transport_failure_or_throttle_becomes_transient_error(error: Exception) -> None:
+    what = error.response["Error"]["Code"] if isinstance(error, ClientError) else type(error).__name__
+    # When a call inside transient_errors fails on the way (the request may or may not have landed)
+    with pytest.raises(TransientError, match=rf"^PutItem: {what}$") as raised, transient_errors("PutItem"):
+        raise error
+    # Then it is the one retryable error, chained to the cause
+    assert raised.value.__cause__ is error
+
+
+def test_a_non_transient_failure_passes_through_transient_errors_unchanged() -> None:
+    error = client_error("ValidationException")
+    with pytest.raises(ClientError) as raised, transient_errors("PutItem"):
+        raise error
+    assert raised.value is error

@@ -7,6 +7,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from reliability.keys import (
+    LABEL_CHARS,
     MAX_KEY_BYTES,
     MAX_TOKEN_CHARS,
     Fact,
@@ -110,3 +111,34 @@ def test_a_facts_id_names_its_kind_stage_run_and_subject_and_nothing_else() -> N
     }
     assert len(others) == 4
     assert fact.id(stage="dev") not in others
+
+
+def test_the_stored_key_format_is_pinned_by_golden_values() -> None:
+    """Records written by one version are read by the next: the format may not drift silently."""
+    assert (
+        derive_key("fence", stage="dev", identity={"token": "dev.t-1.r2", "step": "Debit"}, run=2).value
+        == 'fence#dev#r2#v:{"step":"Debit","token":"dev.t-1.r2"}'
+    )
+    hashed = derive_key("http", stage="prod", identity="x" * 300, run=3)
+    assert hashed.value == "http#prod#r3#h:59c4368d5f0d34d5b7a4733472d392f88f17f3a995010817a3b294885cdd9c30"
+    assert hashed.label == "x" * 95 + "…"
+    assert Fact("TransferDone", "t-1", 2).id(stage="dev") == "TransferDone#dev#r2#v:t-1"
+    assert execution_token(stage="dev", business_id="t-1", run=2) == "dev.t-1.r2"
+    assert (
+        execution_token(stage="dev", business_id="a b/c", run=1)
+        == "dev.h-539138d518391ec4fc557ce35c37ead28f89fbf8.r1"
+    )
+    assert (
+        execution_token(stage="dev", business_id="t" * 80, run=1)
+        == "dev.h-35be239b5504323893a1b8ce2d8c10ece5a85361.r1"
+    )
+
+
+def test_a_key_exactly_at_the_bound_stays_readable_and_one_byte_over_is_hashed() -> None:
+    prefix = len("http#dev#r1#v:")
+    at_bound = derive_key("http", stage="dev", identity="a" * (MAX_KEY_BYTES - prefix))
+    assert at_bound.value == "http#dev#r1#v:" + "a" * (MAX_KEY_BYTES - prefix)
+    over = derive_key("http", stage="dev", identity="a" * (MAX_KEY_BYTES - prefix + 1))
+    assert over.value.startswith("http#dev#r1#h:")
+    label_at_bound = derive_key("http", stage="dev", identity="b" * LABEL_CHARS).label
+    assert label_at_bound == "b" * LABEL_CHARS
