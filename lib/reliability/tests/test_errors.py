@@ -107,3 +107,16 @@ def test_a_non_transient_failure_passes_through_transient_errors_unchanged() -> 
     with pytest.raises(ClientError) as raised, transient_errors("PutItem"):
         raise error
     assert raised.value is error
+
+
+@pytest.mark.parametrize(
+    ("error", "message"),
+    [
+        (client_error("ThrottlingException"), "DynamoDB: ThrottlingException"),
+        (ReadTimeoutError(endpoint_url="http://x"), "DynamoDB: ReadTimeoutError"),
+        (client_error("ValidationException"), "DynamoDB rejected the request: ValidationException"),
+        (RuntimeError("other"), "DynamoDB call failed: RuntimeError"),
+    ],
+)
+def test_a_store_error_says_what_failed_by_code_or_type(error: Exception, message: str) -> None:
+    assert str(store_error(error)) == message

@@ -509,12 +509,14 @@ class _LeavesKeysUnprocessed:
     def __init__(self, client: Any) -> None:
         self._client = client
         self.batch_calls = 0
+        self.requests: list[dict[str, Any]] = []
 
     def __getattr__(self, name: str) -> Any:
         return getattr(self._client, name)
 
     def batch_get_item(self, **params: Any) -> Any:
         self.batch_calls += 1
+        self.requests.extend(params["RequestItems"].values())
         if self.batch_calls > 1:
             return self._client.batch_get_item(**params)
         first = {t: {**r, "Keys": r["Keys"][:1]} for t, r in params["RequestItems"].items()}
@@ -541,6 +543,14 @@ def test_read_many_reads_the_keys_dynamodb_left_unprocessed(
         store.run_atomic(step, lambda: AtomicEffect({"ok": True}, []))
     # When they are read together and DynamoDB answers only part of the batch at first
     found = store.read_many(steps)
-    # Then the rest is asked for again and every record comes back
+    # Then the rest is asked for again and every record comes back, each read consistent
     assert client.batch_calls == 2
     assert sorted(step.step for step in found) == ["a", "b", "c"]
+    assert [request["ConsistentRead"] for request in client.requests] == [True, True]
+
+
+def test_read_many_reads_up_to_100_records_in_one_call(fences: FenceStore) -> None:
+    steps = [StepId(token="dev.order-1.r1", step=f"s{n}") for n in range(101)]
+    assert fences.read_many(steps[:100]) == {}
+    with pytest.raises(ValueError, match=r"^read_many reads at most 100 records, got 101$"):
+        fences.read_many(steps)
