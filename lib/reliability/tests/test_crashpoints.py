@@ -129,6 +129,19 @@ def test_botocore_hooks_crash_before_or_after_a_call(ddb: Any) -> None:
     assert client.get_item(TableName=FENCES, Key=item)["Item"] == item
 
 
+def test_the_hook_points_use_the_plan_they_are_given() -> None:
+    # Given a plan passed in (no plan in the environment)
+    plan = CrashPlan.parse("before:SQS.GetQueueUrl=1,fence:after-effect:x=1", mode="raise")
+    client = boto3.client("sqs", region_name=REGION)
+    # When production code instruments its client and reaches its point with it
+    assert instrument(client, plan) is client
+    # Then the plan's AWS point and its named point both fire
+    with pytest.raises(SimulatedCrash, match=r"before:SQS\.GetQueueUrl"):
+        client.get_queue_url(QueueName="q")
+    with pytest.raises(SimulatedCrash, match=r"fence:after-effect:x"):
+        crash_point("fence:after-effect:x", plan)
+
+
 def test_instrument_without_aws_points_registers_nothing() -> None:
     class NoEvents:
         pass

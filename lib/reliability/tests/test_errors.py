@@ -120,3 +120,11 @@ def test_a_non_transient_failure_passes_through_transient_errors_unchanged() -> 
 )
 def test_a_store_error_says_what_failed_by_code_or_type(error: Exception, message: str) -> None:
     assert str(store_error(error)) == message
+
+
+def test_an_error_without_response_metadata_is_classified_by_its_code_alone() -> None:
+    # botocore fills ResponseMetadata, a hand-built or stubbed ClientError may not
+    bare = ClientError({"Error": {"Code": "ValidationException"}}, "PutItem")
+    throttled = ClientError({"Error": {"Code": "ThrottlingException"}}, "PutItem")
+    assert type(store_error(bare)) is StoreError
+    assert type(store_error(throttled)) is TransientError
