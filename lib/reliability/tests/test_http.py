@@ -411,3 +411,20 @@ def test_the_record_expires_after_the_configured_ttl_not_powertools_default(ddb:
     # Then its record expires two hours on
     [record] = records(ddb)
     assert before + 7200 <= int(record["expiration"]["N"]) <= int(time.time()) + 7200
+
+
+def test_a_refused_key_says_why_in_the_answer_and_the_decision(capsys: pytest.CaptureFixture[str]) -> None:
+    http = HttpIdempotency(
+        persistence=DynamoDBPersistenceLayer(table_name=IDEMPOTENCY, boto3_client=object()),
+        stage="dev",
+        ttl_seconds=3600,
+        telemetry=make_telemetry(),
+    )
+    refused = http.checked_key(route=ROUTE, caller=CALLER, headers={"Idempotency-Key": '"unterminated'})
+    assert isinstance(refused, HttpResponse)
+    assert refused.body == {
+        "error": "IdempotencyKeyInvalid",
+        "message": "Idempotency-Key is not a valid structured-field string",
+    }
+    [line] = read_emitted(capsys.readouterr().out).logs
+    assert (line["decision"], line["reason"]) == ("IdempotencyKeyRejected", "not-sf-string")
