@@ -16,6 +16,7 @@ from pathlib import Path
 LIBRARY = Path(__file__).resolve().parents[1]
 RESULTS = LIBRARY / "mutants" / "results.txt"
 REPORT = LIBRARY / "results" / "mutation.md"
+NOT_CHECKED = "not checked"
 
 
 def parse(text: str) -> dict[str, str]:
@@ -34,19 +35,23 @@ def module_of(mutant: str) -> str:
 
 
 def render(statuses: dict[str, str], command: str) -> str:
+    """Counts of the mutants this run checked, per module; modules it left unchecked are named."""
+    checked = {m: s for m, s in statuses.items() if s != NOT_CHECKED}
     by_module: dict[str, Counter[str]] = defaultdict(Counter)
-    for mutant, status in statuses.items():
+    for mutant, status in checked.items():
         by_module[module_of(mutant)][status] += 1
-    total = Counter(statuses.values())
+    unchecked = sorted({module_of(m) for m in statuses} - set(by_module))
+    total = Counter(checked.values())
     killed = total["killed"]
+    others = ", ".join(f"{count} {status}" for status, count in sorted(total.items()) if status != "killed")
     lines = [
         "# Mutation testing of the reliability library",
         "",
         f"Command: `{command}` (mutmut 3.8.1, the library's own tests, lib/reliability).",
         "",
-        f"{len(statuses)} mutants, {killed} killed ({100 * killed / max(len(statuses), 1):.1f} %), "
-        + ", ".join(f"{count} {status}" for status, count in sorted(total.items()) if status != "killed")
-        + ".",
+        f"{len(checked)} mutants checked, {killed} killed ({100 * killed / max(len(checked), 1):.1f} %)"
+        + (f", {others}" if others else "")
+        + f"; {len(statuses) - len(checked)} not checked by this run.",
         "",
         "| module | mutants | killed | survived | other |",
         "| --- | ---: | ---: | ---: | ---: |",
@@ -55,8 +60,10 @@ def render(statuses: dict[str, str], command: str) -> str:
         n = sum(counts.values())
         other = n - counts["killed"] - counts["survived"]
         lines.append(f"| `{module}` | {n} | {counts['killed']} | {counts['survived']} | {other} |")
+    if unchecked:
+        lines += ["", "Not checked by this run: " + ", ".join(f"`{m}`" for m in unchecked) + "."]
     lines += ["", "## Not killed", ""]
-    lines += [f"- `{m}`: {s}" for m, s in sorted(statuses.items()) if s != "killed"] or ["None."]
+    lines += [f"- `{m}`: {s}" for m, s in sorted(checked.items()) if s != "killed"] or ["None."]
     return "\n".join(lines) + "\n"
 
 
