@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import uuid
+
 import pytest
 from botocore.exceptions import (
     ClientError,
@@ -128,3 +130,30 @@ def test_an_error_without_response_metadata_is_classified_by_its_code_alone() ->
     throttled = ClientError({"Error": {"Code": "ThrottlingException"}}, "PutItem")
     assert type(store_error(bare)) is StoreError
     assert type(store_error(throttled)) is TransientError
+
+
+def test_a_subclass_defined_at_run_time_registers_under_its_name(caplog: pytest.LogCaptureFixture) -> None:
+    # Given a domain error class defined now (not at import)
+    name = f"Late{uuid.uuid4().hex}"
+    first = type(name, (BusinessError,), {})
+    # Then it is what a replay of its name rebuilds, and nothing was said about it
+    assert BusinessError.registry[name] is first
+    assert type(BusinessError.restore(name, "m")) is first
+    assert caplog.records == []
+    # When a second class takes the same name, Then the later one wins, with a warning naming it
+    second = type(name, (BusinessError,), {})
+    assert BusinessError.registry[name] is second
+    [warning] = caplog.records
+    assert warning.levelname == "WARNING"
+    assert (
+        warning.getMessage() == "BusinessError subclass name registered twice; the later one wins on replay"
+    )
+    assert warning.error_type == name  # type: ignore[attr-defined]
+
+
+def test_a_name_no_class_has_comes_back_as_a_business_error_of_that_name_and_message() -> None:
+    name = f"RenamedLongAgo{uuid.uuid4().hex}"
+    restored = BusinessError.restore(name, "msg", {"a": 1})
+    assert (type(restored).__name__, type(restored).__module__) == (name, "reliability.errors")
+    assert isinstance(restored, BusinessError)
+    assert (str(restored), restored.details) == ("msg", {"a": 1})
