@@ -428,3 +428,11 @@ def test_a_refused_key_says_why_in_the_answer_and_the_decision(capsys: pytest.Ca
     }
     [line] = read_emitted(capsys.readouterr().out).logs
     assert (line["decision"], line["reason"]) == ("IdempotencyKeyRejected", "not-sf-string")
+
+
+def test_the_payload_is_fingerprinted_with_sha256(api: Api, ddb: Any) -> None:
+    # A deployed table's records keep their hashes: changing the function would turn every
+    # in-flight retry into a 422
+    assert api.call().status == 201
+    [record] = records(ddb)
+    assert len(record["validation"]["S"]) == 64  # hex sha256 (Powertools' default, md5: 32)
