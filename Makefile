@@ -45,12 +45,13 @@ NODE_MAJOR := $(shell node -p 'process.versions.node.split(".")[0]' 2>/dev/null)
 export JSII_SILENCE_WARNING_END_OF_LIFE_NODE_VERSION := $(NODE_MAJOR)
 export JSII_SILENCE_WARNING_UNTESTED_NODE_VERSION := 1
 # Every recipe's import path, set here once (tests/unit/test_makefile.py checks each entry point
-# imports with it): the Lambda asset root (`orders`, `reliability`) and the project root (`ops`,
-# `infra`, `chaos`, ...), as pytest and mypy have them (pyproject.toml). Relative to the recipe's
+# imports with it): the Lambda asset root (`orders`) and the project root (`ops`, `infra`, `chaos`,
+# ...), as pytest and mypy have them (pyproject.toml). `reliability` is not on it: it is a library
+# (lib/reliability) the venv has installed (requirements-dev.txt). Relative to the recipe's
 # directory, so a copy of the project imports its own code; a PYTHONPATH from outside is replaced.
 export PYTHONPATH := functions:.
 
-.PHONY: help install synth nag lint format test test-unit test-integration test-infra test-e2e ministack e2e-localstack bench \
+.PHONY: help install synth nag lint format test test-unit test-integration test-infra test-e2e ministack e2e-localstack bench mutation \
         demo summary deploy destroy layer local local-up local-down invoke seed invariants redrive-dlq redrive-workflow chaos constraints clean \
         story idem-show idem-forget fence-show fence-reset browser openapi fuzz scale scale-sheet rerun new-service load \
         docs docs-serve
@@ -58,7 +59,7 @@ export PYTHONPATH := functions:.
 help: ## List every target with what it does
 	@awk 'BEGIN {FS = ":.*## "} /^[a-zA-Z0-9_-]+:.*## / {printf "  \033[36m%-18s\033[0m %s\n", $$1, $$2}' $(MAKEFILE_LIST)
 
-$(PY_STAMP): requirements.txt requirements-layer.txt requirements-dev.txt constraints.txt
+$(PY_STAMP): requirements.txt requirements-layer.txt requirements-dev.txt constraints.txt lib/reliability/pyproject.toml
 	@$(PYTHON) -c 'import sys; sys.exit(0 if sys.version_info >= (3, 11) else "Python 3.11+ is required")'
 	$(PYTHON) -m venv $(VENV)
 	$(VENV)/bin/pip install --quiet --disable-pip-version-check -r requirements-dev.txt -c constraints.txt
@@ -133,8 +134,8 @@ format: install ## Apply ruff's fixes and formatting
 test: install $(CHECKOV_STAMP) $(MINISTACK_STAMP) ## The whole suite: unit, integration, infrastructure, end to end on a local cloud, chaos subset (one worker per core)
 	$(PY) -m pytest -n auto --dist loadgroup
 
-test-unit: install ## Unit tests only (fast, no synthesis)
-	$(PY) -m pytest tests/unit
+test-unit: install ## Unit tests only (fast, no synthesis), the reliability library's included
+	$(PY) -m pytest tests/unit lib/reliability/tests
 
 test-integration: install ## The whole chain in-process on moto
 	$(PY) -m pytest tests/integration
@@ -173,6 +174,14 @@ scale: install ## Burst (10,000 orders/min) and 1 h soak with faults in the scal
 
 scale-sheet: install ## Write docs/scale.md: which quota binds first at 10..10,000 orders/s, what to raise, cost per hour
 	$(PY) -m scale sheet $(SCALE_ARGS)
+
+# mutmut runs the library's tests once per mutant: MUTATION_CHILDREN at a time (one by default, the
+# machine is shared); a mutant name glob (MUTANTS="reliability.keys*") narrows the run.
+MUTATION_CHILDREN ?= 1
+mutation: install ## Mutation-test the reliability library with its own tests (mutmut, lib/reliability); writes lib/reliability/results/mutation.md; MUTANTS="reliability.keys*"
+	cd lib/reliability && nice -n 10 $(CURDIR)/$(VENV)/bin/mutmut run --max-children $(MUTATION_CHILDREN) $(MUTANTS)
+	cd lib/reliability && $(CURDIR)/$(VENV)/bin/mutmut results --all true > mutants/results.txt
+	$(PY) lib/reliability/scripts/mutation_report.py "make mutation$(if $(MUTANTS), MUTANTS=$(MUTANTS))"
 
 chaos: install ## Crash points, error responses, lost answers, time travel, random schedules, interleavings, the control, the mutants' catch rates; writes chaos/results/ (WORKFLOW=express: an Express stage, chaos/results/express/)
 	$(PY) -m chaos $(if $(WORKFLOW),--workflow $(WORKFLOW)) $(CHAOS_ARGS); first=$$?; \

@@ -2,12 +2,12 @@
 invocation, AWS clients included) against a bare Powertools handler making the same AWS calls.
 
 Lambda's cold start imports the handler module in a fresh interpreter, from a code asset without
-``__pycache__`` (infra/stacks/app.py excludes it), so the function's own code is compiled at import
+``__pycache__`` (infra/asset.py excludes it), so the function's own code is compiled at import
 while the libraries (the Powertools layer, boto3 in the runtime) come precompiled; the functions
 then build their clients on their first invocation (orders.runtime), which is part of what the
-first caller waits for. This measures the same: ``functions/`` (and the ``reliability`` package,
-wherever it is installed) is copied without bytecode into a temporary task root, and each cold
-invocation runs in a fresh ``python`` with ``PYTHONDONTWRITEBYTECODE=1`` (bench/coldprobe.py).
+first caller waits for. This measures the same: the asset (``infra.asset.stage``: ``functions/``
+and the library) is copied without bytecode into a temporary task root, and each cold invocation
+runs in a fresh ``python`` with ``PYTHONDONTWRITEBYTECODE=1`` (bench/coldprobe.py).
 
 The AWS calls stay in the process: bench/coldcalls.py first records each function's first
 invocation of the sample events on the in-process cloud (moto, untimed, in this process), with
@@ -36,7 +36,6 @@ imports is behaviour, pinned by tests/unit/orders/test_handler_imports.py.
 from __future__ import annotations
 
 import argparse
-import importlib.util
 import json
 import marshal
 import os
@@ -51,9 +50,9 @@ from typing import Any
 
 from bench.coldcalls import CONFIGS, FirstInvocation, outcome, record
 from bench.record import command, written_by
+from infra import asset
 
 ROOT = Path(__file__).resolve().parent.parent
-FUNCTIONS = ROOT / "functions"
 PROBE = Path(__file__).resolve().parent / "coldprobe.py"
 RESULTS = Path(__file__).resolve().parent / "results"
 PAIRS = 5
@@ -62,8 +61,6 @@ STAGE = "local"  # the stage the sample events are written for (events/README.md
 # `make bench`, not a test: on a shared machine the ratio moves by more than the margin.
 LIMIT = 1.25
 FLOOR = "bare_powertools_handler"
-# Packages the asset bundles besides functions/'s own: found where they are installed.
-BUNDLED = ("reliability",)
 # The first invocations measured (bench/coldcalls.py records them), by output prefix: one per
 # handler module, and both kinds of step (atomic, leased with the provider).
 FUNCTIONS_MEASURED = ("Api", "Worker", "ReserveInventory", "ChargePayment", "Notify", "SweepAccepted")
@@ -149,17 +146,9 @@ def floor_source() -> str:
 
 
 def task_root(directory: Path) -> Path:
-    """The asset as Lambda unpacks it: functions/ and the bundled packages without bytecode, plus
+    """The asset as Lambda unpacks it (infra.asset: functions/ and the library, no bytecode), plus
     the floor and the probe."""
-    root = directory / "task"
-    skip = shutil.ignore_patterns("__pycache__", "*.pyc", "tests")
-    shutil.copytree(FUNCTIONS, root, ignore=skip)
-    for package in BUNDLED:
-        spec = importlib.util.find_spec(package)
-        if spec is None or not spec.submodule_search_locations:
-            raise RuntimeError(f"{package} is not importable: the asset bundles it")
-        if not (root / package).exists():
-            shutil.copytree(next(iter(spec.submodule_search_locations)), root / package, ignore=skip)
+    root = asset.stage(directory / "task")
     (root / f"{FLOOR}.py").write_text(floor_source())
     shutil.copy(PROBE, root / PROBE.name)
     return root

@@ -18,7 +18,7 @@ The external effect's own call (e.g. the payment provider) is not an AWS call an
 
 Usage: ``PYTHONPATH=functions:. python -m bench.roundtrips`` (``make bench``). Prints Markdown
 tables and writes ``bench/results/roundtrips.md`` and ``.json``. Counts are behaviour, not timing:
-they are the same on every machine; tests/unit/reliability/test_roundtrips.py pins the primitive,
+they are the same on every machine; tests/unit/bench/test_roundtrips.py pins the primitive,
 tests/integration/test_step_roundtrips.py the whole steps and orders.
 """
 

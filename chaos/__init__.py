@@ -1,7 +1,7 @@
 """Proof under faults (issue 6): crash points, fault schedules, interleavings, a control, a report.
 
 - `chaos.points`: a crash controller shared by every function of one in-process cloud; each
-  function gets a `FunctionPlan` (a `reliability.crashpoints.CrashPlan`) that records the points
+  function gets a `FunctionPlan` (a `reliability.testing.crashpoints.CrashPlan`) that records the points
   it reaches, crashes at an armed (function, point, occurrence), loses the answer of an armed
   call (the SDK resends it), and lets the interleaving scheduler pause an attempt at every AWS
   call; the operator tools' clients go through it too.

@@ -39,7 +39,7 @@ from ops.target import CLIENT_CONFIG as OPERATOR_CLIENT_CONFIG
 from orders import runtime as orders_runtime
 from orders.config import FunctionSettings
 from orders.items import catalog_key
-from reliability.crashpoints import SimulatedCrash
+from reliability.testing.crashpoints import SimulatedCrash
 from simulator.cloud import Clock, InProcessCloud, rest_event
 from simulator.templates import queue_consumers, workflow_tasks
 from simulator.world import deployed

@@ -1,6 +1,6 @@
 """Crash points for the in-process cloud: record, arm, crash, and pause (for the scheduler).
 
-`reliability.crashpoints.CrashPlan` arms points by name from the environment and crashes the
+`reliability.testing.crashpoints.CrashPlan` arms points by name from the environment and crashes the
 first N hits. The chaos harness needs three more things, which it adds here by subclassing (the
 production module is unchanged and still costs a `None` check when off):
 
@@ -34,7 +34,7 @@ from typing import Any
 
 from botocore.exceptions import ReadTimeoutError
 
-from reliability.crashpoints import CrashPlan, ErrorPoint, SimulatedCrash
+from reliability.testing.crashpoints import CrashPlan, ErrorPoint, SimulatedCrash
 
 Listener = Callable[[str, str], None]
 
@@ -101,7 +101,7 @@ class CrashController:
 
     armed: set[PointHit] = field(default_factory=set)
     # An armed `before:`/`after:` hit that fails the call instead: AWS's error code (or a transport
-    # failure's name, `reliability.crashpoints.TRANSPORT_ERRORS`), as `error:`/`error-after:` do.
+    # failure's name, `reliability.testing.crashpoints.TRANSPORT_ERRORS`), as `error:`/`error-after:` do.
     errors: dict[PointHit, str] = field(default_factory=dict)
     # Armed hits whose crash Lambda reports as Sandbox.Timedout (the invocation ran out of time).
     timeouts: set[str] = field(default_factory=set)

@@ -12,7 +12,7 @@ from pathlib import Path
 from localcloud.config import Config
 
 # What the synthesized templates depend on: newer files here make the assembly stale.
-SOURCES = ("app.py", "cdk.json", "infra", "functions")
+SOURCES = ("app.py", "cdk.json", "infra", "functions", "lib/reliability/src")
 
 
 class SynthError(RuntimeError):

@@ -43,7 +43,7 @@ from ops.redrive import DlqRedrive, WorkflowRedrive
 from ops.target import CLIENT_CONFIG as OPERATOR_CLIENT_CONFIG
 from orders import runtime as orders_runtime
 from orders.domain import Order
-from reliability.crashpoints import CrashPlan
+from reliability.testing.crashpoints import CrashPlan
 from simulator.clock import Clock
 from simulator.consumers import EventSourceMapping, PumpResult
 from simulator.deploy import FunctionSpec, Resolver, deploy, read_template, resources

@@ -30,7 +30,7 @@ from moto.sqs.responses import SQSResponse
 from localcloud.shapes import EXIT_ERROR, error_payload
 from orders import runtime as orders_runtime
 from orders.config import FunctionSettings, settings_of
-from reliability.crashpoints import CrashPlan, SimulatedCrash
+from reliability.testing.crashpoints import CrashPlan, SimulatedCrash
 from simulator.clock import Clock, clocked_datetime_module
 from simulator.concurrent import switch_point
 from simulator.events import ACCOUNT, REGION

@@ -33,6 +33,7 @@ _INPUT_GLOBS = (
     "constraints.txt",
     "infra/**/*.py",
     "functions/**/*",
+    "lib/reliability/src/**/*",
 )
 _IGNORED_PARTS = {"__pycache__", ".pytest_cache", ".mypy_cache"}
 SYNTH_TIMEOUT_SECONDS = 600

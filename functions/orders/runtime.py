@@ -35,7 +35,7 @@ from orders.config import (
     WorkerSettings,
 )
 from orders.observability import logger, metrics
-from reliability import crashpoints
+from reliability import faults
 from reliability.telemetry import Telemetry
 
 if TYPE_CHECKING:
@@ -44,8 +44,8 @@ if TYPE_CHECKING:
     from orders.saga import SagaContext
     from orders.service import OrderService
     from reliability.batch import DeadLetters
-    from reliability.crashpoints import CrashPlan
     from reliability.dedup import ConsumerDedup
+    from reliability.faults import FaultPlan
     from reliability.http import HttpIdempotency
     from reliability.runs import FenceStore
 
@@ -109,7 +109,7 @@ class Runtime(Generic[S_co]):
         settings: S_co,
         *,
         client_factory: ClientFactory = default_client_factory,
-        crash_plan: CrashPlan | None = None,
+        crash_plan: FaultPlan | None = None,
         clock: Callable[[], float] = time.time,
         telemetry: Telemetry | None = None,
         fence_store_class: type[FenceStore] | None = None,
@@ -130,7 +130,7 @@ class Runtime(Generic[S_co]):
         self._waiting_factory = waiting_client_factory or (
             default_waiting_client_factory if client_factory is default_client_factory else client_factory
         )
-        plan = crash_plan if crash_plan is not None else crashpoints.active_plan()
+        plan = crash_plan if crash_plan is not None else faults.active_plan()
         # One plan may serve every function of an in-process cloud: arm its entries scoped to this one.
         self.crash_plan = plan.for_function(settings.function_name) if plan is not None else None
         self.clock = clock

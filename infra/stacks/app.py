@@ -8,7 +8,6 @@ the environment variable that names each of them; orders.config holds each kind'
 from __future__ import annotations
 
 from dataclasses import dataclass
-from pathlib import Path
 from typing import Any
 
 from aws_cdk import ArnFormat, CfnOutput, Duration, Stack
@@ -21,7 +20,7 @@ from aws_cdk import aws_ssm as ssm
 from aws_cdk import aws_stepfunctions as sfn
 from constructs import Construct
 
-from infra import manifest
+from infra import asset, manifest
 from infra.capacity import THROTTLE_BACKOFF_SCHEDULE, CapacityPlan
 from infra.config import STRANDED_AFTER_MINUTES, SWEEP_EVERY_MINUTES, StageConfig, WorkflowType
 from infra.constructs.api import OrdersApi
@@ -31,16 +30,6 @@ from infra.constructs.workflow import FencedWorkflow, StepSpec
 from infra.nag import acknowledge, acknowledge_checkov
 from infra.sizing import FUNCTIONS, QUEUE_CONSUMERS, functions_for, pascal
 from infra.stacks.data import DataStack
-
-FUNCTIONS_DIR = Path(__file__).resolve().parents[2] / "functions"
-ASSET_EXCLUDE = [
-    "**/__pycache__",
-    "**/*.pyc",
-    "**/.pytest_cache",
-    "**/.mypy_cache",
-    "**/tests",
-    "**/*.md",
-]
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -166,7 +155,7 @@ class AppStack(Stack):
             construct_id,
             description=f"{config.service} {config.stage}: functions, order workflow, API, alarms",
         )
-        code = lambda_.Code.from_asset(str(FUNCTIONS_DIR), exclude=ASSET_EXCLUDE)
+        code = asset.code()
         powertools = lambda_.LayerVersion.from_layer_version_arn(
             self,
             "PowertoolsLayer",

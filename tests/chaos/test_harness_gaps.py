@@ -12,7 +12,7 @@ from unittest import mock
 import pytest
 
 from orders.consumers import EventConsumer
-from reliability.crashpoints import CrashPlan, SimulatedCrash
+from reliability.testing.crashpoints import CrashPlan, SimulatedCrash
 from simulator.cloud import EVENTS_DIR as EVENTS
 from simulator.cloud import LambdaError, running_cloud
 

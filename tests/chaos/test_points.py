@@ -18,7 +18,7 @@ from chaos.points import CrashController, FunctionPlan, PointHit
 from chaos.scenarios import run_orders
 from ops.target import CLIENT_CONFIG as OPERATOR_CLIENT_CONFIG
 from orders.runtime import CLIENT_CONFIG
-from reliability.crashpoints import CrashPlan, SimulatedCrash
+from reliability.testing.crashpoints import CrashPlan, SimulatedCrash
 
 pytestmark = pytest.mark.filterwarnings("ignore:No application metrics:UserWarning")
 

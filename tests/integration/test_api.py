@@ -9,7 +9,7 @@ import pytest
 
 from ops.invariants import check
 from orders import items
-from reliability.crashpoints import CrashPlan
+from reliability.testing.crashpoints import CrashPlan
 from simulator.cloud import InProcessCloud, LambdaError, running_cloud
 from simulator.events import rest_event
 

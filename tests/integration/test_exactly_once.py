@@ -17,7 +17,7 @@ from ops.redrive import redrive_execution
 from orders.adapters.aws import SqsQueue
 from orders.adapters.order_store import DynamoOrderStore
 from orders.runs import Reruns
-from reliability.crashpoints import CrashPlan
+from reliability.testing.crashpoints import CrashPlan
 from simulator.cloud import InProcessCloud, LambdaError, running_cloud
 
 pytestmark = pytest.mark.filterwarnings("ignore:No application metrics:UserWarning")

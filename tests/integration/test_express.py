@@ -23,7 +23,7 @@ from ops.story.model import Lane, Outcome
 from ops.target import Target
 from orders.adapters.order_store import DynamoOrderStore
 from orders.observability import logger
-from reliability.crashpoints import CrashPlan
+from reliability.testing.crashpoints import CrashPlan
 from simulator.cloud import InProcessCloud, running_cloud
 from simulator.events import ACCOUNT, REGION
 

@@ -10,7 +10,7 @@ from ops.idem import Idem, describe_fence, fence_record_id
 from ops.invariants import check
 from ops.redrive import Method, redrive_execution
 from ops.story.collect import record_location
-from reliability.crashpoints import CrashPlan
+from reliability.testing.crashpoints import CrashPlan
 from simulator.cloud import Clock, InProcessCloud, running_cloud
 
 pytestmark = pytest.mark.filterwarnings("ignore:No application metrics:UserWarning")

@@ -8,7 +8,7 @@ import pytest
 
 from ops.invariants import check
 from ops.redrive import redrive_execution
-from reliability.crashpoints import CrashPlan
+from reliability.testing.crashpoints import CrashPlan
 from simulator.cloud import Clock, InProcessCloud, LambdaError, running_cloud
 
 pytestmark = pytest.mark.filterwarnings("ignore:No application metrics:UserWarning")

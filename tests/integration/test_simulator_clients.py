@@ -6,7 +6,7 @@ from __future__ import annotations
 import pytest
 
 from ops.invariants import check
-from reliability.crashpoints import CrashPlan
+from reliability.testing.crashpoints import CrashPlan
 from simulator.clients import DIED, OrderClient
 from simulator.cloud import running_cloud
 

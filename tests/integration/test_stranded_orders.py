@@ -7,7 +7,7 @@ from __future__ import annotations
 import pytest
 
 from ops.invariants import check
-from reliability.crashpoints import CrashPlan
+from reliability.testing.crashpoints import CrashPlan
 from simulator.cloud import InProcessCloud, LambdaError, running_cloud
 
 pytestmark = pytest.mark.filterwarnings("ignore:No application metrics:UserWarning")

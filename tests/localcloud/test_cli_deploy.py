@@ -40,7 +40,7 @@ def project(tmp_path_factory: pytest.TempPathFactory) -> Path:
     copy = tmp_path_factory.mktemp("project")
     for name in COPIED:
         shutil.copy2(ROOT / name, copy / name)  # mtimes kept: the venv and node stamps stay newer
-    for name in ("infra", "functions"):
+    for name in ("infra", "functions", "lib"):
         shutil.copytree(ROOT / name, copy / name, ignore=shutil.ignore_patterns("__pycache__"))
     for name in LINKED:
         (copy / name).symlink_to(ROOT / name)

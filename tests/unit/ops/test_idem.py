@@ -19,7 +19,7 @@ from ops.idem import Idem, Refused, describe_fence, describe_http, fence_record_
 from ops.story.collect import record_location
 from reliability import AtomicEffect, BusinessError, FenceStore, RecordOn, StepId
 from reliability.http import ANONYMOUS, HttpIdempotency, HttpResponse
-from tests.unit.reliability.helpers import (
+from reliability_helpers import (
     FENCES,
     IDEMPOTENCY,
     INVENTORY,

@@ -20,7 +20,7 @@ from ops.redrive import (
     redrive_execution,
     redrive_failed_executions,
 )
-from tests.unit.reliability.helpers import lose_answer
+from reliability_helpers import lose_answer
 
 REGION = "us-east-1"
 FAILING = {"StartAt": "Boom", "States": {"Boom": {"Type": "Fail", "Error": "Crash", "Cause": "test"}}}

@@ -27,8 +27,9 @@ BATCH = (f"{POWERTOOLS}utilities.batch", f"{POWERTOOLS}utilities.parser", "relia
 HTTP = (f"{POWERTOOLS}utilities.idempotency", f"{POWERTOOLS}event_handler", "reliability.http")
 # Imported for annotations only (under TYPE_CHECKING): the ports are Protocols, LambdaContext a type.
 TYPING_ONLY = ("orders.ports", f"{POWERTOOLS}utilities.typing")
-# The crash plan's machinery: loaded only when RETRYSAFE_CRASH_POINTS is set (chaos, the local cloud).
-CHAOS_ONLY = ("reliability.crashplan",)
+# The test seams (crash plans, simulated crashes): loaded only when RETRYSAFE_CRASH_POINTS is set
+# (chaos, the local cloud); production calls the hook points of reliability.faults.
+CHAOS_ONLY = ("reliability.testing",)
 # Powertools' batch utility builds its pydantic parser models when pydantic is imported before it:
 # the SQS handlers import it first (they parse with their own models).
 PARSER = f"{POWERTOOLS}utilities.parser"

@@ -21,8 +21,8 @@ from orders.errors import ExecutionFailed, OrderConflict, RerunRefused, RunNotCu
 from orders.messages import OrderMessageModel
 from orders.runs import Reruns, WorkflowStarter
 from reliability.errors import PoisonMessage
+from reliability_helpers import lose_answer, make_telemetry, read_emitted
 from tests.unit.orders.test_service import OWNER, TELEMETRY, ListQueue, _service
-from tests.unit.reliability.helpers import lose_answer, make_telemetry, read_emitted
 
 
 class RecordingWorkflow:

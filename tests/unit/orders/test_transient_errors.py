@@ -1,7 +1,7 @@
 """Transient means retried: every adapter turns every transient AWS or transport failure into the
 one retryable `TransientError`; business and programming errors pass through unchanged.
 
-The failures are injected with the crash plan's error points (reliability.crashpoints), so each
+The failures are injected with the crash plan's error points (reliability.testing.crashpoints), so each
 call fails as botocore raises it after its own retries: the modeled ClientError with the
 service's code and HTTP status, or the transport exception.
 """
@@ -21,8 +21,8 @@ from orders.adapters.dynamo import DynamoCatalog
 from orders.adapters.order_store import DynamoOrderStore
 from orders.adapters.payments import FakePaymentProvider
 from orders.runtime import default_client_factory
-from reliability.crashpoints import CrashPlan
 from reliability.errors import TransientError
+from reliability.testing.crashpoints import CrashPlan
 
 REGION = "us-east-1"
 # One code per family: throttling, a 5xx, a DynamoDB transaction conflict, the transport failures.

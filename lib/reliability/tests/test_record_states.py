@@ -15,13 +15,14 @@ from reliability.record import (
     TERMINAL,
     TRANSITIONS,
     FenceEvent,
+    FenceRecord,
     FenceState,
     Refusal,
     StepId,
     next_state,
 )
-from tests.unit.reliability.domain import DemoOutOfStock, DemoPaymentDeclined
-from tests.unit.reliability.helpers import FakeClock, put_stock, stock_decrement
+from reliability_demo import DemoOutOfStock, DemoPaymentDeclined
+from reliability_helpers import FakeClock, put_stock, stock_decrement
 
 STEP = StepId("dev.order-9.r1", "charge-payment")
 LEASE = 10.0
@@ -151,3 +152,10 @@ def test_store_matches_table(
             before.fencing_token,
             before.result,
         )
+
+
+def test_a_lease_is_live_up_to_and_at_its_expiry_instant() -> None:
+    # The claim's condition (#lease < :now) refuses a takeover at that instant: the lease still holds
+    record = FenceRecord(key="k", state=FenceState.IN_PROGRESS, fencing_token=1, lease_expires=100.0)
+    assert record.lease_live(100.0)
+    assert not record.lease_live(100.001)

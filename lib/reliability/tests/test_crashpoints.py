@@ -11,15 +11,9 @@ import boto3
 import pytest
 from botocore.exceptions import ClientError, ReadTimeoutError
 
-from reliability.crashpoints import (
-    EXIT_CODE,
-    TRANSPORT_ERRORS,
-    CrashPlan,
-    SimulatedCrash,
-    crash_point,
-    instrument,
-)
-from tests.unit.reliability.helpers import FENCES, REGION
+from reliability.faults import crash_point, instrument
+from reliability.testing.crashpoints import EXIT_CODE, TRANSPORT_ERRORS, CrashPlan, SimulatedCrash
+from reliability_helpers import FENCES, REGION
 
 
 def test_off_unless_the_variable_is_set() -> None:
@@ -96,8 +90,7 @@ def test_simulated_crash_escapes_except_exception() -> None:
 def test_hits_are_counted_across_processes_with_a_state_dir(tmp_path: Path) -> None:
     # Given a plan armed for 2 hits and a shared state dir
     code = (
-        "import sys; sys.path.insert(0, 'functions')\n"
-        "from reliability.crashpoints import crash_point\n"
+        "from reliability.faults import crash_point\n"
         "crash_point('fence:after-effect:charge-payment')\n"
         "print('survived')\n"
     )
@@ -106,6 +99,7 @@ def test_hits_are_counted_across_processes_with_a_state_dir(tmp_path: Path) -> N
         "RETRYSAFE_CRASH_MODE": "exit",
         "RETRYSAFE_CRASH_STATE_DIR": str(tmp_path),
         "PATH": "/usr/bin:/bin",
+        "PYTHONPATH": str(Path(__file__).resolve().parents[1] / "src"),
     }
     # When four separate processes reach the point
     results = [
@@ -133,6 +127,19 @@ def test_botocore_hooks_crash_before_or_after_a_call(ddb: Any) -> None:
     with pytest.raises(SimulatedCrash, match=r"before:DynamoDB\.GetItem"):
         client.get_item(TableName=FENCES, Key=item)
     assert client.get_item(TableName=FENCES, Key=item)["Item"] == item
+
+
+def test_the_hook_points_use_the_plan_they_are_given() -> None:
+    # Given a plan passed in (no plan in the environment)
+    plan = CrashPlan.parse("before:SQS.GetQueueUrl=1,fence:after-effect:x=1", mode="raise")
+    client = boto3.client("sqs", region_name=REGION)
+    # When production code instruments its client and reaches its point with it
+    assert instrument(client, plan) is client
+    # Then the plan's AWS point and its named point both fire
+    with pytest.raises(SimulatedCrash, match=r"before:SQS\.GetQueueUrl"):
+        client.get_queue_url(QueueName="q")
+    with pytest.raises(SimulatedCrash, match=r"fence:after-effect:x"):
+        crash_point("fence:after-effect:x", plan)
 
 
 def test_instrument_without_aws_points_registers_nothing() -> None:

@@ -16,10 +16,10 @@ from hypothesis import strategies as st
 from moto import mock_aws
 
 from reliability import AtomicEffect, FenceState, FenceStore, StepId
-from reliability.crashpoints import CrashPlan, SimulatedCrash
 from reliability.errors import FenceBusy, StaleFence
-from tests.unit.reliability.domain import DemoPaymentDeclined
-from tests.unit.reliability.helpers import (
+from reliability.testing.crashpoints import CrashPlan, SimulatedCrash
+from reliability_demo import DemoPaymentDeclined
+from reliability_helpers import (
     FENCES,
     REGION,
     FakeClock,

@@ -1,6 +1,7 @@
 """retrysafe's reliability layer.
 
-Keys, HTTP idempotency, consumer dedup, step fences, crash points, telemetry.
+Keys, HTTP idempotency, consumer dedup, step fences, fault hook points, telemetry. The test seams
+(crash plans, simulated crashes) are `reliability.testing`, which production code never imports.
 
 No aws_cdk imports; every AWS client is injected. See the module docstrings for the contracts.
 
@@ -17,7 +18,6 @@ from typing import TYPE_CHECKING, Any
 if TYPE_CHECKING:
     from reliability.batch import DeadLetters, parse_body, process_batch
     from reliability.calltoken import CallToken, with_attempt
-    from reliability.crashpoints import CrashPlan, SimulatedCrash, active_plan, crash_point, instrument
     from reliability.dedup import ConsumerDedup
     from reliability.effects import AtomicEffect, ExternalEffect, RecordOn, Write
     from reliability.errors import (
@@ -35,6 +35,7 @@ if TYPE_CHECKING:
         store_error,
         transient_errors,
     )
+    from reliability.faults import FaultPlan, active_plan, crash_point, instrument
     from reliability.http import HttpIdempotency, HttpResponse, error_response, header_value
     from reliability.keys import Fact, Key, canonical_json, derive_key, execution_token
     from reliability.record import TRANSITIONS, Claim, FenceEvent, FenceRecord, FenceState, Outcome, StepId
@@ -49,12 +50,12 @@ _SOURCES = {
     "CallToken": "calltoken",
     "Claim": "record",
     "ConsumerDedup": "dedup",
-    "CrashPlan": "crashpoints",
     "DeadLetters": "batch",
     "Decision": "telemetry",
     "EffectConditionFailed": "errors",
     "ExternalEffect": "effects",
     "ExternalKeyExpired": "errors",
+    "FaultPlan": "faults",
     "Fact": "keys",
     "FenceBusy": "errors",
     "FenceEvent": "record",
@@ -70,7 +71,6 @@ _SOURCES = {
     "RetrySafeLockWrites": "http",
     "ResultTooLarge": "errors",
     "RetryableError": "errors",
-    "SimulatedCrash": "crashpoints",
     "StaleFence": "errors",
     "StepId": "record",
     "StoreError": "errors",
@@ -78,14 +78,14 @@ _SOURCES = {
     "TransientError": "errors",
     "RecordOn": "effects",
     "Write": "effects",
-    "active_plan": "crashpoints",
+    "active_plan": "faults",
     "canonical_json": "keys",
-    "crash_point": "crashpoints",
+    "crash_point": "faults",
     "derive_key": "keys",
     "error_response": "http",
     "execution_token": "keys",
     "header_value": "http",
-    "instrument": "crashpoints",
+    "instrument": "faults",
     "parse_body": "batch",
     "process_batch": "batch",
     "store_error": "errors",
@@ -101,13 +101,13 @@ __all__ = [
     "CallToken",
     "Claim",
     "ConsumerDedup",
-    "CrashPlan",
     "DeadLetters",
     "Decision",
     "EffectConditionFailed",
     "ExternalEffect",
     "ExternalKeyExpired",
     "Fact",
+    "FaultPlan",
     "FenceBusy",
     "FenceEvent",
     "FenceRecord",
@@ -123,7 +123,6 @@ __all__ = [
     "ResultTooLarge",
     "RetrySafeLockWrites",
     "RetryableError",
-    "SimulatedCrash",
     "StaleFence",
     "StepId",
     "StoreError",

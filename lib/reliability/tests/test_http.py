@@ -12,7 +12,6 @@ from aws_lambda_powertools.utilities.idempotency import DynamoDBPersistenceLayer
 from botocore.config import Config
 from botocore.stub import Stubber
 
-from reliability.crashpoints import SimulatedCrash
 from reliability.errors import TransientError
 from reliability.http import (
     ANONYMOUS,
@@ -23,7 +22,8 @@ from reliability.http import (
     canonical_payload,
     scoped_key,
 )
-from tests.unit.reliability.helpers import (
+from reliability.testing.crashpoints import SimulatedCrash
+from reliability_helpers import (
     IDEMPOTENCY,
     REGION,
     CallCounter,
@@ -48,11 +48,11 @@ class Context:
 class Api:
     """A handler's view: one HttpIdempotency and an execute that counts its runs."""
 
-    def __init__(self, client: Any, stage: str = "dev") -> None:
+    def __init__(self, client: Any, stage: str = "dev", ttl_seconds: int = 3600) -> None:
         self.http = HttpIdempotency(
             persistence=DynamoDBPersistenceLayer(table_name=IDEMPOTENCY, boto3_client=client),
             stage=stage,
-            ttl_seconds=3600,
+            ttl_seconds=ttl_seconds,
             telemetry=make_telemetry(),
             retry_after_seconds=2,
         )
@@ -129,6 +129,7 @@ def test_same_key_same_payload_replays_the_stored_response(
     third = api.call(payload={"qty": 1, "sku": "a"})
     # Then the stored response comes back with the replay header; execute ran once
     assert api.runs == 1
+    assert (first.status, first.body) == (201, {"order_id": "o-1"})
     for replay in (second, third):
         assert replay.status == first.status
         assert replay.body == first.body
@@ -399,3 +400,39 @@ def test_every_session_of_one_role_is_one_caller() -> None:
     first = caller_of({"identity": {"userArn": "arn:aws:sts::111:assumed-role/svc/session-1"}})
     again = caller_of({"identity": {"userArn": "arn:aws:sts::111:assumed-role/svc/session-2"}})
     assert first == again
+
+
+def test_the_record_expires_after_the_configured_ttl_not_powertools_default(ddb: Any) -> None:
+    # Given a route whose records live two hours (Powertools' default is one)
+    api = Api(ddb, ttl_seconds=7200)
+    before = int(time.time())
+    # When a request is stored
+    assert api.call().status == 201
+    # Then its record expires two hours on
+    [record] = records(ddb)
+    assert before + 7200 <= int(record["expiration"]["N"]) <= int(time.time()) + 7200
+
+
+def test_a_refused_key_says_why_in_the_answer_and_the_decision(capsys: pytest.CaptureFixture[str]) -> None:
+    http = HttpIdempotency(
+        persistence=DynamoDBPersistenceLayer(table_name=IDEMPOTENCY, boto3_client=object()),
+        stage="dev",
+        ttl_seconds=3600,
+        telemetry=make_telemetry(),
+    )
+    refused = http.checked_key(route=ROUTE, caller=CALLER, headers={"Idempotency-Key": '"unterminated'})
+    assert isinstance(refused, HttpResponse)
+    assert refused.body == {
+        "error": "IdempotencyKeyInvalid",
+        "message": "Idempotency-Key is not a valid structured-field string",
+    }
+    [line] = read_emitted(capsys.readouterr().out).logs
+    assert (line["decision"], line["reason"]) == ("IdempotencyKeyRejected", "not-sf-string")
+
+
+def test_the_payload_is_fingerprinted_with_sha256(api: Api, ddb: Any) -> None:
+    # A deployed table's records keep their hashes: changing the function would turn every
+    # in-flight retry into a 422
+    assert api.call().status == 201
+    [record] = records(ddb)
+    assert len(record["validation"]["S"]) == 64  # hex sha256 (Powertools' default, md5: 32)

@@ -8,7 +8,7 @@ from typing import Any
 import pytest
 
 from reliability import AtomicEffect, BusinessError, FenceStore, RecordOn, StepId, Write
-from tests.unit.reliability.helpers import INVENTORY, LEDGER, CallCounter, counter_add, counter_value
+from reliability_helpers import INVENTORY, LEDGER, CallCounter, counter_add, counter_value
 
 STEP = StepId(token="OrderCompleted#dev#r1#v:o-1", step="notify")
 ITEM = {"pk": {"S": "order#o-1"}, "sk": {"S": "notification#1"}}

@@ -12,8 +12,8 @@ from aws_lambda_powertools import Logger, Metrics
 from reliability import AtomicEffect, FenceStore, StepId
 from reliability.errors import FenceBusy, StaleFence
 from reliability.telemetry import Decision, Telemetry, metrics_per_invocation
-from tests.unit.reliability.domain import DemoPaymentDeclined
-from tests.unit.reliability.helpers import FENCES, FakeClock, read_emitted
+from reliability_demo import DemoPaymentDeclined
+from reliability_helpers import FENCES, FakeClock, read_emitted
 
 
 def make_telemetry() -> Telemetry:

@@ -12,7 +12,7 @@ from moto import mock_aws
 
 from reliability import FenceStore
 from reliability.telemetry import Telemetry
-from tests.unit.reliability.helpers import FENCES, REGION, FakeClock, create_tables
+from reliability_helpers import FENCES, REGION, FakeClock, create_tables
 
 
 @pytest.fixture(autouse=True)

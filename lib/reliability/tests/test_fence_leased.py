@@ -9,11 +9,11 @@ import pytest
 from botocore.stub import Stubber
 
 from reliability import AtomicEffect, FenceState, FenceStore, StepId, Write
-from reliability.crashpoints import CrashPlan, SimulatedCrash
 from reliability.errors import EffectConditionFailed, FenceBusy, ResultTooLarge, StaleFence, TransientError
 from reliability.telemetry import Telemetry
-from tests.unit.reliability.domain import DemoOutOfStock, DemoPaymentDeclined
-from tests.unit.reliability.helpers import (
+from reliability.testing.crashpoints import CrashPlan, SimulatedCrash
+from reliability_demo import DemoOutOfStock, DemoPaymentDeclined
+from reliability_helpers import (
     FENCES,
     REGION,
     CallCounter,
@@ -278,6 +278,10 @@ def test_leased_atomic_effect_condition_failure_is_recorded_as_business_error(
     record = fences.read(STEP)
     assert record is not None
     assert record.state is FenceState.FAILED
+    # And it is recorded as the error raised, so a Catch on its name matches every retry
+    assert (record.error_type, record.error_message) == ("DemoOutOfStock", "sku")
+    with pytest.raises(DemoOutOfStock, match=r"^sku$"):
+        fences.run_leased(STEP, attempt_id="B", lease_seconds=LEASE, effect=effect)
 
 
 def test_items_of_one_step_are_fenced_independently(fences: FenceStore) -> None:
@@ -459,3 +463,94 @@ def test_a_fence_write_the_sdk_sent_again_after_it_landed_is_the_attempts_own(
     record = fences.read(STEP)
     assert record is not None
     assert (record.state, record.result) == (FenceState.COMPLETED, outcome.result)
+
+
+def test_a_lease_ends_at_its_expiry_instant_exclusive(fences: FenceStore, clock: FakeClock) -> None:
+    # Given attempt A's claim, live until claimed-at + LEASE
+    start = clock()
+    fences.claim(STEP, attempt_id="A", lease_seconds=LEASE)
+    # When B tries at the very instant it expires, Then A still holds it
+    clock.now = start + LEASE
+    with pytest.raises(FenceBusy):
+        fences.claim(STEP, attempt_id="B", lease_seconds=LEASE)
+    # And an instant later B takes it over
+    clock.now = start + LEASE + 0.001
+    claim = fences.claim(STEP, attempt_id="B", lease_seconds=LEASE)
+    assert (claim.won, claim.takeover, claim.record.fencing_token) == (True, True, 2)
+    assert claim.record.lease_expires == pytest.approx(start + 2 * LEASE + 0.001)
+
+
+@pytest.mark.parametrize("ending", ["complete", "fail"])
+def test_completing_or_failing_restamps_the_ttl_from_that_moment(
+    fences: FenceStore, clock: FakeClock, ddb: Any, ending: str
+) -> None:
+    # Given a claim, and the step's work taking 500 s
+    claim = fences.claim(STEP, attempt_id="A", lease_seconds=LEASE)
+    assert _expiration(ddb, fences) == int(clock()) + 3600
+    clock.advance(500)
+    # When it completes or fails
+    if ending == "complete":
+        fences.complete(STEP, fencing_token=claim.record.fencing_token, result={"ok": True}, attempt_id="A")
+    else:
+        fences.fail(STEP, fencing_token=claim.record.fencing_token, error=DemoOutOfStock("x"), attempt_id="A")
+    # Then the record lives its whole TTL from the end, not from the claim
+    assert _expiration(ddb, fences) == int(clock()) + 3600
+
+
+def _expiration(ddb: Any, fences: FenceStore) -> int:
+    item = ddb.get_item(TableName=FENCES, Key={"id": {"S": fences.fence(STEP).key.value}})["Item"]
+    return int(item["expiration"]["N"])
+
+
+class _LeavesKeysUnprocessed:
+    """A DynamoDB client whose first BatchGetItem answers only the first key of each table and
+    hands the rest back as UnprocessedKeys, as DynamoDB may under load."""
+
+    def __init__(self, client: Any) -> None:
+        self._client = client
+        self.batch_calls = 0
+        self.requests: list[dict[str, Any]] = []
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._client, name)
+
+    def batch_get_item(self, **params: Any) -> Any:
+        self.batch_calls += 1
+        self.requests.extend(params["RequestItems"].values())
+        if self.batch_calls > 1:
+            return self._client.batch_get_item(**params)
+        first = {t: {**r, "Keys": r["Keys"][:1]} for t, r in params["RequestItems"].items()}
+        rest = {t: {**r, "Keys": r["Keys"][1:]} for t, r in params["RequestItems"].items() if r["Keys"][1:]}
+        response = self._client.batch_get_item(RequestItems=first)
+        return {**response, "UnprocessedKeys": rest}
+
+
+def test_read_many_reads_the_keys_dynamodb_left_unprocessed(
+    ddb: Any, telemetry: Telemetry, clock: FakeClock
+) -> None:
+    # Given three completed steps
+    steps = [StepId(token="dev.order-1.r1", step=name) for name in ("a", "b", "c")]
+    client = _LeavesKeysUnprocessed(ddb)
+    store = FenceStore(
+        client=client,
+        table_name=FENCES,
+        ttl_seconds=3600,
+        telemetry=telemetry,
+        namespace="fence",
+        clock=clock,
+    )
+    for step in steps:
+        store.run_atomic(step, lambda: AtomicEffect({"ok": True}, []))
+    # When they are read together and DynamoDB answers only part of the batch at first
+    found = store.read_many(steps)
+    # Then the rest is asked for again and every record comes back, each read consistent
+    assert client.batch_calls == 2
+    assert sorted(step.step for step in found) == ["a", "b", "c"]
+    assert [request["ConsistentRead"] for request in client.requests] == [True, True]
+
+
+def test_read_many_reads_up_to_100_records_in_one_call(fences: FenceStore) -> None:
+    steps = [StepId(token="dev.order-1.r1", step=f"s{n}") for n in range(101)]
+    assert fences.read_many(steps[:100]) == {}
+    with pytest.raises(ValueError, match=r"^read_many reads at most 100 records, got 101$"):
+        fences.read_many(steps)

@@ -3,15 +3,16 @@ no way to ask, refuses to act on an attempt older than the external key's lifeti
 
 from __future__ import annotations
 
+import uuid
 from typing import Any
 
 import pytest
 
 from reliability import ExternalEffect, FenceState, FenceStore, StepId
-from reliability.crashpoints import CrashPlan, SimulatedCrash
 from reliability.errors import ExternalKeyExpired
 from reliability.telemetry import Telemetry
-from tests.unit.reliability.helpers import FENCES, FakeClock
+from reliability.testing.crashpoints import CrashPlan, SimulatedCrash
+from reliability_helpers import FENCES, FakeClock, make_telemetry, read_emitted
 
 STEP = StepId(token="dev.order-1.r1", step="ChargePayment")
 LEASE = 30.0
@@ -154,3 +155,74 @@ def test_with_no_lookup_a_takeover_inside_the_key_lifetime_acts(
         effect=ExternalEffect(provider.charge, key_lifetime_seconds=DAY),
     )
     assert len(provider.charges) == 1  # the provider deduped the key
+
+
+def test_a_reconciled_takeover_says_so_in_its_decision(
+    ddb: Any, clock: FakeClock, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # (a logger of its own: a logger writes to the stdout of the test that first built it)
+    crashing = FenceStore(
+        client=ddb,
+        table_name=FENCES,
+        ttl_seconds=int(60 * DAY),
+        telemetry=make_telemetry(f"reconcile-{uuid.uuid4().hex}"),
+        namespace="saga",
+        clock=clock,
+        crash_plan=CrashPlan.parse("fence:after-effect:ChargePayment=1", mode="raise"),
+    )
+    # Given an attempt that charged and died, and a takeover that finds the charge
+    provider = ForgetfulProvider(clock, key_lifetime=DAY)
+    _die_after_the_effect(crashing, provider, reconcile=provider.find)
+    clock.advance(2 * DAY)
+    capsys.readouterr()
+    crashing.run_leased(
+        STEP,
+        attempt_id="a-2",
+        lease_seconds=LEASE,
+        effect=ExternalEffect(provider.charge, reconcile=provider.find),
+    )
+    # Then the operator reads a takeover that reconciled, by which attempt, under which token
+    reconciled = [
+        line for line in read_emitted(capsys.readouterr().out).logs if line.get("reconciled") is True
+    ]
+    assert [(line["decision"], line["attempt"], line["fencing_token"]) for line in reconciled] == [
+        ("FenceTakeover", "a-2", 2)
+    ]
+
+
+def test_with_no_lookup_a_takeover_exactly_at_the_key_lifetime_still_acts(
+    crashing: FenceStore, clock: FakeClock
+) -> None:
+    # Given an attempt first claimed at t0 that died after charging
+    provider = ForgetfulProvider(clock, key_lifetime=DAY + 1)
+    start = clock()
+    _die_after_the_effect(crashing, provider, key_lifetime_seconds=DAY)
+    # When the takeover comes exactly one key lifetime later, Then the key still holds: it acts
+    clock.now = start + DAY
+    crashing.run_leased(
+        STEP,
+        attempt_id="a-2",
+        lease_seconds=LEASE,
+        effect=ExternalEffect(provider.charge, key_lifetime_seconds=DAY),
+    )
+    assert len(provider.charges) == 1
+
+
+def test_a_takeover_refused_for_an_expired_key_tells_the_operator_what_to_do(
+    crashing: FenceStore, clock: FakeClock
+) -> None:
+    provider = ForgetfulProvider(clock, key_lifetime=DAY)
+    _die_after_the_effect(crashing, provider, key_lifetime_seconds=DAY)
+    clock.advance(DAY + 60)
+    with pytest.raises(ExternalKeyExpired) as refused:
+        crashing.run_leased(
+            STEP,
+            attempt_id="a-2",
+            lease_seconds=LEASE,
+            effect=ExternalEffect(provider.charge, key_lifetime_seconds=DAY),
+        )
+    assert str(refused.value) == (
+        "step ChargePayment: taking over an attempt first claimed 86460 s ago, but the external system "
+        "keeps its idempotency key only 86400 s and offers no lookup; acting again could repeat the "
+        "effect. Check the external system by hand before redriving."
+    )

@@ -17,8 +17,8 @@ from reliability.errors import (
     TransientError,
 )
 from reliability.telemetry import Telemetry
-from tests.unit.reliability.domain import DemoOutOfStock
-from tests.unit.reliability.helpers import (
+from reliability_demo import DemoOutOfStock
+from reliability_helpers import (
     FENCES,
     LEDGER,
     REGION,

@@ -12,7 +12,7 @@ from aws_lambda_powertools import Logger, Metrics
 from reliability import FenceStore, StepId
 from reliability.keys import derive_key, execution_token
 from reliability.telemetry import KEY_FIELDS, Decision, Kind, Telemetry, key_hash
-from tests.unit.reliability.helpers import FENCES, FakeClock, read_emitted
+from reliability_helpers import FENCES, FakeClock, read_emitted
 
 
 class RecordingTracer:
@@ -35,7 +35,9 @@ def make(tracer: RecordingTracer | None = None) -> Telemetry:
     )
 
 
-def test_a_step_fence_decision_carries_every_key_in_the_log_line_and_the_trace(ddb: Any, capsys):
+def test_a_step_fence_decision_carries_every_key_in_the_log_line_and_the_trace(
+    ddb: Any, capsys: pytest.CaptureFixture[str]
+) -> None:
     # Given a saga step's fence, keyed by the execution token of order o-1, run 2
     tracer = RecordingTracer()
     store = FenceStore(
@@ -70,14 +72,16 @@ def test_a_step_fence_decision_carries_every_key_in_the_log_line_and_the_trace(d
     assert tracer.annotations == {"decision": "FenceClaimed", **{k: str(v) for k, v in expected.items()}}
 
 
-def test_a_consumer_event_id_names_its_order_and_run():
+def test_a_consumer_event_id_names_its_order_and_run() -> None:
     telemetry = make()
     event_id = derive_key("OrderCompleted", stage="dev", identity="o-7", run=3).value
     keys = telemetry.keys(key=None, token=event_id, step="notify", attempt=None)
     assert (keys["order_id"], keys["run"]) == ("o-7", 3)
 
 
-def test_keys_bound_for_an_invocation_reach_every_decision_inside_it(capsys):
+def test_keys_bound_for_an_invocation_reach_every_decision_inside_it(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
     telemetry = make()
     http_key = derive_key("http", stage="dev", identity={"route": "POST /orders", "key": "k"}).value
     with telemetry.bind(order_id="o-3", attempt="req-1"):
@@ -90,7 +94,7 @@ def test_keys_bound_for_an_invocation_reach_every_decision_inside_it(capsys):
         pass
 
 
-def test_every_decision_is_fresh_work_or_a_replay_or_says_what_else_it_is():
+def test_every_decision_is_fresh_work_or_a_replay_or_says_what_else_it_is() -> None:
     assert {d: d.kind for d in Decision if d.kind is Kind.REPLAYED} == {
         Decision.REPLAYED: Kind.REPLAYED,
         Decision.DEDUP_HIT: Kind.REPLAYED,

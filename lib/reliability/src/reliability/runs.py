@@ -43,7 +43,6 @@ import json
 from collections.abc import Callable, Mapping
 from typing import Any
 
-from reliability.crashpoints import crash_point
 from reliability.effects import AtomicEffect, ExternalEffect, RecordOn, Write, cancellation_error
 from reliability.errors import (
     BusinessError,
@@ -53,6 +52,7 @@ from reliability.errors import (
     StaleFence,
     StoreError,
 )
+from reliability.faults import crash_point
 from reliability.record import (
     CLAIM_REFUSED,
     Claim,

@@ -1,4 +1,4 @@
-"""The crash plan behind reliability.crashpoints: the ``RETRYSAFE_CRASH_POINTS`` syntax parsed
+"""The crash plan behind reliability.testing.crashpoints: the ``RETRYSAFE_CRASH_POINTS`` syntax parsed
 (crashpoints' docstring documents it), hits counted, AWS failures injected into clients.
 
 A module of its own so that a function loads it only when the variable is set (chaos tests, the
@@ -24,7 +24,7 @@ from botocore.exceptions import (
     ReadTimeoutError,
 )
 
-from reliability.crashpoints import (
+from reliability.testing.crashpoints import (
     ENV_MODE,
     ENV_POINTS,
     ENV_SCOPE,

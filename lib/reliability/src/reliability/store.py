@@ -52,8 +52,8 @@ from reliability.requests import (
 )
 from reliability.telemetry import Decision, Telemetry
 
-if TYPE_CHECKING:  # the plan's machinery is loaded only when a plan is armed (reliability.crashpoints)
-    from reliability.crashplan import CrashPlan
+if TYPE_CHECKING:
+    from reliability.faults import FaultPlan
 
 MAX_BATCH_READ = 100  # BatchGetItem reads at most 100 keys per call
 
@@ -69,7 +69,7 @@ class FenceRecords:
         namespace: str,
         clock: Callable[[], float] = time.time,
         stage: str = "-",
-        crash_plan: CrashPlan | None = None,
+        crash_plan: FaultPlan | None = None,
         max_result_bytes: int = MAX_RESULT_BYTES,
     ) -> None:
         """``stage`` is "-" by default (execution tokens carry it); ``crash_plan``: the cold start's."""

@@ -7,6 +7,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from reliability.keys import (
+    LABEL_CHARS,
     MAX_KEY_BYTES,
     MAX_TOKEN_CHARS,
     Fact,
@@ -58,18 +59,25 @@ def test_a_readable_key_never_equals_a_hashed_one() -> None:
 
 
 @pytest.mark.parametrize(
-    ("namespace", "stage", "identity", "run"),
+    ("namespace", "stage", "identity", "run", "message"),
     [
-        ("", "dev", "x", 1),
-        ("a#b", "dev", "x", 1),
-        ("ns", "d ev", "x", 1),
-        ("ns", "dev", "", 1),
-        ("ns", "dev", "x", 0),
+        ("", "dev", "x", 1, r"^namespace must be 1-64 characters without '#' or whitespace, got ''$"),
+        ("a#b", "dev", "x", 1, r"^namespace must be .*, got 'a#b'$"),
+        ("n" * 65, "dev", "x", 1, r"^namespace must be 1-64"),
+        ("ns", "d ev", "x", 1, r"^stage must be .*, got 'd ev'$"),
+        ("ns", "dev", "", 1, r"^identity must not be empty$"),
+        ("ns", "dev", "x", 0, r"^run starts at 1, got 0$"),
     ],
 )
-def test_invalid_inputs_are_rejected(namespace: str, stage: str, identity: str, run: int) -> None:
-    with pytest.raises(ValueError, match=r"must|starts"):
+def test_invalid_inputs_are_rejected_naming_what_is_wrong(
+    namespace: str, stage: str, identity: str, run: int, message: str
+) -> None:
+    with pytest.raises(ValueError, match=message):
         derive_key(namespace, stage=stage, identity=identity, run=run)
+
+
+def test_a_64_character_namespace_is_accepted() -> None:
+    assert derive_key("n" * 64, stage="dev", identity="x").value == "n" * 64 + "#dev#r1#v:x"
 
 
 @settings(max_examples=200, derandomize=True)
@@ -92,10 +100,25 @@ def test_execution_token_hashes_unsafe_or_long_ids(business_id: str) -> None:
     assert token != execution_token(stage="dev", business_id=business_id + "x", run=1)
 
 
-@pytest.mark.parametrize(("stage", "business_id", "run"), [("d.v", "o", 1), ("dev", "", 1), ("dev", "o", 0)])
-def test_execution_token_rejects_bad_input(stage: str, business_id: str, run: int) -> None:
-    with pytest.raises(ValueError, match=r"must|starts"):
+@pytest.mark.parametrize(
+    ("stage", "business_id", "run", "message"),
+    [
+        ("d.v", "o", 1, r"^stage must not contain '\.'$"),
+        ("d ev", "o", 1, r"^stage must be 1-64 characters"),
+        ("dev", "", 1, r"^business_id must not be empty$"),
+        ("dev", "o", 0, r"^run starts at 1, got 0$"),
+    ],
+)
+def test_execution_token_rejects_bad_input_naming_what_is_wrong(
+    stage: str, business_id: str, run: int, message: str
+) -> None:
+    with pytest.raises(ValueError, match=message):
         execution_token(stage=stage, business_id=business_id, run=run)
+
+
+def test_an_execution_token_of_exactly_80_characters_stays_readable() -> None:
+    business_id = "o" * (MAX_TOKEN_CHARS - len("dev..r1"))
+    assert execution_token(stage="dev", business_id=business_id, run=1) == f"dev.{business_id}.r1"
 
 
 def test_a_facts_id_names_its_kind_stage_run_and_subject_and_nothing_else() -> None:
@@ -110,3 +133,34 @@ def test_a_facts_id_names_its_kind_stage_run_and_subject_and_nothing_else() -> N
     }
     assert len(others) == 4
     assert fact.id(stage="dev") not in others
+
+
+def test_the_stored_key_format_is_pinned_by_golden_values() -> None:
+    """Records written by one version are read by the next: the format may not drift silently."""
+    assert (
+        derive_key("fence", stage="dev", identity={"token": "dev.t-1.r2", "step": "Debit"}, run=2).value
+        == 'fence#dev#r2#v:{"step":"Debit","token":"dev.t-1.r2"}'
+    )
+    hashed = derive_key("http", stage="prod", identity="x" * 300, run=3)
+    assert hashed.value == "http#prod#r3#h:59c4368d5f0d34d5b7a4733472d392f88f17f3a995010817a3b294885cdd9c30"
+    assert hashed.label == "x" * 95 + "…"
+    assert Fact("TransferDone", "t-1", 2).id(stage="dev") == "TransferDone#dev#r2#v:t-1"
+    assert execution_token(stage="dev", business_id="t-1", run=2) == "dev.t-1.r2"
+    assert (
+        execution_token(stage="dev", business_id="a b/c", run=1)
+        == "dev.h-539138d518391ec4fc557ce35c37ead28f89fbf8.r1"
+    )
+    assert (
+        execution_token(stage="dev", business_id="t" * 80, run=1)
+        == "dev.h-35be239b5504323893a1b8ce2d8c10ece5a85361.r1"
+    )
+
+
+def test_a_key_exactly_at_the_bound_stays_readable_and_one_byte_over_is_hashed() -> None:
+    prefix = len("http#dev#r1#v:")
+    at_bound = derive_key("http", stage="dev", identity="a" * (MAX_KEY_BYTES - prefix))
+    assert at_bound.value == "http#dev#r1#v:" + "a" * (MAX_KEY_BYTES - prefix)
+    over = derive_key("http", stage="dev", identity="a" * (MAX_KEY_BYTES - prefix + 1))
+    assert over.value.startswith("http#dev#r1#h:")
+    label_at_bound = derive_key("http", stage="dev", identity="b" * LABEL_CHARS).label
+    assert label_at_bound == "b" * LABEL_CHARS

@@ -33,21 +33,20 @@ the local cloud runs in its own worker process). A hit takes marker ``<point>.<n
 ``O_CREAT|O_EXCL``, so exactly N hits crash however many processes race. Without a state dir,
 hits are counted in memory.
 
-The plan is parsed once (``active_plan()``, at cold start); when it is off, ``crash_point`` is a
-``None`` check and ``instrument`` registers nothing.
-
-The plan's machinery (parsing, hit counting, client hooks) is reliability.crashplan, imported only
-when the variable is set; its names are importable from here too.
+The hook points production code calls (``crash_point``, ``instrument``) and the cold-start plan
+(``active_plan``) are ``reliability.faults``; this module holds the variables and the crash, and
+re-exports the plan's machinery (``reliability.testing.crashplan``) for the tools that arm plans.
 """
 
 from __future__ import annotations
 
 import importlib
-import os
 from typing import TYPE_CHECKING, Any
 
+from reliability.faults import ENV_POINTS
+
 if TYPE_CHECKING:
-    from reliability.crashplan import (
+    from reliability.testing.crashplan import (
         DEFAULT_ERROR_CODE,
         ERROR_STATUS,
         TRANSPORT_ERRORS,
@@ -56,12 +55,21 @@ if TYPE_CHECKING:
         Mode,
     )
 
-ENV_POINTS = "RETRYSAFE_CRASH_POINTS"
 ENV_MODE = "RETRYSAFE_CRASH_MODE"
 ENV_STATE_DIR = "RETRYSAFE_CRASH_STATE_DIR"
 ENV_SCOPE = "RETRYSAFE_CRASH_SCOPE"
 EXIT_CODE = 137
-# Defined in reliability.crashplan, loaded on first use (PEP 562): see the module docstring.
+
+
+class SimulatedCrash(BaseException):
+    """A simulated process death; BaseException so ``except Exception`` cannot swallow it."""
+
+    def __init__(self, point: str) -> None:
+        super().__init__(f"simulated crash at {point}")
+        self.point = point
+
+
+# Defined in reliability.testing.crashplan (which imports the names above), loaded on first use.
 _PLAN_NAMES = frozenset(
     {"DEFAULT_ERROR_CODE", "ERROR_STATUS", "TRANSPORT_ERRORS", "CrashPlan", "ErrorPoint", "Mode"}
 )
@@ -78,51 +86,10 @@ __all__ = [
     "ErrorPoint",
     "Mode",
     "SimulatedCrash",
-    "active_plan",
-    "crash_point",
-    "instrument",
 ]
 
 
 def __getattr__(name: str) -> Any:
     if name not in _PLAN_NAMES:
-        raise AttributeError(f"module 'reliability.crashpoints' has no attribute {name!r}")
-    return getattr(importlib.import_module("reliability.crashplan"), name)
-
-
-class SimulatedCrash(BaseException):
-    """A simulated process death; BaseException so ``except Exception`` cannot swallow it."""
-
-    def __init__(self, point: str) -> None:
-        super().__init__(f"simulated crash at {point}")
-        self.point = point
-
-
-def _plan_from_env() -> CrashPlan | None:
-    """The plan in the environment; the parser is imported only when there is one to parse."""
-    if not os.environ.get(ENV_POINTS, "").strip():
-        return None
-    from reliability.crashplan import CrashPlan  # noqa: PLC0415 - see the module docstring
-
-    return CrashPlan.from_env(os.environ)
-
-
-_PLAN: CrashPlan | None = _plan_from_env()
-
-
-def active_plan() -> CrashPlan | None:
-    """The plan parsed from the environment at cold start (None when off)."""
-    return _PLAN
-
-
-def crash_point(name: str, plan: CrashPlan | None = None) -> None:
-    """An explicit crash point; ``plan`` defaults to the cold-start plan. Zero cost when off."""
-    active = plan if plan is not None else _PLAN
-    if active is not None:
-        active.hit(name)
-
-
-def instrument(client: Any, plan: CrashPlan | None = None) -> Any:
-    """Instrument ``client`` with ``plan`` (default: the cold-start plan); returns it unchanged when off."""
-    active = plan if plan is not None else _PLAN
-    return client if active is None else active.instrument(client)
+        raise AttributeError(f"module 'reliability.testing.crashpoints' has no attribute {name!r}")
+    return getattr(importlib.import_module("reliability.testing.crashplan"), name)

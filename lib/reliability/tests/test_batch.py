@@ -17,7 +17,7 @@ from reliability.dedup import ConsumerDedup
 from reliability.errors import PoisonMessage
 from reliability.keys import Fact, derive_key
 from reliability.telemetry import Telemetry
-from tests.unit.reliability.helpers import (
+from reliability_helpers import (
     IDEMPOTENCY,
     REGION,
     FakeClock,

@@ -1,0 +1,111 @@
+"""The package contract: liftable (no aws_cdk, nothing of a service), no clients built at import, the
+public names exported."""
+
+from __future__ import annotations
+
+import ast
+import subprocess
+import sys
+from pathlib import Path
+
+import reliability
+
+SRC = Path(__file__).resolve().parents[1] / "src"
+# What the library may import besides the standard library: itself and its declared dependencies
+# (pyproject.toml; boto3/botocore are the Lambda runtime's).
+ALLOWED_ROOTS = {"reliability", "aws_lambda_powertools", "pydantic", "botocore", "boto3"}
+
+
+def test_the_library_imports_only_itself_its_dependencies_and_the_standard_library() -> None:
+    imported = set()
+    for module in (SRC / "reliability").rglob("*.py"):
+        for node in ast.walk(ast.parse(module.read_text())):
+            if isinstance(node, ast.Import):
+                imported |= {alias.name.split(".")[0] for alias in node.names}
+            elif isinstance(node, ast.ImportFrom) and node.level == 0 and node.module:
+                imported.add(node.module.split(".")[0])
+    # Under `make mutation` the code is mutmut's copy, which imports mutmut's trampolines.
+    tooling = {"mutmut"} if "mutmut" in sys.modules else set()
+    assert imported - ALLOWED_ROOTS - tooling - set(sys.stdlib_module_names) == set()
+
+
+def test_importing_builds_no_client_and_pulls_in_no_cdk(tmp_path: Path) -> None:
+    # Given boto3 that fails any client construction
+    code = (
+        "import sys, boto3, boto3.session\n"
+        "def boom(*a, **k): raise AssertionError('client built at import time')\n"
+        "boto3.client = boom; boto3.resource = boom\n"
+        "boto3.session.Session.client = boom; boto3.session.Session.resource = boom\n"
+        "import reliability, reliability.http, reliability.batch, reliability.runs\n"
+        "roots = {m.split('.')[0] for m in sys.modules}\n"
+        "assert 'aws_cdk' not in roots, 'aws_cdk imported'\n"
+        "assert 'orders' not in roots, 'orders imported'\n"
+    )
+    # When the whole package is imported, Then it succeeds
+    result = subprocess.run(
+        [sys.executable, "-c", code],
+        cwd=tmp_path,
+        capture_output=True,
+        text=True,
+        check=False,
+        env={"PATH": "/usr/bin:/bin", "AWS_DEFAULT_REGION": "us-east-1", "PYTHONPATH": str(SRC)},
+    )
+    assert result.returncode == 0, result.stderr
+
+
+def test_public_names_are_exported() -> None:
+    for name in (
+        "FenceStore",
+        "StepId",
+        "Outcome",
+        "AtomicEffect",
+        "Write",
+        "HttpIdempotency",
+        "HttpResponse",
+        "derive_key",
+        "execution_token",
+        "Fact",
+        "Key",
+        "BusinessError",
+        "FenceBusy",
+        "TransientError",
+        "StaleFence",
+        "ResultTooLarge",
+        "PoisonMessage",
+        "DeadLetters",
+        "ConsumerDedup",
+        "process_batch",
+        "Telemetry",
+        "Decision",
+        "FaultPlan",
+        "crash_point",
+    ):
+        assert name in reliability.__all__
+        assert hasattr(reliability, name)
+
+
+def test_production_modules_load_no_test_seam(tmp_path: Path) -> None:
+    # Given every module of the package outside reliability.testing (what production imports)
+    code = (
+        "import importlib, pkgutil, sys, reliability\n"
+        "names = [m.name for m in pkgutil.walk_packages(reliability.__path__, 'reliability.')\n"
+        "         if not m.name.startswith('reliability.testing')]\n"
+        "for name in names: importlib.import_module(name)\n"
+        "seams = sorted(n for n, m in sys.modules.items() if n.startswith('reliability')\n"
+        "               and (hasattr(m, 'SimulatedCrash') or hasattr(m, 'CrashPlan')))\n"
+        "print(len(names), seams)\n"
+    )
+    # When they are all imported with no plan armed
+    result = subprocess.run(
+        [sys.executable, "-c", code],
+        cwd=tmp_path,
+        capture_output=True,
+        text=True,
+        check=False,
+        env={"PATH": "/usr/bin:/bin", "AWS_DEFAULT_REGION": "us-east-1", "PYTHONPATH": str(SRC)},
+    )
+    # Then none of them is, or loads, a module that defines the crash or the plan
+    assert result.returncode == 0, result.stderr
+    count, seams = result.stdout.split(" ", 1)
+    assert int(count) >= 10
+    assert seams.strip() == "[]"
