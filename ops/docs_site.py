@@ -72,8 +72,8 @@ ERROR_MEANINGS: dict[str, str] = {
     ),
 }
 
-# Where a dotted module name may live: the repository root, the functions' and the library's roots.
-MODULE_ROOTS = (ROOT, ROOT / "functions", ROOT / "lib")
+# Where a dotted module name may live: the repository root, the functions' root, the libraries' src.
+MODULE_ROOTS = (ROOT, ROOT / "functions", *sorted((ROOT / "lib").glob("*/src")))
 CONSTANT = re.compile(r"<!-- constant ([\w.]+) -->")
 _ARITHMETIC = {
     ast.Add: operator.add,
