@@ -74,7 +74,8 @@ ERROR_MEANINGS: dict[str, str] = {
 
 # Where a dotted module name may live: the repository root, the functions' root, the libraries' src.
 MODULE_ROOTS = (ROOT, ROOT / "functions", *sorted((ROOT / "lib").glob("*/src")))
-CONSTANT = re.compile(r"<!-- constant ([\w.]+) -->")
+# A marker written in a code span (`<!-- constant ... -->`) is the marker shown, not replaced.
+CONSTANT = re.compile(r"(?<!`)<!-- constant ([\w.]+) -->(?!`)")
 _ARITHMETIC = {
     ast.Add: operator.add,
     ast.Sub: operator.sub,
