@@ -32,16 +32,18 @@ API_ERRORS = "<!-- api-errors -->"
 # Where the site serves mermaid.js (mkdocs.yml's extra_javascript names it).
 MERMAID_PAGE_PATH = "javascripts/mermaid.min.js"
 
-# What each error code means to a client; the statuses and operations come from the document.
+# What each error code means to a client; the statuses and operations come from the document, the
+# limits from the code (the table is filled in before the page's constants).
 ERROR_MEANINGS: dict[str, str] = {
     "IdempotencyKeyMissing": "no `Idempotency-Key` header, or an empty one",
     "IdempotencyKeyInvalid": (
-        "a key outside the rules (1-255 printable ASCII, a Structured Field string or bare), "
+        "a key outside the rules (1-<!-- constant reliability.http.MAX_KEY_CHARS --> printable ASCII, "
+        "a Structured Field string or bare), "
         "or two header lines carrying different keys"
     ),
     "MalformedBody": (
         "the body is empty, not UTF-8, not JSON, nested too deep, holds a number too long to parse, "
-        "or is over 16 KiB"
+        "or is over <!-- constant orders.contract.MAX_BODY_BYTES --> bytes"
     ),
     # A code that means one thing per status is explained per "<status> <code>".
     "400 InvalidRequest": "API Gateway's body model refused the body (before the function ran)",
