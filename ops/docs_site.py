@@ -157,7 +157,13 @@ def _shown(value: object) -> str:
 
 
 def fill_constants(markdown: str, roots: tuple[Path, ...] = MODULE_ROOTS) -> str:
-    return CONSTANT.sub(lambda match: _shown(constant_value(match[1], roots)), markdown)
+    filled = CONSTANT.sub(lambda match: _shown(constant_value(match[1], roots)), markdown)
+    # A marker the pattern missed would render as an invisible HTML comment: a hole in the page.
+    if left := re.search(r"(?<!`)<!-- constant[^>]*-->", filled):
+        raise ValueError(
+            f"a constant marker not filled (written `<!-- constant module.NAME -->`?): {left[0]}"
+        )
+    return filled
 
 
 def _codes_of(response: Mapping[str, Any]) -> list[str]:
