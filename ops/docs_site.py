@@ -1,7 +1,10 @@
 """MkDocs hook of the documentation site (`make docs`): the pages' generated parts.
 
-Two markers are replaced when a page is built, so the site cannot retype what the code holds:
+Markers are replaced when a page is built, so the site cannot retype what the code holds:
 - `<!-- make-help -->`: the make targets, from `make help` itself;
+- `<!-- constant chaos.mutation.BUDGET -->`: the value of a module-level constant, read from its
+  source (a number, a string, or arithmetic over the module's other constants); a name that is gone
+  or not such a constant fails the build;
 - `<!-- api-errors -->`: every error status and code the published OpenAPI document
   (functions/orders/openapi.json, written by `make openapi` from the route list) says an answer may
   carry, with the operations that may get it and what it means. A code the document has and
@@ -12,7 +15,9 @@ Standard library only: MkDocs loads this file in .venv-docs, which has none of t
 
 from __future__ import annotations
 
+import ast
 import json
+import operator
 import os
 import re
 import subprocess
@@ -27,16 +32,18 @@ API_ERRORS = "<!-- api-errors -->"
 # Where the site serves mermaid.js (mkdocs.yml's extra_javascript names it).
 MERMAID_PAGE_PATH = "javascripts/mermaid.min.js"
 
-# What each error code means to a client; the statuses and operations come from the document.
+# What each error code means to a client; the statuses and operations come from the document, the
+# limits from the code (the table is filled in before the page's constants).
 ERROR_MEANINGS: dict[str, str] = {
     "IdempotencyKeyMissing": "no `Idempotency-Key` header, or an empty one",
     "IdempotencyKeyInvalid": (
-        "a key outside the rules (1-255 printable ASCII, a Structured Field string or bare), "
+        "a key outside the rules (1-<!-- constant reliability.http.MAX_KEY_CHARS --> printable ASCII, "
+        "a Structured Field string or bare), "
         "or two header lines carrying different keys"
     ),
     "MalformedBody": (
         "the body is empty, not UTF-8, not JSON, nested too deep, holds a number too long to parse, "
-        "or is over 16 KiB"
+        "or is over <!-- constant orders.contract.MAX_BODY_BYTES --> bytes"
     ),
     # A code that means one thing per status is explained per "<status> <code>".
     "400 InvalidRequest": "API Gateway's body model refused the body (before the function ran)",
@@ -67,6 +74,18 @@ ERROR_MEANINGS: dict[str, str] = {
     ),
 }
 
+# Where a dotted module name may live: the repository root, the functions' root, the libraries' src.
+MODULE_ROOTS = (ROOT, ROOT / "functions", *sorted((ROOT / "lib").glob("*/src")))
+# A marker written in a code span (`<!-- constant ... -->`) is the marker shown, not replaced.
+CONSTANT = re.compile(r"(?<!`)<!-- constant ([\w.]+) -->(?!`)")
+_ARITHMETIC = {
+    ast.Add: operator.add,
+    ast.Sub: operator.sub,
+    ast.Mult: operator.mul,
+    ast.Div: operator.truediv,
+    ast.FloorDiv: operator.floordiv,
+}
+
 _ANSI = re.compile(r"\x1b\[[0-9;]*m")
 _HELP_LINE = re.compile(r"^\s+(\S+)\s+(.*)$")
 
@@ -92,6 +111,59 @@ def make_help(root: Path = ROOT) -> str:
         capture_output=True,
         text=True,
     ).stdout
+
+
+def _module_source(module: str, roots: tuple[Path, ...]) -> Path:
+    parts = module.split(".")
+    for root in roots:
+        for candidate in (root.joinpath(*parts).with_suffix(".py"), root.joinpath(*parts, "__init__.py")):
+            if candidate.is_file():
+                return candidate
+    raise ValueError(f"no module {module} under {[str(r) for r in roots]}")
+
+
+def _assignments(tree: ast.Module) -> dict[str, ast.expr]:
+    found: dict[str, ast.expr] = {}
+    for node in tree.body:
+        if isinstance(node, ast.Assign) and len(node.targets) == 1 and isinstance(node.targets[0], ast.Name):
+            found[node.targets[0].id] = node.value
+        elif isinstance(node, ast.AnnAssign) and isinstance(node.target, ast.Name) and node.value:
+            found[node.target.id] = node.value
+    return found
+
+
+def constant_value(dotted: str, roots: tuple[Path, ...] = MODULE_ROOTS) -> object:
+    """The value of `module.NAME`, a module-level constant, read (never imported) from its source."""
+    module, _, name = dotted.rpartition(".")
+    source = _module_source(module, roots)
+    values = _assignments(ast.parse(source.read_text(), str(source)))
+
+    def evaluate(node: ast.expr) -> object:
+        if isinstance(node, ast.Constant) and isinstance(node.value, int | float | str):
+            return node.value
+        if isinstance(node, ast.Name) and node.id in values:
+            return evaluate(values[node.id])
+        if isinstance(node, ast.BinOp) and type(node.op) in _ARITHMETIC:
+            return _ARITHMETIC[type(node.op)](evaluate(node.left), evaluate(node.right))
+        raise ValueError(f"{dotted} is not a constant the docs can read: {ast.unparse(node)}")
+
+    if name not in values:
+        raise ValueError(f"{dotted}: no module-level {name} in {source.relative_to(ROOT)}")
+    return evaluate(values[name])
+
+
+def _shown(value: object) -> str:
+    return f"{value:,}" if isinstance(value, int | float) else str(value)
+
+
+def fill_constants(markdown: str, roots: tuple[Path, ...] = MODULE_ROOTS) -> str:
+    filled = CONSTANT.sub(lambda match: _shown(constant_value(match[1], roots)), markdown)
+    # A marker the pattern missed would render as an invisible HTML comment: a hole in the page.
+    if left := re.search(r"(?<!`)<!-- constant[^>]*-->", filled):
+        raise ValueError(
+            f"a constant marker not filled (written `<!-- constant module.NAME -->`?): {left[0]}"
+        )
+    return filled
 
 
 def _codes_of(response: Mapping[str, Any]) -> list[str]:
@@ -140,7 +212,7 @@ def on_page_markdown(markdown: str, **_: Any) -> str:
         markdown = markdown.replace(MAKE_HELP, make_targets_table(make_help()))
     if API_ERRORS in markdown:
         markdown = markdown.replace(API_ERRORS, errors_table(json.loads(OPENAPI.read_text())))
-    return markdown
+    return fill_constants(markdown)
 
 
 def on_files(files: Any, config: Any) -> Any:

@@ -4,12 +4,23 @@ error table from the published OpenAPI document, which refuses to drift from the
 from __future__ import annotations
 
 import copy
+import importlib
 import json
 import re
 
 import pytest
 
-from ops.docs_site import ERROR_MEANINGS, OPENAPI, error_codes, errors_table, make_help, make_targets_table
+from ops.docs_site import (
+    CONSTANT,
+    ERROR_MEANINGS,
+    OPENAPI,
+    constant_value,
+    error_codes,
+    errors_table,
+    fill_constants,
+    make_help,
+    make_targets_table,
+)
 from tests.docs.sections import ROOT
 
 
@@ -38,3 +49,27 @@ def test_a_code_the_document_gains_or_loses_fails_the_build() -> None:
     # Given an explanation of a code no answer carries any more
     with pytest.raises(ValueError, match="NoLongerAnswered"):
         errors_table(document, {**ERROR_MEANINGS, "NoLongerAnswered": "gone"})
+
+
+def test_every_constant_a_page_names_is_shown_with_the_value_the_code_has() -> None:
+    texts = [page.read_text() for page in (ROOT / "docs").glob("*.md")] + list(ERROR_MEANINGS.values())
+    named = {match[1] for text in texts for match in CONSTANT.finditer(text)}
+    assert "orders.contract.MAX_BODY_BYTES" in named
+    assert "chaos.mutation.BUDGET" in named
+    for dotted in sorted(named):
+        module, _, name = dotted.rpartition(".")
+        assert constant_value(dotted) == getattr(importlib.import_module(module), name), dotted
+
+
+def test_a_constant_that_is_gone_or_not_a_constant_fails_the_build() -> None:
+    with pytest.raises(ValueError, match="no module-level NO_SUCH_BUDGET"):
+        fill_constants("<!-- constant chaos.mutation.NO_SUCH_BUDGET -->")
+    with pytest.raises(ValueError, match="not a constant"):
+        fill_constants("<!-- constant chaos.mutation.RESULTS_FILE -->")
+    with pytest.raises(ValueError, match=r"no module chaos\.no_such_module"):
+        fill_constants("<!-- constant chaos.no_such_module.BUDGET -->")
+    assert fill_constants("up to <!-- constant infra.config.SECONDS_PER_DAY --> s") == "up to 86,400 s"
+    with pytest.raises(ValueError, match="not filled"):
+        fill_constants("a budget of <!-- constant chaos.mutation.BUDGET-->")
+    shown = "write `<!-- constant module.NAME -->`"
+    assert fill_constants(shown) == shown
