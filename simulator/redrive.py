@@ -16,20 +16,23 @@ import json
 from typing import Any
 
 
-def failed_state(events: list[dict[str, Any]]) -> tuple[str, str]:
-    """(the state the execution was in when it ended, that state's input), from its history."""
+def failed_state(events: list[dict[str, Any]]) -> tuple[str, str] | None:
+    """(the state the execution was in when it ended, that state's input), from its history; None
+    when it ended before entering any (stopped at once): then nothing succeeded, and it resumes
+    where it would have begun."""
     for event in reversed(events):
         details = event.get("stateEnteredEventDetails")
         if details is not None:
             return str(details["name"]), str(details.get("input", "{}"))
-    raise ValueError("the execution entered no state: nothing to resume")
+    return None
 
 
 def resume_at_failed_state(execution: Any) -> None:
     """Run moto's (parser) `execution` again from its failed state, as the same execution."""
-    state, state_input = failed_state(execution.to_history_output()["events"])
     machine = copy.copy(execution.state_machine)  # this execution's snapshot; the deployed one stays
     definition = json.loads(machine.definition)
+    failed = failed_state(execution.to_history_output()["events"])
+    state, state_input = failed or (definition["StartAt"], json.dumps(execution.input_data or {}))
     definition["StartAt"] = state
     machine.definition = json.dumps(definition)
     execution.state_machine = machine
