@@ -43,11 +43,6 @@ from dataclasses import replace
 from functools import partial
 from typing import TYPE_CHECKING, Any
 
-from botocore.exceptions import BotoCoreError, ClientError
-
-from ops.redrive import RedriveError, restart_express_run
-from orders.adapters.aws import SqsQueue
-from orders.adapters.order_store import DynamoOrderStore
 from simulator.cloud import LambdaError
 from simulator.concurrent import Interleaver, seeded
 
@@ -137,24 +132,14 @@ def _run_of(message: dict[str, Any]) -> tuple[str, int]:
 
 def _resend_unfinished_runs(cloud: ChaosCloud) -> None:
     """The operator's restart of each unfinished order's run on Express (its message again; the
-    tool refuses a finished order)."""
-    orders = DynamoOrderStore(client=cloud.dynamodb, table_name=cloud.outputs["OrdersTableName"])
-    queue = SqsQueue(client=cloud.operator_client("ops.redrive", "sqs"), queue_url=cloud.outputs[ORDERS])
+    tool refuses a finished order, and one past the restart-safe window, which it leaves to a
+    person: `RecoveringCloud.restart_express_order`)."""
+    sqs = cloud.operator_client("ops.redrive", "sqs")
     items = cloud.dynamodb.scan(TableName=cloud.outputs["OrdersTableName"]).get("Items", [])
     for item in items:
         order_id = item.get("order_id", {}).get("S")
-        if order_id is None:
-            continue
-        try:
-            restart_express_run(orders=orders, queue=queue, order_id=order_id, now=cloud.clock())
-        except RedriveError:
-            continue
-        except (ClientError, BotoCoreError) as error:
-            cloud.operator_violations.append(
-                f"ops.redrive of order {order_id} failed: {type(error).__name__}: {error}"
-            )
-            continue
-        cloud.recovery.restarts += 1
+        if order_id is not None and cloud.restart_express_order(order_id, sqs):
+            cloud.recovery.restarts += 1
 
 
 # --- drawing them ---------------------------------------------------------------------------------

@@ -197,6 +197,8 @@ class RecoveringCloud(InProcessCloud):
         leases have passed. A REFUSED one's order is left to a person (`awaiting_operator`): the
         tool says so and exits 1, and no automatic path may finish it once its fences may be gone."""
         failed = [e for e in self.executions() if e["status"] in REDRIVABLE_STATUSES]
+        if self.express:
+            return self._restart_express_runs(failed)
         if not failed:
             return 0
         for execution in failed:  # what each ended on, before a redrive makes it run again
@@ -206,8 +208,6 @@ class RecoveringCloud(InProcessCloud):
                     execution["executionArn"], (execution["name"], described.get("error"))
                 )
         self.clock.advance(self.step_lease_seconds() + 1)
-        if self.express:
-            return self._restart_express_runs(failed)
         try:
             results = redrive_failed_executions(
                 self.operator_client("ops.redrive", "stepfunctions"),
@@ -229,40 +229,56 @@ class RecoveringCloud(InProcessCloud):
 
     def _restart_express_runs(self, failed: list[dict[str, Any]]) -> int:
         """Express has no RedriveExecution: the operator's `make redrive-workflow ORDER=<id>`
-        sends an unfinished order's current-run message again (`ops.redrive.restart_express_run`,
-        REFUSED past the restart-safe window), once per run: the queue itself retries every
-        failed execution (maxReceiveCount times), so the operator acts once it gave up."""
-        restarted = 0
+        sends an unfinished order's current-run message again (`restart_express_order`), once per
+        run: the queue itself retries every failed execution (maxReceiveCount times), so the
+        operator acts once it gave up. Besides the orders of failed executions, every order still
+        RUNNING at rest: on Express the orders queue is the run's only retry, and a worker killed
+        before its execution started leaves no execution, only the message, which SQS deletes
+        once the DLQ's retention has passed (counted from its first enqueue)."""
+        runs: dict[str, str] = {}  # `<order>-r<run>` -> order
         for execution in failed:
             described = json.loads(self.described(execution["executionArn"])["input"])
-            order_id, run = str(described["order_id"]), f"{described['order_id']}-r{described.get('run', 1)}"
-            if run in self.restarted_express:
-                continue
+            runs[f"{described['order_id']}-r{described.get('run', 1)}"] = str(described["order_id"])
+        for item in self.dynamodb.scan(TableName=self.outputs["OrdersTableName"]).get("Items", []):
+            if item.get("sk", {}).get("S") == "order" and item.get("status", {}).get("S") == "RUNNING":
+                order_id = item["order_id"]["S"]
+                runs[f"{order_id}-r{item.get('run', {}).get('N', '1')}"] = order_id
+        due = {run: order_id for run, order_id in runs.items() if run not in self.restarted_express}
+        if not due:
+            return 0
+        self.clock.advance(self.step_lease_seconds() + 1)  # the dead attempts' leases pass first
+        restarted = 0
+        for run, order_id in sorted(due.items()):
             self.restarted_express.add(run)
-            try:
-                result = restart_express_run(
-                    orders=DynamoOrderStore(client=self.dynamodb, table_name=self.outputs["OrdersTableName"]),
-                    queue=SqsQueue(
-                        client=self.operator_client("ops.redrive", "sqs"),
-                        queue_url=self.outputs["OrdersQueueUrl"],
-                    ),
-                    order_id=order_id,
-                    now=self.clock(),
-                )
-            except RedriveError:
-                continue  # finished meanwhile (another copy of the run completed it): nothing to do
-            except (ClientError, BotoCoreError) as error:
-                self.operator_violations.append(
-                    f"ops.redrive of order {order_id} failed: {type(error).__name__}: {error}"
-                )
-                continue
-            if result.method == Method.REFUSED:
-                self.recovery.refused_redrives += 1
-                self.awaiting_operator.add(order_id)
-            else:
+            if self.restart_express_order(order_id, self.operator_client("ops.redrive", "sqs")):
                 self.recovery.operator_redrives += 1
                 restarted += 1
         return restarted
+
+    def restart_express_order(self, order_id: str, sqs: Any) -> bool:
+        """`ops.redrive.restart_express_run` of one order with the operator's SQS client: True when
+        its run's message was sent again. REFUSED past the restart-safe window leaves the order to
+        a person (`awaiting_operator`), as on Standard; a finished order has nothing to restart
+        (another copy of the run completed it); a failed call is the tool's violation."""
+        try:
+            result = restart_express_run(
+                orders=DynamoOrderStore(client=self.dynamodb, table_name=self.outputs["OrdersTableName"]),
+                queue=SqsQueue(client=sqs, queue_url=self.outputs["OrdersQueueUrl"]),
+                order_id=order_id,
+                now=self.clock(),
+            )
+        except RedriveError:
+            return False
+        except (ClientError, BotoCoreError) as error:
+            self.operator_violations.append(
+                f"ops.redrive of order {order_id} failed: {type(error).__name__}: {error}"
+            )
+            return False
+        if result.method == Method.REFUSED:
+            self.recovery.refused_redrives += 1
+            self.awaiting_operator.add(order_id)
+            return False
+        return True
 
     def restart_same_token(self) -> int:
         """Start every order's workflow again under a new name with the same input (same token),

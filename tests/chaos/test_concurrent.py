@@ -170,3 +170,45 @@ def test_an_express_effect_left_at_its_boundary_waits_in_the_dlq_across_the_wind
     window = kinds.index("time-travel")
     assert kinds[:window] == ["deliver", *["throttled-poll"] * catalogue.orders_receives]
     assert kinds[window + 1] == "dlq-redrive"
+
+
+def _dead_lettered_before_its_execution(jump: int) -> Schedule:
+    """A declined order whose Express worker dies right after marking it RUNNING (no execution
+    started), whose message SQS then dead-letters (a throttled worker, no reason attached), and
+    `jump` seconds pass with nobody redriving (the shrunk schedule #60 of `make chaos
+    WORKFLOW=express`, seed 20261122)."""
+    return Schedule(
+        orders=("declined",),
+        crashes=(),
+        actions=(
+            Action("deliver", queue=ORDERS),
+            *(Action("throttled-poll", queue=ORDERS) for _ in range(10)),
+            Action("time-travel", seconds=jump),
+            Action("dlq-redrive"),
+        ),
+        stops=(PointHit.parse("worker:after:DynamoDB.UpdateItem#1"),),
+    )
+
+
+def test_an_express_order_whose_message_outlived_the_dlq_is_restarted_by_the_operator(express: Path) -> None:
+    from infra.config import DLQ_RETENTION_DAYS, SECONDS_PER_DAY  # noqa: PLC0415
+
+    # Given the run's only message expired in the DLQ, the order still restartable (inside 32 d)
+    result = run_schedule(
+        express, _dead_lettered_before_its_execution((DLQ_RETENTION_DAYS + 1) * SECONDS_PER_DAY)
+    )
+    # Then the operator's restart of the order still RUNNING at rest finished it (FAILED, compensated)
+    assert result.violations == []
+    assert result.recovery.operator_redrives == 1
+
+
+def test_an_express_order_whose_message_outlived_the_restart_safe_window_is_left_to_a_person(
+    express: Path,
+) -> None:
+    from ops.redrive import RESTART_SAFE_SECONDS  # noqa: PLC0415
+
+    # Given the same order found only past the restart-safe window, its fences possibly gone
+    result = run_schedule(express, _dead_lettered_before_its_execution(RESTART_SAFE_SECONDS + 3600))
+    # Then the operator's restart is refused and the order is left to a person, not judged stranded
+    assert result.violations == []
+    assert result.recovery.refused_redrives == 1
