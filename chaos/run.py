@@ -179,6 +179,17 @@ def _collect(
             report.add_pair(pair_result, zombie=bool(job.pair and job.pair.late))
 
 
+def make_command(given: list[str]) -> str:
+    """The `make chaos` line that runs these arguments: `--workflow` is the Makefile's WORKFLOW=
+    (it reaches both halves), the rest its CHAOS_ARGS."""
+    workflow = ""
+    if "--workflow" in given:
+        at = given.index("--workflow")
+        workflow, given = given[at + 1], given[:at] + given[at + 2 :]
+    line = "make chaos" + (f" WORKFLOW={workflow}" if workflow else "")
+    return line + (f" CHAOS_ARGS='{' '.join(given)}'" if given else "")
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m chaos", description=__doc__.splitlines()[0])
     parser.add_argument("--random", type=int, default=300, help="random multi-fault schedules (300)")
@@ -197,8 +208,8 @@ def main(argv: list[str] | None = None) -> int:
     from simulator.synth import synthesize  # noqa: PLC0415 - synthesizes `local` if stale
 
     started = time.monotonic()
-    given = sys.argv[1:] if argv is None else argv
-    command = "make chaos" + (f" CHAOS_ARGS='{' '.join(given)}'" if given else "")
+    given = list(sys.argv[1:] if argv is None else argv)
+    command = make_command(given)
     assembly = synthesize(STAGES[args.workflow])
     with quiet():
         say("recording crash points ...")
