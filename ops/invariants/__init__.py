@@ -70,7 +70,7 @@ def check(stores: Stores, *, allow_in_flight: bool = False, left_to_operator: Co
     items = table_scans(stores)  # each table read once, whichever rules read it
     order_items = items("orders")
     orders = [i for i in order_items if i.get("sk") == "order"]
-    fences = step_records(items)
+    fences = step_records(items, stores.declared)
     inventory = items("inventory")
     aggregates = items("aggregates")
     counts = new_counts()
