@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import importlib
 import tomllib
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from functools import cache
 from pathlib import Path
 from typing import Any
@@ -41,6 +41,19 @@ def service(pyproject: Path = PYPROJECT) -> Service:
     if not isinstance(declared, Service):
         raise ServiceNotFound(f"{path} is not a reliability.declaration.Service")
     return declared
+
+
+def domain_invariants(declared: Service) -> Callable[[Callable[[str], list[dict[str, Any]]]], list[str]]:
+    """The service's own invariants (`Service.invariants`, `module:function`): called once per check
+    with the table scans by short name, they return violations beside the generic rules'. None
+    declared: no more than those."""
+    if declared.invariants is None:
+        return lambda _items: []
+    module, _, attribute = declared.invariants.partition(":")
+    hook: Callable[[Callable[[str], list[dict[str, Any]]]], list[str]] = getattr(
+        importlib.import_module(module), attribute
+    )
+    return hook
 
 
 def record_at(

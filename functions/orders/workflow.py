@@ -110,6 +110,7 @@ STEPS: tuple[Step, ...] = (
         description="Workflow step: mark the order COMPLETED (fenced)",
         ports=("orders",),
         next=None,
+        status="COMPLETED",
     ),
     Step(
         name="ReleaseInventory",
@@ -127,6 +128,7 @@ STEPS: tuple[Step, ...] = (
         description="Compensation: mark the order FAILED (fenced)",
         ports=("orders",),
         next=None,
+        status="FAILED",
     ),
 )
 
@@ -190,6 +192,8 @@ SERVICE = Service(
     routes=ROUTES,
     consumers=CONSUMERS,
     events=EVENTS,
+    # The sample's own invariants (amounts agree, stock conserved), for the lab's checker
+    invariants="ops.invariants.orders:violations",
 )
 
 # The declaration's lookups, bound to this service (what infra/manifest.py and the runtime call).

@@ -60,6 +60,7 @@ CONFIRM = Step(
     description="confirm",
     ports=("bookings",),
     next=None,
+    status="CONFIRMED",
 )
 RELEASE = Step(
     name="ReleaseSeat",
@@ -134,6 +135,7 @@ def test_declared_effects() -> None:
     assert (PAY.provider, PAY.reconciles) == ("cards", True)
     assert SERVICE.compensator_of("HoldSeat") is RELEASE
     assert SERVICE.compensator_of("PayForSeat") is None
+    assert (CONFIRM.status, HOLD.status) == ("CONFIRMED", None)
 
 
 def test_every_declared_queue_is_the_apis_then_one_per_consumer() -> None:

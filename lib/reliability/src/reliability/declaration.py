@@ -59,7 +59,8 @@ class Step:
 
     The declared effect: `writes`, the items it writes once per run (a run of a completed
     business entity has exactly one of each); `provider`, for a leased step, the external port it
-    calls under its external key (at most one applied call per run).
+    calls under its external key (at most one applied call per run); `status`, the entity's
+    status its effect sets (its record is done exactly when the entity has that status).
     """
 
     name: str
@@ -74,6 +75,7 @@ class Step:
     record: Item | None = None
     writes: tuple[Item, ...] = ()
     provider: str | None = None
+    status: str | None = None
     timeout_seconds: int = STEP_TIMEOUT_SECONDS
 
     @property
