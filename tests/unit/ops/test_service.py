@@ -3,6 +3,7 @@ the declaration alone."""
 
 from __future__ import annotations
 
+import ast
 from pathlib import Path
 
 import pytest
@@ -84,3 +85,24 @@ def test_the_samples_records_are_where_its_runtime_puts_them(step: workflow.Step
 def test_step_statuses_are_the_ones_the_samples_api_shows(states: dict[str, str]):
     shown = saga.step_statuses({step: FenceState(state) for step, state in states.items()})
     assert step_statuses(workflow.SERVICE, states) == {step: status.value for step, status in shown.items()}
+
+
+def _imports_the_samples_declaration(node: ast.AST) -> bool:
+    if isinstance(node, ast.Import):
+        return any(alias.name == "orders.workflow" for alias in node.names)
+    if isinstance(node, ast.ImportFrom):
+        return node.module == "orders.workflow" or (
+            node.module == "orders" and any(alias.name == "workflow" for alias in node.names)
+        )
+    return False
+
+
+def test_no_operator_tool_imports_the_samples_declaration_but_through_the_setting():
+    # The tools find the service by `[tool.retrysafe] service` (ops.service), never by name
+    ops = Path(__file__).resolve().parents[3] / "ops"
+    importing = sorted(
+        str(module.relative_to(ops.parent))
+        for module in ops.rglob("*.py")
+        if any(map(_imports_the_samples_declaration, ast.walk(ast.parse(module.read_text()))))
+    )
+    assert importing == []
