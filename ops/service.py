@@ -43,16 +43,19 @@ def service(pyproject: Path = PYPROJECT) -> Service:
     return declared
 
 
-def domain_invariants(declared: Service) -> Callable[[Callable[[str], list[dict[str, Any]]]], list[str]]:
+# A service's invariants hook: (the table scans by short name, the per-order counts it fills) ->
+# its violations over whole tables (`ops.invariants.rules.Counts` is the counts' shape).
+DomainInvariants = Callable[[Callable[[str], list[dict[str, Any]]], Any], list[str]]
+
+
+def domain_invariants(declared: Service) -> DomainInvariants:
     """The service's own invariants (`Service.invariants`, `module:function`): called once per check
-    with the table scans by short name, they return violations beside the generic rules'. None
-    declared: no more than those."""
+    with the table scans and the per-order counts, it counts its effects and returns violations
+    beside the generic rules'. None declared: no more than those."""
     if declared.invariants is None:
-        return lambda _items: []
+        return lambda _items, _counts: []
     module, _, attribute = declared.invariants.partition(":")
-    hook: Callable[[Callable[[str], list[dict[str, Any]]]], list[str]] = getattr(
-        importlib.import_module(module), attribute
-    )
+    hook: DomainInvariants = getattr(importlib.import_module(module), attribute)
     return hook
 
 

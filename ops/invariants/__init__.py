@@ -28,8 +28,10 @@ Per run (see `rules.check_order`):
   (`Step.status`) is done exactly when the order has it. (The app has no refunds: a
   succeeded charge on a FAILED order is a violation.)
 
-The rules over whole tables (per sku, per day, one amount everywhere) are the sample's own,
-called through its declaration's hook (`Service.invariants`: `ops.invariants.orders`).
+Counting each order's effects in the sample's tables, and the rules over whole tables (per sku,
+per day, one amount everywhere), are the sample's own, called through its declaration's hook
+(`Service.invariants`: `ops.invariants.orders`); the checker itself reads the declared entity, the
+step records where the declaration puts them and every declared queue's DLQ.
 
 Works against anything boto3 reaches: moto in-process, the local cloud, or AWS. Only reads.
 """
@@ -46,19 +48,10 @@ from typing import Any
 
 from infra.config import FENCE_WINDOWS, outlived
 from ops.invariants.report import OrderRow, Report
-from ops.invariants.rules import (
-    Exemptions,
-    check_runs,
-    new_counts,
-    tally_aggregates,
-    tally_inventory,
-    tally_payments,
-    tally_rows,
-)
+from ops.invariants.rules import Exemptions, check_runs, new_counts
 from ops.invariants.stores import DeadLetter, Stores, fences_of, peek_dead_letters, step_records, table_scans
 from ops.service import domain_invariants
 from ops.target import Target
-from orders import items as layout
 
 __all__ = ["DeadLetter", "OrderRow", "Report", "Stores", "check", "main", "peek_dead_letters"]
 
@@ -76,13 +69,9 @@ def check(stores: Stores, *, allow_in_flight: bool = False, left_to_operator: Co
     orders = [i for i in items(entity.table) if i.get("sk") == entity.name]
     fences = step_records(items, declared)
     counts = new_counts()
-    tally_inventory(items("inventory"), counts)
-    tally_payments(items("payments"), counts)
-    tally_rows(items("ledger"), layout.ENTRY, "ledger", counts)
-    tally_rows(items("notifications"), layout.NOTIFICATION, "notification", counts, times=layout.SENDS)
-    tally_aggregates(items("aggregates"), counts)
-    # The service's own rules over whole tables (the sample's: amounts, stock, day counters)
-    global_violations = domain_invariants(declared)(items)
+    # The service's own hook counts its effects per order and run and answers its rules over whole
+    # tables (the sample's: amounts, stock, day counters)
+    global_violations = domain_invariants(declared)(items, counts)
 
     dead: list[DeadLetter] = []
     for name, url in stores.dlq_urls.items():

@@ -1,7 +1,9 @@
-"""The orders sample's own invariants over whole tables, beside the rules every run is held to
-(`ops.invariants.rules`): one amount everywhere, stock conserved, each day's counter equal to the
-events counted on it. Registered through the sample's ONE hook, its declaration's `invariants`
-(`orders.workflow.SERVICE`), which the checker calls with the table scans (`violations`)."""
+"""The orders sample's own invariants, registered through its ONE hook, its declaration's
+`invariants` (`orders.workflow.SERVICE`), which the checker calls with the table scans and the
+per-order counts (`violations`): it counts each order's effects per run in the sample's tables
+(what the per-run rules of `ops.invariants.rules` are held to), and answers the rules over whole
+tables: one amount everywhere, stock conserved, each day's counter equal to the events counted
+on it."""
 
 from __future__ import annotations
 
@@ -9,14 +11,22 @@ from collections import Counter, defaultdict
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any
 
+from ops.invariants.rules import UNATTRIBUTED, Counts, run_of, tally_rows
 from orders import items as layout
 from orders.domain import OrderStatus
 
 Items = Callable[[str], list[dict[str, Any]]]
 
 
-def violations(items: Items) -> list[str]:
-    """The hook: `items` scans a table by its short name (`ops.invariants.stores.table_scans`)."""
+def violations(items: Items, counts: Counts) -> list[str]:
+    """The hook: `items` scans a table by its short name (`ops.invariants.stores.table_scans`);
+    each order's effects are counted into `counts` per run (what `rules.check_runs` holds each
+    run to), and the rules over whole tables answered."""
+    tally_inventory(items("inventory"), counts)
+    tally_payments(items("payments"), counts)
+    tally_rows(items("ledger"), layout.ENTRY, "ledger", counts)
+    tally_rows(items("notifications"), layout.NOTIFICATION, "notification", counts, times=layout.SENDS)
+    tally_aggregates(items("aggregates"), counts)
     orders = [i for i in items("orders") if i.get("sk") == layout.ORDER_SK]
     inventory, aggregates = items("inventory"), items("aggregates")
     return (
@@ -24,6 +34,33 @@ def violations(items: Items) -> list[str]:
         + check_stock(inventory)
         + check_amounts(orders, items("payments"), items("ledger"), aggregates)
     )
+
+
+def tally_inventory(items: Iterable[Mapping[str, Any]], counts: Counts) -> None:
+    """Count reservations/releases per order and run."""
+    for item in items:
+        order_id = layout.order_id_of(item["pk"])
+        kind = item.get("kind")
+        if order_id is not None and kind in ("reservation", "release"):
+            counts[order_id][run_of(item)][str(kind)] += 1
+
+
+def tally_payments(items: Iterable[Mapping[str, Any]], counts: Counts) -> None:
+    for item in items:
+        order_id = layout.order_id_of(item["pk"])
+        if order_id is None:
+            continue
+        if item["sk"].startswith(layout.CHARGE):
+            counts[order_id][run_of(item)]["charge" if item.get("status") == "SUCCEEDED" else "declined"] += 1
+        elif item["sk"].startswith(layout.CALL):
+            counts[order_id][UNATTRIBUTED]["call"] += 1
+
+
+def tally_aggregates(items: Iterable[Mapping[str, Any]], counts: Counts) -> None:
+    """Count each order's aggregate markers per run (a marker counted twice is two counts)."""
+    for item in items:
+        if item["sk"] == layout.MARKER_SK:
+            counts[str(item.get("order_id"))][run_of(item)]["aggregate"] += int(item.get(layout.COUNTED, 1))
 
 
 def check_day_counters(items: Iterable[Mapping[str, Any]]) -> list[str]:

@@ -63,26 +63,6 @@ def run_of(item: Mapping[str, Any]) -> int:
     return UNATTRIBUTED
 
 
-def tally_inventory(items: Iterable[Mapping[str, Any]], counts: Counts) -> None:
-    """Count reservations/releases per order and run."""
-    for item in items:
-        order_id = layout.order_id_of(item["pk"])
-        kind = item.get("kind")
-        if order_id is not None and kind in ("reservation", "release"):
-            counts[order_id][run_of(item)][str(kind)] += 1
-
-
-def tally_payments(items: Iterable[Mapping[str, Any]], counts: Counts) -> None:
-    for item in items:
-        order_id = layout.order_id_of(item["pk"])
-        if order_id is None:
-            continue
-        if item["sk"].startswith(layout.CHARGE):
-            counts[order_id][run_of(item)]["charge" if item.get("status") == "SUCCEEDED" else "declined"] += 1
-        elif item["sk"].startswith(layout.CALL):
-            counts[order_id][UNATTRIBUTED]["call"] += 1
-
-
 def tally_rows(
     items: Iterable[Mapping[str, Any]],
     prefix: str,
@@ -97,13 +77,6 @@ def tally_rows(
         order_id = layout.order_id_of(item["pk"])
         if order_id is not None and item["sk"].startswith(prefix):
             counts[order_id][run_of(item)][name] += int(item.get(times, 1)) if times else 1
-
-
-def tally_aggregates(items: Iterable[Mapping[str, Any]], counts: Counts) -> None:
-    """Count each order's aggregate markers per run (a marker counted twice is two counts)."""
-    for item in items:
-        if item["sk"] == layout.MARKER_SK:
-            counts[str(item.get("order_id"))][run_of(item)]["aggregate"] += int(item.get(layout.COUNTED, 1))
 
 
 def check_order(

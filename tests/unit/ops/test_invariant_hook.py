@@ -49,7 +49,7 @@ def _stores(declared: Service) -> Stores:
 
 def test_the_declared_hook_is_called_with_the_table_scans(monkeypatch: pytest.MonkeyPatch):
     # Given a declaration whose hook says what it read from the seats table
-    def seats_rule(items: Callable[[str], list[dict[str, Any]]]) -> list[str]:
+    def seats_rule(items: Callable[[str], list[dict[str, Any]]], counts: Any) -> list[str]:
         return [f"seats read: {[i['pk'] for i in items('seats')]}"]
 
     module = types.ModuleType("bookings_invariants")
@@ -63,7 +63,7 @@ def test_the_declared_hook_is_called_with_the_table_scans(monkeypatch: pytest.Mo
 
 def test_without_a_hook_only_the_generic_rules_hold():
     assert check(_stores(_bookings(None))).global_violations == []
-    assert domain_invariants(_bookings(None))(lambda _table: []) == []
+    assert domain_invariants(_bookings(None))(lambda _table: [], {}) == []
 
 
 def test_the_sample_registers_its_own_rules_through_the_hook():
