@@ -30,9 +30,11 @@ from typing import IO, Any
 
 from botocore.exceptions import ClientError
 
-from ops.story.collect import CREATE_ROUTE, FENCE_NAMESPACE, add_caller_argument, plain, record_location
+from ops.service import service
+from ops.story.collect import FENCE_NAMESPACE, add_caller_argument, create_route, plain, record_location
 from ops.target import DEFAULT_STAGE, Target, local_state_dir
 from reliability import FenceRecord, FenceState
+from reliability.declaration import Service
 from reliability.http import ANONYMOUS, RECORD_PREFIX, scoped_key
 from reliability.keys import derive_key, execution_token
 
@@ -46,10 +48,11 @@ class Refused(RuntimeError):
 
 
 def http_record_id(
-    raw_key: str, *, stage: str, caller: str = ANONYMOUS, route: str = CREATE_ROUTE
+    raw_key: str, *, stage: str, caller: str = ANONYMOUS, route: str | None = None
 ) -> tuple[str, str]:
-    """(Powertools record id, scoped key) of a caller's Idempotency-Key on `route`."""
-    scoped = scoped_key(stage=stage, route=route, raw_key=raw_key, caller=caller).value
+    """(Powertools record id, scoped key) of a caller's Idempotency-Key on `route` (default: the
+    service's idempotent route)."""
+    scoped = scoped_key(stage=stage, route=route or create_route(), raw_key=raw_key, caller=caller).value
     digest = hashlib.sha256(json.dumps(scoped, sort_keys=True).encode()).hexdigest()
     return f"{RECORD_PREFIX}#{digest}", scoped
 
@@ -109,7 +112,7 @@ def describe_http(item: Mapping[str, Any], *, raw_key: str, scoped: str, now: fl
             else ""
         )
         lines.append(f"response {response.get('status', response.get('statusCode', '?'))} {summary}")
-    lines.append(f"input    Idempotency-Key {raw_key!r} on {CREATE_ROUTE} (stored key {scoped})")
+    lines.append(f"input    Idempotency-Key {raw_key!r} on {create_route()} (stored key {scoped})")
     lines.append(f"payload  sha256 {data.get('validation', '-')} (the body itself is not stored)")
     return Shown(
         lines,
@@ -270,13 +273,17 @@ def ask(question: str) -> bool:
     return input(f"{question} type 'yes': ").strip() == "yes"
 
 
-def main(argv: list[str] | None = None) -> int:
+def main(argv: list[str] | None = None, declared: Service | None = None) -> int:
+    """`declared`: the service whose steps and records these are (default: `ops.service.service()`)."""
+    declared = declared or service()
     parser = argparse.ArgumentParser(prog="python -m ops.idem", description=__doc__.splitlines()[0])
     parser.add_argument("command", choices=("show", "forget", "fence-show", "fence-reset"))
     parser.add_argument("--key", help="the client's Idempotency-Key (show/forget)")
     add_caller_argument(parser)
     parser.add_argument("--order", help="the order id (fence-show/fence-reset)")
-    parser.add_argument("--step", help="the saga step, e.g. ChargePayment (fence-show/fence-reset)")
+    parser.add_argument(
+        "--step", choices=[s.name for s in declared.steps], help="the saga step (fence-show/fence-reset)"
+    )
     parser.add_argument("--run", type=int, default=1, help="the order's run (default 1)")
     parser.add_argument("--yes", action="store_true", help="confirm the delete without asking (scripts)")
     args = parser.parse_args(argv)
@@ -291,7 +298,9 @@ def main(argv: list[str] | None = None) -> int:
     record: RecordKey
     if fence:
         record_id, token = fence_record_id(args.order, args.step, stage=stage, run=args.run)
-        table, record = record_location(target.outputs, order_id=args.order, token=token, step=args.step)
+        table, record = record_location(
+            target.outputs, order_id=args.order, token=token, step=args.step, declared=declared
+        )
         carried = table != target.output("FenceTableName")
     else:
         table = target.output("IdempotencyTableName")

@@ -36,8 +36,10 @@ from typing import TYPE_CHECKING, Any
 from botocore.exceptions import ClientError
 
 from infra.config import FENCE_WINDOWS, outlived
-from ops.stack_outputs import QUEUES, dlq_output
+from ops.service import service
+from ops.stack_outputs import dlq_output, queue_output, table_output
 from ops.target import Target
+from reliability.declaration import Service
 
 if TYPE_CHECKING:
     from orders.ports import OrderStore, Queue
@@ -306,21 +308,26 @@ def _workflow(target: Target, args: argparse.Namespace) -> WorkflowRedrive | lis
 
 def _restart_express(target: Target, args: argparse.Namespace) -> WorkflowRedrive:
     order_id = args.order or (express_order(args.execution_arn) if args.execution_arn else None)
+    declared = service()
     if order_id is None:
         raise RedriveError(
             "Express lists no executions: name the order (ORDER=<id>); a run whose message is in the "
-            "orders DLQ comes back with `make redrive-dlq QUEUE=orders`"
+            f"{declared.queue} DLQ comes back with `make redrive-dlq QUEUE={declared.queue}`"
         )
-    orders = DynamoOrderStore(client=target.client("dynamodb"), table_name=target.output("OrdersTableName"))
-    queue = SqsQueue(client=target.client("sqs"), queue_url=target.output("OrdersQueueUrl"))
+    orders = DynamoOrderStore(
+        client=target.client("dynamodb"), table_name=target.output(table_output(declared.entity.table))
+    )
+    queue = SqsQueue(client=target.client("sqs"), queue_url=target.output(queue_output(declared.queue)))
     return restart_express_run(orders=orders, queue=queue, order_id=order_id)
 
 
-def main(argv: Sequence[str] | None = None) -> int:
+def main(argv: Sequence[str] | None = None, declared: Service | None = None) -> int:
+    """`declared`: the service whose queues are offered (default: `ops.service.service()`)."""
+    queues = (declared or service()).queues
     parser = argparse.ArgumentParser(prog="python -m ops.redrive", description=__doc__.splitlines()[0])
     commands = parser.add_subparsers(dest="command", required=True)
     dlq = commands.add_parser("dlq", help="move a DLQ's messages back to its source queue")
-    dlq.add_argument("queue", choices=QUEUES, help="the queue whose DLQ to move back")
+    dlq.add_argument("queue", choices=queues, help="the queue whose DLQ to move back")
     workflow = commands.add_parser("workflow", help="redrive failed workflow executions")
     workflow.add_argument("--execution-arn", help="one execution (default: every failed one)")
     workflow.add_argument(

@@ -1,31 +1,45 @@
 """The stack outputs contract, read side: the key of each function's, queue's and DLQ's output by
-its short name, as `infra/stacks` writes them (`infra.sizing.pascal`), and the queues the service
-declares (the orders queue and one per `orders.workflow.CONSUMERS` entry). Every tool finds a
-queue here, so a consumer added by the recipe is redriven and checked like the others."""
+its short name, as `infra/stacks` writes them (`infra.sizing.pascal`). The queues are the
+service's declaration's (`Service.queues`: the API's queue and one per consumer), so a consumer
+added by the recipe is redriven and checked like the others."""
 
 from __future__ import annotations
 
-from orders.workflow import CONSUMERS
+from collections.abc import Mapping
 
-INGEST_QUEUE = "orders"  # the API's queue to the worker (infra.sizing.QUEUE_CONSUMERS)
-QUEUES: tuple[str, ...] = (INGEST_QUEUE, *(consumer.name for consumer in CONSUMERS))
+from reliability.declaration import FENCES, Service
 
 
 def pascal(name: str) -> str:
-    """`reserve-inventory` -> `ReserveInventory` (infra.sizing.pascal: a test holds them equal)."""
+    """`hold-seat` -> `HoldSeat` (infra.sizing.pascal: a test holds them equal)."""
     return "".join(part.capitalize() for part in name.split("-"))
 
 
 def function_output(function: str) -> str:
-    """`charge-payment` -> `ChargePaymentFunctionName`."""
+    """`hold-seat` -> `HoldSeatFunctionName`."""
     return f"{pascal(function)}FunctionName"
 
 
 def queue_output(queue: str) -> str:
-    """`notify` -> `NotifyQueueUrl`."""
+    """`send-ticket` -> `SendTicketQueueUrl`."""
     return f"{pascal(queue)}QueueUrl"
 
 
 def dlq_output(queue: str) -> str:
-    """`notify` -> `NotifyDlqUrl`: the dead-letter queue of that queue."""
+    """`send-ticket` -> `SendTicketDlqUrl`: the dead-letter queue of that queue."""
     return f"{pascal(queue)}DlqUrl"
+
+
+def table_output(table: str) -> str:
+    """A table's stack output by its short name (`bookings` -> `BookingsTableName`, `fences` ->
+    `FenceTableName`; infra/stacks/data.py)."""
+    return "FenceTableName" if table == FENCES else f"{table.capitalize()}TableName"
+
+
+def table_names(declared: Service, outputs: Mapping[str, str]) -> dict[str, str]:
+    """The physical name of each declared table found in the outputs (and the fence table's)."""
+    return {
+        table: outputs[table_output(table)]
+        for table in (*sorted(declared.tables), FENCES)
+        if table_output(table) in outputs
+    }

@@ -13,6 +13,7 @@ from enum import StrEnum
 from typing import TYPE_CHECKING, Any, TypedDict
 
 from orders.errors import UnknownSku
+from orders.workflow import SERVICE
 from reliability.keys import Fact
 
 if TYPE_CHECKING:
@@ -36,7 +37,7 @@ class StepStatus(StrEnum):
     COMPENSATED = "COMPENSATED"
 
 
-ORDER_ID_PREFIX = "o-"
+ORDER_ID_PREFIX = SERVICE.entity.id_prefix  # "o-", declared once
 # A run that reached one of these is over; only a FAILED one may be followed by another run.
 TERMINAL_STATUSES = frozenset({OrderStatus.COMPLETED, OrderStatus.FAILED})
 # Execution names are at most 80 characters of [A-Za-z0-9-_]; an order id of 2 + 32 characters

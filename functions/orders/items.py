@@ -15,7 +15,7 @@
                  analytics consumer's dedup record, so its key must not depend on the day)
 
 Where each saga step's record lives is here too, once (`record_at`): a step whose
-`orders.workflow.Step.record` names a kind of `CARRIERS` has it on that business item (written by
+`orders.workflow.Step.record` declares one of `CARRIERS` has it on that business item (written by
 its effect, one per run: keyed by order and execution token, no TTL), every other step in the
 fence table (keyed by its fence id, with the fence TTL). Every reader (GET /orders/{id}, the ops
 tools, the invariants) finds records through it.
@@ -96,7 +96,7 @@ class Carrier:
         return key(order_pk(order_id), f"{self.sk_prefix}{token}")
 
 
-# The kinds a step's entry may name as its `record` (orders.workflow.Step).
+# The items a step's entry declares as its `record` (orders.workflow.Step; a test pins them equal).
 CARRIERS: dict[str, Carrier] = {
     "reservation": Carrier("inventory", RESERVATION),
     "ledger-entry": Carrier("ledger", ENTRY),
@@ -117,8 +117,8 @@ class RecordAt:
 
 def carrier_of(step: str) -> Carrier | None:
     """The business item that carries `step`'s record, None when it is in the fence table."""
-    kind = workflow.step(step).record
-    return CARRIERS[kind] if kind is not None else None
+    record = workflow.step(step).record
+    return Carrier(record.table, record.prefix) if record is not None else None
 
 
 def record_at(step: str, *, order_id: str, token: str, fence_id: str) -> RecordAt:
@@ -132,5 +132,5 @@ def record_at(step: str, *, order_id: str, token: str, fence_id: str) -> RecordA
 
 def record_tables() -> tuple[str, ...]:
     """Every table that holds saga step records: the fence table and the carriers' tables."""
-    carried = {CARRIERS[s.record].table for s in workflow.STEPS if s.record is not None}
+    carried = {s.record.table for s in workflow.STEPS if s.record is not None}
     return (FENCES, *sorted(carried))

@@ -22,10 +22,16 @@ Per run (see `rules.check_order`):
   released, no charge, no ledger entry, no notification, not counted);
 - steps agree with effects (a finished order, see `rules.check_steps`): no step recorded done without
   its effect, no effect without its step recorded done, a declined charge only on a FAILED order
-  whose ChargePayment failed (at most one); a step's record is where `orders.items.record_at`
-  puts it for the run (the fence table, or the item its effect writes; `orders.saga.step_statuses`,
-  what `GET /orders/{id}` shows). (The app has no refunds: a
+  whose ChargePayment failed (at most one); a step's record is where the declaration puts it for
+  the run (`ops.service.record_at`: the fence table, or the item its effect writes; its status as
+  `GET /orders/{id}` shows it, `ops.service.step_statuses`), and a step that sets a status
+  (`Step.status`) is done exactly when the order has it. (The app has no refunds: a
   succeeded charge on a FAILED order is a violation.)
+
+Counting each order's effects in the sample's tables, and the rules over whole tables (per sku,
+per day, one amount everywhere), are the sample's own, called through its declaration's hook
+(`Service.invariants`: `ops.invariants.orders`); the checker itself reads the declared entity, the
+step records where the declaration puts them and every declared queue's DLQ.
 
 Works against anything boto3 reaches: moto in-process, the local cloud, or AWS. Only reads.
 """
@@ -42,20 +48,10 @@ from typing import Any
 
 from infra.config import FENCE_WINDOWS, outlived
 from ops.invariants.report import OrderRow, Report
-from ops.invariants.rules import (
-    Exemptions,
-    check_aggregates,
-    check_amounts,
-    check_runs,
-    check_stock,
-    new_counts,
-    tally_inventory,
-    tally_payments,
-    tally_rows,
-)
+from ops.invariants.rules import Exemptions, check_runs, new_counts
 from ops.invariants.stores import DeadLetter, Stores, fences_of, peek_dead_letters, step_records, table_scans
+from ops.service import domain_invariants
 from ops.target import Target
-from orders import items as layout
 
 __all__ = ["DeadLetter", "OrderRow", "Report", "Stores", "check", "main", "peek_dead_letters"]
 
@@ -68,21 +64,14 @@ def check(stores: Stores, *, allow_in_flight: bool = False, left_to_operator: Co
     decision). Every other rule still holds for them, and every rule honours the same exemptions
     (`rules.Exemptions`): these two, and fences TTL may have deleted once an order is old enough."""
     items = table_scans(stores)  # each table read once, whichever rules read it
-    order_items = items("orders")
-    orders = [i for i in order_items if i.get("sk") == "order"]
-    fences = step_records(items)
-    inventory = items("inventory")
-    aggregates = items("aggregates")
+    declared = stores.declared
+    entity = declared.entity
+    orders = [i for i in items(entity.table) if i.get("sk") == entity.name]
+    fences = step_records(items, declared)
     counts = new_counts()
-    net_by_sku = tally_inventory(inventory, counts)
-    payments = items("payments")
-    ledger = items("ledger")
-    tally_payments(payments, counts)
-    tally_rows(ledger, layout.ENTRY, "ledger", counts)
-    notifications = items("notifications")
-    tally_rows(notifications, layout.NOTIFICATION, "notification", counts, times=layout.SENDS)
-    global_violations = check_aggregates(aggregates, counts) + check_stock(inventory, net_by_sku)
-    global_violations += check_amounts(orders, payments, ledger, aggregates)
+    # The service's own hook counts its effects per order and run and answers its rules over whole
+    # tables (the sample's: amounts, stock, day counters)
+    global_violations = domain_invariants(declared)(items, counts)
 
     dead: list[DeadLetter] = []
     for name, url in stores.dlq_urls.items():

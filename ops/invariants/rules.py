@@ -1,5 +1,6 @@
 """The invariants themselves, over what `ops.invariants.stores` read: effects counted per order and
-run, then each rule (per sku, per day, per order and run, per step) as a list of violations."""
+run, then each rule (per order and run, per step) as a list of violations. The sample's rules
+over whole tables (amounts, stock, day counters) are its own hook's (`ops.invariants.orders`)."""
 
 from __future__ import annotations
 
@@ -10,10 +11,10 @@ from typing import Any
 
 from ops.invariants.report import OrderRow
 from ops.invariants.stores import DeadLetter
+from ops.service import service, step_statuses
 from orders import items as layout
 from orders.domain import OrderStatus, StepStatus
-from orders.saga import step_statuses
-from reliability import FenceState
+from reliability.declaration import Service
 from reliability.keys import key_parts
 
 # Effects counted per order id, then per run (`make rerun` starts run N+1 of a FAILED order, and
@@ -62,32 +63,6 @@ def run_of(item: Mapping[str, Any]) -> int:
     return UNATTRIBUTED
 
 
-def tally_inventory(items: Iterable[Mapping[str, Any]], counts: Counts) -> Counter[str]:
-    """Count reservations/releases per order and run; return the net quantity taken per sku."""
-    net_by_sku: Counter[str] = Counter()
-    for item in items:
-        order_id = layout.order_id_of(item["pk"])
-        kind = item.get("kind")
-        if order_id is None or kind not in ("reservation", "release"):
-            continue
-        counts[order_id][run_of(item)][str(kind)] += 1
-        sign = 1 if kind == "reservation" else -1
-        for sku, quantity in (item.get("lines") or {}).items():
-            net_by_sku[sku] += sign * int(quantity)
-    return net_by_sku
-
-
-def tally_payments(items: Iterable[Mapping[str, Any]], counts: Counts) -> None:
-    for item in items:
-        order_id = layout.order_id_of(item["pk"])
-        if order_id is None:
-            continue
-        if item["sk"].startswith(layout.CHARGE):
-            counts[order_id][run_of(item)]["charge" if item.get("status") == "SUCCEEDED" else "declined"] += 1
-        elif item["sk"].startswith(layout.CALL):
-            counts[order_id][UNATTRIBUTED]["call"] += 1
-
-
 def tally_rows(
     items: Iterable[Mapping[str, Any]],
     prefix: str,
@@ -102,83 +77,6 @@ def tally_rows(
         order_id = layout.order_id_of(item["pk"])
         if order_id is not None and item["sk"].startswith(prefix):
             counts[order_id][run_of(item)][name] += int(item.get(times, 1)) if times else 1
-
-
-def check_aggregates(items: Iterable[Mapping[str, Any]], counts: Counts) -> list[str]:
-    """Per day, the ADD counter must equal the events it counted (one marker per counted event)."""
-    markers: Counter[str] = Counter()
-    totals: dict[str, int] = {}
-    for item in items:
-        if item["sk"] == layout.MARKER_SK:
-            times = int(item.get(layout.COUNTED, 1))  # a marker counted twice is two counts
-            counts[str(item.get("order_id"))][run_of(item)]["aggregate"] += times
-            markers[layout.day_pk(str(item["day"]))] += times
-        elif item["sk"] == layout.AGGREGATE_SK:
-            totals[item["pk"]] = int(item.get("orders", 0))
-    return [
-        f"{day}: the counter says {total} order(s) but {markers[day]} event(s) were counted"
-        for day, total in sorted(totals.items())
-        if total != markers[day]
-    ]
-
-
-def _by_order(
-    items: Iterable[Mapping[str, Any]], prefix: str, keep: Callable[[Mapping[str, Any]], bool]
-) -> dict[str, list[tuple[str, int]]]:
-    """(charge id, amount in cents) of each `prefix` row per order."""
-    out: dict[str, list[tuple[str, int]]] = defaultdict(list)
-    for item in items:
-        order_id = layout.order_id_of(item["pk"]) or (str(item["order_id"]) if "order_id" in item else None)
-        if order_id and item["sk"].startswith(prefix) and keep(item):
-            amount = item.get("amount_cents", item.get("total_cents", -1))
-            out[order_id].append((str(item.get("charge_id")), int(amount)))
-    return out
-
-
-def check_amounts(
-    orders: Iterable[Mapping[str, Any]],
-    payments: Iterable[Mapping[str, Any]],
-    ledger: Iterable[Mapping[str, Any]],
-    aggregates: Iterable[Mapping[str, Any]],
-) -> list[str]:
-    """One amount everywhere: a COMPLETED order's total is what was charged, what the ledger
-    recorded (against that charge's id) and what the daily aggregate counted for it."""
-    charged = _by_order(payments, layout.CHARGE, lambda item: item.get("status") == "SUCCEEDED")
-    entries = _by_order(ledger, layout.ENTRY, lambda _: True)
-    counted = _by_order(aggregates, layout.MARKER_SK, lambda item: "total_cents" in item)
-    violations: list[str] = []
-    for order in orders:
-        if order.get("status") != OrderStatus.COMPLETED:
-            continue
-        order_id, total = order["order_id"], int(order.get("total_cents", -1))
-        charge_ids = {charge_id for charge_id, _ in charged[order_id]}
-        for where, rows in (("charge", charged), ("ledger entry", entries), ("aggregate count", counted)):
-            violations.extend(
-                f"{order_id}: {where} of {amount} cents for an order total of {total}"
-                for _, amount in rows[order_id]
-                if amount != total
-            )
-        violations.extend(
-            f"{order_id}: ledger entry against {charge_id}, not a succeeded charge of the order"
-            for charge_id, _ in entries[order_id]
-            if charge_id not in charge_ids
-        )
-    return violations
-
-
-def check_stock(items: Iterable[Mapping[str, Any]], net_by_sku: Counter[str]) -> list[str]:
-    """Per sku, what stock fell by equals reservations minus releases."""
-    violations = []
-    for item in items:
-        if item.get("sk") != layout.CATALOG_SK or "seeded_stock" not in item:
-            continue
-        taken = int(item["seeded_stock"]) - int(item["stock"])
-        if taken != net_by_sku[item["sku"]]:
-            violations.append(
-                f"sku {item['sku']}: stock fell by {taken} but reservations minus releases are "
-                f"{net_by_sku[item['sku']]}"
-            )
-    return violations
 
 
 def check_order(
@@ -250,30 +148,31 @@ def left_standing(row: OrderRow) -> list[str]:
     return [name for name, value in left.items() if value > 0]
 
 
-# Each step's effect (`orders.workflow.STEPS` names them), as `OrderRow` counts it (None: the
-# order's own status).
-_EFFECT_OF_STEP: dict[str, tuple[str, str | None]] = {
+# Each item-writing step's effect, as `OrderRow` counts it. The steps that set the order's status
+# are the declaration's (`Step.status`): done exactly when the order has that status.
+_EFFECT_OF_STEP: dict[str, tuple[str, str]] = {
     "ReserveInventory": ("a reservation", "reservations"),
     "ChargePayment": ("a succeeded charge", "charges"),
     "RecordLedger": ("a ledger entry", "ledger_entries"),
     "ReleaseInventory": ("a release", "releases"),
-    "MarkCompleted": ("status COMPLETED", None),
-    "MarkFailed": ("status FAILED", None),
 }
 _DONE = frozenset({StepStatus.DONE, StepStatus.COMPENSATED})
-_STATUS_OF_STEP: dict[str, str] = {"MarkCompleted": OrderStatus.COMPLETED, "MarkFailed": OrderStatus.FAILED}
 
 
-def check_steps(row: OrderRow, fences: Mapping[str, str], exempt: Exemptions = NONE) -> list[str]:
+def check_steps(
+    row: OrderRow, fences: Mapping[str, str], exempt: Exemptions = NONE, declared: Service | None = None
+) -> list[str]:
     """A finished order's steps (their fences) and effects tell one story; an absent fence the
-    exemptions excuse (`Exemptions.fences_may_be_gone`) is no evidence either way."""
-    steps = {
-        name: status.value
-        for name, status in step_statuses({step: FenceState(state) for step, state in fences.items()}).items()
-    }
+    exemptions excuse (`Exemptions.fences_may_be_gone`) is no evidence either way. `declared`:
+    the service (default `ops.service.service()`), whose steps that set a status are checked
+    against the order's."""
+    declared = declared or service()
+    steps = step_statuses(declared, fences)
+    status_of = {s.name: s.status for s in declared.steps if s.status is not None}
+    effects = {**_EFFECT_OF_STEP, **{step: (f"status {status}", "") for step, status in status_of.items()}}
     v = []
-    for step, (effect, counter) in _EFFECT_OF_STEP.items():
-        happened = row.status == _STATUS_OF_STEP[step] if counter is None else getattr(row, counter) > 0
+    for step, (effect, counter) in effects.items():
+        happened = row.status == status_of[step] if not counter else getattr(row, counter) > 0
         done = steps.get(step) in _DONE
         if done and not happened:
             v.append(f"step {step} recorded {steps[step]} without {effect}")

@@ -1,6 +1,6 @@
 """Where the invariant checker reads, and how: whole tables (consistent scans, plain values), dead
-letters peeked without consuming them, and the saga step records of an order's run (wherever
-`orders.items.record_at` puts them)."""
+letters peeked without consuming them (every queue the service declares), and the saga step
+records of an order's run (wherever the declaration puts them: `ops.service.record_at`)."""
 
 from __future__ import annotations
 
@@ -14,9 +14,9 @@ from typing import Any
 
 from boto3.dynamodb.types import TypeDeserializer
 
-from ops.stack_outputs import QUEUES, dlq_output
-from orders import items as layout
-from orders.workflow import STEPS
+from ops.service import record_tables, service
+from ops.stack_outputs import dlq_output, table_names
+from reliability.declaration import FENCES, Service
 from reliability.keys import execution_token
 
 _deserializer = TypeDeserializer()
@@ -29,34 +29,31 @@ class Stores:
 
     dynamodb: Any
     sqs: Any
-    orders_table: str
-    inventory_table: str
-    payments_table: str
-    ledger_table: str
-    notifications_table: str
-    aggregates_table: str
-    # Every declared queue's DLQ by the queue's short name (`ops.stack_outputs.QUEUES`).
+    # Each table's physical name by its short name (the declared tables, and `fences`).
+    tables: Mapping[str, str]
+    # Every declared queue's DLQ by the queue's short name (`Service.queues`).
     dlq_urls: Mapping[str, str] = field(default_factory=dict)
-    fence_table: str | None = None
     # What "now" is for the stores (the simulator's clock when time is simulated).
     clock: Callable[[], float] = time.time
+    # The service whose tables these are (default: `ops.service.service()`).
+    declared: Service = field(default_factory=service)
 
     @classmethod
     def from_outputs(
-        cls, outputs: Mapping[str, str], client: Callable[[str], Any], clock: Callable[[], float] = time.time
+        cls,
+        outputs: Mapping[str, str],
+        client: Callable[[str], Any],
+        clock: Callable[[], float] = time.time,
+        declared: Service | None = None,
     ) -> Stores:
+        declared = declared or service()
         return cls(
             dynamodb=client("dynamodb"),
             sqs=client("sqs"),
-            orders_table=outputs["OrdersTableName"],
-            inventory_table=outputs["InventoryTableName"],
-            payments_table=outputs["PaymentsTableName"],
-            ledger_table=outputs["LedgerTableName"],
-            notifications_table=outputs["NotificationsTableName"],
-            aggregates_table=outputs["AggregatesTableName"],
-            dlq_urls={queue: outputs[dlq_output(queue)] for queue in QUEUES if dlq_output(queue) in outputs},
-            fence_table=outputs.get("FenceTableName"),
+            tables=table_names(declared, outputs),
+            dlq_urls={q: outputs[dlq_output(q)] for q in declared.queues if dlq_output(q) in outputs},
             clock=clock,
+            declared=declared,
         )
 
 
@@ -133,33 +130,32 @@ def _body_order_id(body: str) -> str | None:
 
 
 def table_scans(stores: Stores) -> Callable[[str], list[dict[str, Any]]]:
-    """Each table's consistent scan by its short name (`inventory`, `ledger`, ..., `fences`), read
-    once however many rules read it (an absent table, such as no fence table, reads as empty)."""
+    """Each table's consistent scan by its short name (a declared table or `fences`), read once
+    however many rules read it (an absent table, such as no fence table, reads as empty)."""
 
     @functools.cache
     def items(table: str) -> list[dict[str, Any]]:
-        name = stores.fence_table if table == layout.FENCES else getattr(stores, f"{table}_table")
+        name = stores.tables.get(table)
         return scan(stores.dynamodb, name) if name else []
 
     return items
 
 
-def step_records(items: Callable[[str], list[dict[str, Any]]]) -> dict[str, dict[str, str]]:
-    """Saga step records by execution token, {token: {step: state}}, each read where
-    `orders.items.record_at` says its step's record lives: the fence table (TTL may have deleted
-    some) or the business items that carry one (as long as the item lives); `items` scans a table
-    by its short name (`table_scans`)."""
+def step_records(
+    items: Callable[[str], list[dict[str, Any]]], declared: Service
+) -> dict[str, dict[str, str]]:
+    """Saga step records by execution token, {token: {step: state}}, each read where the
+    declaration says its step's record lives: the fence table (TTL may have deleted some) or the
+    business items that carry one (as long as the item lives); `items` scans a table by its short
+    name (`table_scans`)."""
+    carriers = {s.name: s.record.table for s in declared.steps if s.record is not None}
     found: dict[str, dict[str, str]] = defaultdict(dict)
-    for table in layout.record_tables():
+    for table in record_tables(declared):
         for token, by_step in fences_by_token(items(table)).items():
             for step, state in by_step.items():
-                carrier = layout.carrier_of(step) if step in _STEP_NAMES else None
-                if (carrier.table if carrier else layout.FENCES) == table:
+                if carriers.get(step, FENCES) == table:
                     found[token][step] = state
     return found
-
-
-_STEP_NAMES = frozenset(step.name for step in STEPS)
 
 
 def fences_by_token(items: Iterable[Mapping[str, Any]]) -> dict[str, dict[str, str]]:

@@ -20,7 +20,7 @@ from pathlib import Path
 from botocore.exceptions import BotoCoreError, ClientError
 
 from ops.story import browser, html, text
-from ops.story.collect import CREATE_ROUTE, Collector, OrderNotFound, add_caller_argument
+from ops.story.collect import Collector, OrderNotFound, add_caller_argument, create_route
 from ops.story.logs import InsightsLogs, LocalLogFiles
 from ops.story.model import Story
 from ops.target import DEFAULT_STAGE, Target, TargetNotFound
@@ -38,7 +38,8 @@ def stories_dir() -> Path:
 
 def order_for_key(raw_key: str, *, stage: str, caller: str = ANONYMOUS) -> str:
     """The order a caller's Idempotency-Key created (the order id is derived from the stored key)."""
-    return order_id_for(scoped_key(stage=stage, route=CREATE_ROUTE, raw_key=raw_key, caller=caller).value)
+    scoped = scoped_key(stage=stage, route=create_route(), raw_key=raw_key, caller=caller)
+    return order_id_for(scoped.value)
 
 
 def collector_for(target: Target) -> Collector:

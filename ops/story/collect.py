@@ -4,7 +4,8 @@ Every source is read through the target's clients (`ops.target.Target`), so the 
 the local cloud and a deployed stage; only the log source differs (`ops.story.logs`). On an
 Express state machine there is no execution history (nor DescribeExecution, nor ListExecutions):
 the executions are the worker's `ExecutionEnded` lines, the rest as on Standard (function logs and
-step records).
+step records). What the service is (its entity's table, its consumers, its steps' records and
+statuses) is its declaration's (`ops.service`).
 """
 
 from __future__ import annotations
@@ -20,7 +21,8 @@ from boto3.dynamodb.types import TypeDeserializer
 from botocore.exceptions import ClientError
 
 from ops.invariants import Stores, check
-from ops.stack_outputs import function_output
+from ops.service import record_at, service, step_statuses
+from ops.stack_outputs import function_output, table_output
 from ops.story.entries import (
     API_FUNCTION,
     WORKER_FUNCTION,
@@ -36,19 +38,18 @@ from ops.story.entries import (
 from ops.story.logs import LogSource
 from ops.story.model import Story
 from orders import items as layout
-from orders.saga import step_statuses
-from orders.workflow import CONSUMERS, ROUTES
-from reliability import FenceState
+from reliability.declaration import Service
 from reliability.http import ANONYMOUS
 from reliability.keys import derive_key
 
 _DESERIALIZER = TypeDeserializer()
-# The consumers of the orders' events, by the short name their `<Name>FunctionName` stack output is
-# built from (infra/stacks/app.py).
-CONSUMER_FUNCTIONS = tuple(consumer.name for consumer in CONSUMERS)
 FENCE_NAMESPACE = "saga"  # orders.saga.SAGA_NAMESPACE (a test pins the two are the same)
-# The route whose stored HTTP key names an order (its id is derived from the key).
-CREATE_ROUTE = next(route.name for route in ROUTES if route.idempotent)
+
+
+def create_route(declared: Service | None = None) -> str:
+    """The route whose stored HTTP key names an entity (its id is derived from the key): the
+    service's idempotent route."""
+    return next(route.name for route in (declared or service()).routes if route.idempotent)
 
 
 def add_caller_argument(parser: argparse.ArgumentParser) -> None:
@@ -64,21 +65,15 @@ class OrderNotFound(LookupError):
     pass
 
 
-def table_output(table: str) -> str:
-    """A table's stack output by its short name (`ledger` -> `LedgerTableName`, `fences` ->
-    `FenceTableName`; infra/stacks/data.py)."""
-    return "FenceTableName" if table == layout.FENCES else f"{table.capitalize()}TableName"
-
-
 def record_location(
-    outputs: Mapping[str, str], *, order_id: str, token: str, step: str
+    outputs: Mapping[str, str], *, order_id: str, token: str, step: str, declared: Service | None = None
 ) -> tuple[str, dict[str, Any]]:
-    """(physical table, key) of a saga step's record on the run `token` of `order_id`: the one
-    map, `orders.items.record_at` (the fence table, or the business item that carries it)."""
+    """(physical table, key) of a saga step's record on the run `token` of `order_id`: where the
+    declaration puts it (`ops.service.record_at`: the fence table, or the item that carries it)."""
     stage = token.split(".", 1)[0]
     fence_id = derive_key(FENCE_NAMESPACE, stage=stage, identity={"token": token, "step": step}).value
-    at = layout.record_at(step, order_id=order_id, token=token, fence_id=fence_id)
-    return outputs[table_output(at.table)], at.key
+    table, key = record_at(declared or service(), step, entity_id=order_id, token=token, fence_id=fence_id)
+    return outputs[table_output(table)], key
 
 
 def plain(item: Mapping[str, Any] | None) -> dict[str, Any]:
@@ -122,28 +117,34 @@ class Workflow:
 class Collector:
     """Reads one order's story. `clients(name)` is a boto3 client factory for the target."""
 
-    def __init__(self, *, outputs: Mapping[str, str], client: Any, logs: LogSource) -> None:
+    def __init__(
+        self, *, outputs: Mapping[str, str], client: Any, logs: LogSource, declared: Service | None = None
+    ) -> None:
         self.outputs = outputs
+        self.declared = declared or service()
         self.ddb = client("dynamodb")
         self.sfn = client("stepfunctions")
-        self.stores = Stores.from_outputs(outputs, client)
+        self.stores = Stores.from_outputs(outputs, client, declared=self.declared)
         self.logs = logs
 
     def order(self, order_id: str) -> dict[str, Any]:
-        item = self.ddb.get_item(
-            TableName=self.outputs["OrdersTableName"],
-            Key=layout.order_key(order_id),
-            ConsistentRead=True,
-        ).get("Item")
+        """The business entity's item (`<entity>#<id>` / `<entity>` in its table)."""
+        entity = self.declared.entity
+        table = self.outputs[table_output(entity.table)]
+        key = {"pk": {"S": entity.partition(order_id)}, "sk": {"S": entity.name}}
+        item = self.ddb.get_item(TableName=table, Key=key, ConsistentRead=True).get("Item")
         if not item:
-            raise OrderNotFound(f"no order {order_id!r} in {self.outputs['OrdersTableName']}")
+            raise OrderNotFound(f"no {entity.name} {order_id!r} in {table}")
         return plain(item)
 
     def _query(self, table: str, order_id: str, prefix: str) -> list[dict[str, Any]]:
         items = self.ddb.query(
             TableName=table,
             KeyConditionExpression="pk = :pk AND begins_with(sk, :prefix)",
-            ExpressionAttributeValues={":pk": {"S": layout.order_pk(order_id)}, ":prefix": {"S": prefix}},
+            ExpressionAttributeValues={
+                ":pk": {"S": self.declared.entity.partition(order_id)},
+                ":prefix": {"S": prefix},
+            },
             ConsistentRead=True,
         )["Items"]
         return [plain(i) for i in items]
@@ -183,8 +184,10 @@ class Collector:
         return express_executions(self.logs.invocations(worker, [order_id]), order_id, runs)
 
     def fence(self, token: str, step: str, order_id: str) -> dict[str, Any]:
-        """The step's record on the run `token`, wherever `orders.items.record_at` puts it."""
-        table, key = record_location(self.outputs, order_id=order_id, token=token, step=step)
+        """The step's record on the run `token`, wherever the declaration puts it."""
+        table, key = record_location(
+            self.outputs, order_id=order_id, token=token, step=step, declared=self.declared
+        )
         item = self.ddb.get_item(TableName=table, Key=key, ConsistentRead=True).get("Item")
         return plain(item) if item and "state" in item else {}
 
@@ -196,16 +199,16 @@ class Collector:
         executions = [] if workflow.express else self.executions(order_id, runs)
         tokens = _tokens(executions)
         stored_key = str(order.get("idempotency_key") or "")
-        physical = {
-            f: self.outputs[function_output(f)] for f in (API_FUNCTION, WORKER_FUNCTION, *CONSUMER_FUNCTIONS)
-        }
+        # The consumers' functions by the short name their `<Name>FunctionName` output is built from
+        consumers = (c.name for c in self.declared.consumers)
+        physical = {f: self.outputs[function_output(f)] for f in (API_FUNCTION, WORKER_FUNCTION, *consumers)}
         short_of_step = {}
         for step, function in workflow.functions.items():
             short = next((k for k, v in self.outputs.items() if v == function), function)
             short_of_step[step] = short
             physical[short] = function
         step_of = {short: step for step, short in short_of_step.items()}
-        needles = [order_id, order_id.removeprefix("o-"), stored_key, *tokens]
+        needles = [order_id, order_id.removeprefix(self.declared.entity.id_prefix), stored_key, *tokens]
         invocations = self.logs.invocations(physical, needles)
         if workflow.express:  # an execution that has not ended yet: its steps name its token
             executions = express_executions(invocations, order_id, runs)
@@ -214,8 +217,8 @@ class Collector:
         entries += execution_entries(executions)
         fences = {step: self.fence(tokens[-1], step, order_id) for step in workflow.steps} if tokens else {}
         # Each step's status on the latest run, derived from its fence as GET /orders/{id} does it
-        statuses = step_statuses({step: FenceState(f["state"]) for step, f in fences.items() if f})
-        steps = {name: {"status": status.value} for name, status in statuses.items()}
+        statuses = step_statuses(self.declared, {step: f["state"] for step, f in fences.items() if f})
+        steps = {name: {"status": status} for name, status in statuses.items()}
         catch_targets = {to for _, to, kind in workflow.edges if kind.startswith("catch")}
         entries += compensations(steps, entries, catch_targets)
         assign_executions(entries, executions)
@@ -241,7 +244,7 @@ class Collector:
                 "tokens": tokens,
                 "charges": [{"status": c.get("status"), "sk": c["sk"]} for c in charges],
                 "provider_calls": len(calls),
-                "step_statuses": {name: status.value for name, status in statuses.items()},
+                "step_statuses": dict(statuses),
                 "fences": {
                     step: {k: f[k] for k in ("state", "fencing_token") if k in f}
                     for step, f in fences.items()

@@ -139,7 +139,7 @@ def report(tmp_path_factory: pytest.TempPathFactory) -> dict:
 
     # And a third consumer: one function and one entry
     (copy / CONSUMER_MODULE).write_text(CONSUMER_EFFECT)
-    _insert_entry(copy, CONSUMER_ENTRY, before=")\n\n\ndef function_name(")
+    _insert_entry(copy, CONSUMER_ENTRY, before=")\n\n\nSERVICE = Service(")
     assert _diff(copy) == ({CONSUMER_MODULE, WORKFLOW}, [])
 
     # And a route: one view and one entry, then the document regenerated (`make openapi`)

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from ops.invariants.rules import check_amounts
+from ops.invariants.orders import check_amounts
 
 ORDER = {"pk": "order#o-1", "sk": "order", "order_id": "o-1", "status": "COMPLETED", "total_cents": 398}
 CHARGE = {

@@ -9,6 +9,7 @@ from infra.config import FENCE_WINDOWS, outlived
 from ops.invariants import OrderRow, older_than_fence_windows
 from ops.invariants.rules import Exemptions, check_steps, left_standing
 from ops.invariants.stores import fences_of
+from reliability.declaration import Entity, Service, Step
 
 DONE = {
     "ReserveInventory": "COMPLETED",
@@ -94,3 +95,26 @@ def test_fences_are_matched_to_the_orders_current_run_by_its_token():
     fences = {"local.o-1.r1": {"ChargePayment": "COMPLETED"}, "local.o-1.r2": {"ChargePayment": "FAILED"}}
     assert fences_of({"order_id": "o-1", "run": 2}, fences) == {"ChargePayment": "FAILED"}
     assert fences_of({"order_id": "o-9", "run": 1}, fences) == {}
+
+
+def test_the_steps_that_set_the_status_are_the_declarations():
+    # Given a declaration whose run ends in a step of its own that sets COMPLETED
+    finish = Step(
+        name="Finish", kind="atomic", effect="m:finish", description="finish", next=None, status="COMPLETED"
+    )
+    declared = Service(
+        name="bookings",
+        entity=Entity(name="booking", id_prefix="b-", table="bookings"),
+        tables=frozenset({"bookings"}),
+        queue="bookings",
+        steps=(finish,),
+    )
+    completed = OrderRow("b-1", "COMPLETED")
+    # Then a COMPLETED entity agrees with that step done, and not with it absent
+    assert check_steps(completed, {"Finish": "COMPLETED"}, declared=declared) == []
+    assert check_steps(completed, {}, declared=declared) == [
+        "status COMPLETED without step Finish recorded done (it is absent)"
+    ]
+    assert check_steps(OrderRow("b-2", "FAILED"), {"Finish": "COMPLETED"}, declared=declared) == [
+        "step Finish recorded DONE without status COMPLETED"
+    ]

@@ -47,9 +47,9 @@ def aws(monkeypatch: pytest.MonkeyPatch) -> Iterator[tuple[Any, Any]]:
 
 
 def _stores(ddb: Any, sqs: Any, *, now: float, dlq_url: str = "") -> Stores:
-    tables = {f"{name}_table": name for name in TABLES}
+    tables = {name: name for name in (*TABLES, "fences")}
     dlqs = {"orders": dlq_url} if dlq_url else {}
-    return Stores(dynamodb=ddb, sqs=sqs, fence_table="fences", dlq_urls=dlqs, clock=lambda: now, **tables)
+    return Stores(dynamodb=ddb, sqs=sqs, tables=tables, dlq_urls=dlqs, clock=lambda: now)
 
 
 def _put(ddb: Any, table: str, item: dict[str, Any]) -> None:

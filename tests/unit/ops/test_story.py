@@ -10,7 +10,7 @@ import pytest
 
 from ops.story.__main__ import main as story_main
 from ops.story.__main__ import order_for_key
-from ops.story.collect import CREATE_ROUTE, FENCE_NAMESPACE, Workflow
+from ops.story.collect import FENCE_NAMESPACE, Workflow, create_route
 from ops.story.entries import attempt_outcome
 from ops.story.logs import InsightsLogs, Invocation, LocalLogFiles
 from ops.story.model import Outcome, StepState, Story
@@ -151,7 +151,7 @@ def test_the_workflow_graph_comes_from_the_state_machine_definition():
 
 
 def test_the_route_and_fence_namespace_are_the_ones_the_handlers_use():
-    assert (CREATE_ROUTE, FENCE_NAMESPACE) == (HANDLER_ROUTE, SAGA_NAMESPACE)
+    assert (create_route(), FENCE_NAMESPACE) == (HANDLER_ROUTE, SAGA_NAMESPACE)
 
 
 class FakeInsights:

@@ -18,13 +18,10 @@ def _stores(ddb: Any, dlq_url: str | None = None) -> Stores:
     return Stores(
         dynamodb=ddb,
         sqs=boto3.client("sqs", region_name=REGION),
-        orders_table="orders",
-        inventory_table="inventory",
-        payments_table="payments",
-        ledger_table="ledger",
-        notifications_table="notifications",
-        aggregates_table="aggregates",
-        fence_table="fences",
+        tables={
+            name: name
+            for name in ("orders", "inventory", "payments", "ledger", "notifications", "aggregates", "fences")
+        },
         dlq_urls={"orders": dlq_url} if dlq_url else {},
     )
 

@@ -1,4 +1,5 @@
-"""The declarations of orders.workflow: stdlib-only, and every entry resolves to what it says."""
+"""The declarations of orders.workflow: stdlib + reliability.declaration only, and every entry
+resolves to what it says."""
 
 from __future__ import annotations
 
@@ -9,14 +10,14 @@ from pathlib import Path
 
 import pytest
 
-from orders import workflow
+from orders import items, workflow
 from orders.consumers import effect_of
 from orders.saga import AtomicStep, LeasedStep, steps
 
 WORKFLOW_SOURCE = Path(workflow.__file__)
 
 
-def test_the_declarations_import_only_the_standard_library():
+def test_the_declarations_import_only_the_standard_library_and_the_declaration_types():
     # infra/ loads this file as data: it must never pull in boto3, Powertools, pydantic or CDK
     tree = ast.parse(WORKFLOW_SOURCE.read_text())
     imported = {
@@ -25,7 +26,8 @@ def test_the_declarations_import_only_the_standard_library():
         if isinstance(node, ast.Import | ast.ImportFrom)
         for alias in node.names
     }
-    assert {name.split(".")[0] for name in imported} <= sys.stdlib_module_names | {"__future__"}
+    outside_stdlib = {name for name in imported if name.split(".")[0] not in sys.stdlib_module_names}
+    assert outside_stdlib <= {"__future__", "reliability.declaration"}
 
 
 @pytest.mark.parametrize("entry", workflow.STEPS, ids=lambda s: s.name)
@@ -71,3 +73,29 @@ def test_a_step_function_is_the_kebab_case_of_its_state(name: str, expected: str
 )
 def test_queue_variables(queue: str, env: str):
     assert workflow.queue_env(queue) == env
+
+
+def test_the_service_gathers_the_entries():
+    service = workflow.SERVICE
+    assert (service.steps, service.routes, service.consumers) == (
+        workflow.STEPS,
+        workflow.ROUTES,
+        workflow.CONSUMERS,
+    )
+    assert service.tables == workflow.TABLES
+    assert service.entity.table in service.tables
+    assert service.queues == ("orders", *(c.name for c in workflow.CONSUMERS))
+    assert items.order_pk("o-1") == service.entity.partition("o-1")
+
+
+@pytest.mark.parametrize("entry", [s for s in workflow.STEPS if s.record], ids=lambda s: s.name)
+def test_a_carried_record_is_on_an_item_its_step_declares_it_writes(entry: workflow.Step):
+    assert entry.record in entry.writes
+    carriers = {(c.table, c.sk_prefix) for c in items.CARRIERS.values()}
+    assert entry.record is not None
+    assert (entry.record.table, entry.record.prefix) in carriers
+
+
+def test_a_leased_step_declares_the_port_it_calls():
+    assert all(s.provider in s.ports for s in workflow.STEPS if s.kind == "leased")
+    assert all(s.provider is None for s in workflow.STEPS if s.kind == "atomic")

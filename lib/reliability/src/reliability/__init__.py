@@ -1,6 +1,7 @@
 """retrysafe's reliability layer.
 
-Keys, HTTP idempotency, consumer dedup, step fences, fault hook points, telemetry. The test seams
+Keys, HTTP idempotency, consumer dedup, step fences, fault hook points, telemetry, and the
+declaration a service writes of its capabilities (`reliability.declaration`). The test seams
 (crash plans, simulated crashes) are `reliability.testing`, which production code never imports.
 
 No aws_cdk imports; every AWS client is injected. See the module docstrings for the contracts.
@@ -18,6 +19,7 @@ from typing import TYPE_CHECKING, Any
 if TYPE_CHECKING:
     from reliability.batch import DeadLetters, parse_body, process_batch
     from reliability.calltoken import CallToken, with_attempt
+    from reliability.declaration import Consumer, Entity, Item, Route, Service, Step
     from reliability.dedup import ConsumerDedup
     from reliability.effects import AtomicEffect, ExternalEffect, RecordOn, Write
     from reliability.errors import (
@@ -49,8 +51,10 @@ _SOURCES = {
     "BusinessError": "errors",
     "CallToken": "calltoken",
     "Claim": "record",
+    "Consumer": "declaration",
     "ConsumerDedup": "dedup",
     "DeadLetters": "batch",
+    "Entity": "declaration",
     "Decision": "telemetry",
     "EffectConditionFailed": "errors",
     "ExternalEffect": "effects",
@@ -64,6 +68,7 @@ _SOURCES = {
     "FenceStore": "runs",
     "HttpIdempotency": "http",
     "HttpResponse": "http",
+    "Item": "declaration",
     "Key": "keys",
     "Outcome": "record",
     "PoisonMessage": "errors",
@@ -71,7 +76,10 @@ _SOURCES = {
     "RetrySafeLockWrites": "http",
     "ResultTooLarge": "errors",
     "RetryableError": "errors",
+    "Route": "declaration",
+    "Service": "declaration",
     "StaleFence": "errors",
+    "Step": "declaration",
     "StepId": "record",
     "StoreError": "errors",
     "Telemetry": "telemetry",
@@ -100,10 +108,12 @@ __all__ = [
     "BusinessError",
     "CallToken",
     "Claim",
+    "Consumer",
     "ConsumerDedup",
     "DeadLetters",
     "Decision",
     "EffectConditionFailed",
+    "Entity",
     "ExternalEffect",
     "ExternalKeyExpired",
     "Fact",
@@ -115,6 +125,7 @@ __all__ = [
     "FenceStore",
     "HttpIdempotency",
     "HttpResponse",
+    "Item",
     "Key",
     "Outcome",
     "PoisonMessage",
@@ -123,7 +134,10 @@ __all__ = [
     "ResultTooLarge",
     "RetrySafeLockWrites",
     "RetryableError",
+    "Route",
+    "Service",
     "StaleFence",
+    "Step",
     "StepId",
     "StoreError",
     "Telemetry",
