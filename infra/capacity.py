@@ -191,9 +191,9 @@ def worker_timeout_seconds(workflow: WorkflowType) -> int:
 def express_execution_seconds() -> float:
     """A happy-path Express execution's time: its tasks one after the other (each a DynamoDB step,
     the charge a provider call). The worker waits this long per order."""
+    calls_provider = {step.name for step in manifest.provider_steps()}
     return sum(
-        PROVIDER_CALL_SECONDS if manifest.workflow().function_name(name) == "charge-payment" else STEP_SECONDS
-        for name in manifest.happy_path()
+        PROVIDER_CALL_SECONDS if name in calls_provider else STEP_SECONDS for name in manifest.happy_path()
     )
 
 
@@ -337,7 +337,7 @@ def plan(capacity: StageCapacity, workflow: WorkflowType = WorkflowType.STANDARD
     # after a full visibility timeout and spend a receive of every message in it.
     reserved = {
         "worker": worker,
-        **{manifest.step_function(s): charge for s in manifest.steps() if s.reconcile is not None},
+        **{manifest.step_function(s): charge for s in manifest.provider_steps()},
     }
     result = CapacityPlan(
         capacity=capacity,
