@@ -13,5 +13,7 @@ Python; each other module is imported by its name.
   with partial batch responses).
 - `table`: `ServiceTable`, and the record tables' shape (`RECORD_KEY`, `RECORD_TTL_ATTRIBUTE`).
 - `function`: `ServiceFunction` (own role, log group, JSON logs, tracing, error/throttle alarms).
+- `dashboard`: `DecisionDashboard`, a panel for every `reliability.telemetry.Decision`, the DLQs'
+  depths, the executions, alarms on stale completions and takeovers.
 - `key`, `log_group`, `nag`: the stage's KMS key, log groups, cdk-nag/checkov acknowledgements.
 """
