@@ -6,9 +6,9 @@ from aws_cdk import App, Tags
 
 from infra.capacity import CapacityPlan, plan, stage_capacity
 from infra.config import CONTEXT_KEY, StageConfig, load_config
-from infra.nag import add_nag_checks
 from infra.stacks.app import AppStack
 from infra.stacks.data import DataStack
+from reliability.cdk.nag import add_nag_checks
 
 
 def config_of(app: App) -> StageConfig:

@@ -27,6 +27,11 @@ from typing import Any
 
 from infra import manifest
 from infra.config import WorkflowType
+from reliability.cdk import windows
+
+# Re-exported: the local cloud's tests read it here.
+from reliability.cdk.windows import EXPRESS_TIME_LIMIT_SECONDS as EXPRESS_TIME_LIMIT_SECONDS  # noqa: PLC0414
+from reliability.cdk.windows import LAMBDA_MAX_TIMEOUT_SECONDS, fence_ride_out_seconds
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -124,10 +129,6 @@ TRANSACTIONAL_WRU_PER_ITEM = 2
 BATCH_SIZE = 10
 BATCH_WINDOW_SECONDS = 0
 
-# AWS's guidance for Lambda event sources: a visibility timeout of at least six times the function
-# timeout (plus the batching window), so a batch still running is not redelivered mid-flight.
-VISIBILITY_TIMEOUT_FACTOR = 6
-
 # The worker's answer to a throttled StartExecution: keep the message and make it visible again
 # after BACKOFF_BASE * 2^(receives-1) seconds, at most BACKOFF_CAP (ChangeMessageVisibility).
 THROTTLE_BACKOFF_BASE_SECONDS = 10
@@ -167,38 +168,16 @@ UNPLANNED_MAX_RECEIVE_COUNT = 5
 
 
 # --- the workflow's time ----------------------------------------------------------------------
-# AWS stops an Express execution 5 minutes after it started ("Maximum duration" of Express
-# workflows, https://docs.aws.amazon.com/step-functions/latest/dg/service-quotas.html); a Standard
-# one may run a year. Lambda's longest function timeout bounds the worker that waits for one.
-EXPRESS_TIME_LIMIT_SECONDS = 300
-LAMBDA_MAX_TIMEOUT_SECONDS = 900
-# The Express state machine's TimeoutSeconds: AWS's own limit, written into the definition so it is
-# read where the definition is (the template, the emulators, whose interpreter honours it and knows
-# no 5-minute rule of its own). The worker's timeout and the orders queue's visibility follow from it.
+# AWS's limits (Express's 5 minutes, Lambda's longest timeout) and the fence waits are the
+# library's (reliability.cdk.windows). The Express state machine's TimeoutSeconds: AWS's own limit,
+# written into the definition so it is read where the definition is (the template, the emulators,
+# whose interpreter honours it and knows no 5-minute rule of its own). The worker's timeout and the
+# orders queue's visibility follow from it.
 EXPRESS_EXECUTION_TIMEOUT_SECONDS = EXPRESS_TIME_LIMIT_SECONDS
 # The worker's own work around a start: read the order, record it running, the start itself (or
 # the record of an Express execution's end), a dead-letter send: a few calls, each bounded by its
 # SDK timeouts. The whole timeout of a Standard worker; an Express worker also waits for the run.
 WORKER_OWN_SECONDS = 30
-# FenceBusy (an earlier attempt holds the step's lease, typically one that died) and StaleFence (a
-# leased step's completion lost its fence to a later attempt) are waited out on the lease, not on
-# jitter: retries at 1/4, 3/4, 7/4 and 15/4 of the lease after the first refusal, so the third
-# comes after any dead attempt's lease has expired. infra/constructs/workflow.py puts them on every
-# task; the Express check below makes the whole ride-out fit one execution.
-FENCE_WAIT_BACKOFF_RATE = 2
-FENCE_WAIT_MAX_ATTEMPTS = 4
-
-
-def fence_wait_interval_seconds(lease_seconds: int) -> int:
-    """The first FenceBusy/StaleFence retry's wait for a step whose lease (= timeout) is this."""
-    return max(1, lease_seconds // 4)
-
-
-def fence_ride_out_seconds(lease_seconds: int) -> int:
-    """Every FenceBusy/StaleFence wait of one step, back to back: the longest a run waits for a
-    dead attempt's lease before the retries give up."""
-    first = fence_wait_interval_seconds(lease_seconds)
-    return sum(first * FENCE_WAIT_BACKOFF_RATE**n for n in range(FENCE_WAIT_MAX_ATTEMPTS))
 
 
 def worker_timeout_seconds(workflow: WorkflowType) -> int:
@@ -212,9 +191,9 @@ def worker_timeout_seconds(workflow: WorkflowType) -> int:
 def express_execution_seconds() -> float:
     """A happy-path Express execution's time: its tasks one after the other (each a DynamoDB step,
     the charge a provider call). The worker waits this long per order."""
+    calls_provider = {step.name for step in manifest.provider_steps()}
     return sum(
-        PROVIDER_CALL_SECONDS if manifest.workflow().function_name(name) == "charge-payment" else STEP_SECONDS
-        for name in manifest.happy_path()
+        PROVIDER_CALL_SECONDS if name in calls_provider else STEP_SECONDS for name in manifest.happy_path()
     )
 
 
@@ -358,7 +337,7 @@ def plan(capacity: StageCapacity, workflow: WorkflowType = WorkflowType.STANDARD
     # after a full visibility timeout and spend a receive of every message in it.
     reserved = {
         "worker": worker,
-        **{manifest.step_function(s): charge for s in manifest.steps() if s.reconcile is not None},
+        **{manifest.step_function(s): charge for s in manifest.provider_steps()},
     }
     result = CapacityPlan(
         capacity=capacity,
@@ -401,4 +380,4 @@ def stage_capacity(context: Mapping[str, Any], stage: str) -> StageCapacity:
 
 
 def visibility_timeout_seconds(consumer_timeout_seconds: float) -> int:
-    return int(consumer_timeout_seconds * VISIBILITY_TIMEOUT_FACTOR + BATCH_WINDOW_SECONDS)
+    return windows.visibility_timeout_seconds(consumer_timeout_seconds, BATCH_WINDOW_SECONDS)

@@ -12,14 +12,25 @@ from dataclasses import dataclass
 from enum import StrEnum
 from typing import Any
 
+# The windows' arithmetic and AWS's own limits are the library's; the tools (ops, chaos,
+# simulator) read them through this module, beside the service's values below.
+from reliability.cdk.windows import REDRIVE_WINDOW_DAYS as REDRIVE_WINDOW_DAYS  # noqa: PLC0414
+from reliability.cdk.windows import SECONDS_PER_DAY as SECONDS_PER_DAY  # noqa: PLC0414
+from reliability.cdk.windows import (
+    SECONDS_PER_HOUR,
+    TtlTooShort,
+    Window,
+    check_outlives,
+    window,
+)
+from reliability.cdk.windows import derived_ttl_days as _derived_ttl_days
+from reliability.cdk.windows import outlived as outlived  # noqa: PLC0414
+
 CONTEXT_KEY = "retrysafe"
 DEFAULT_STAGE = "dev"
 
 _NAME = re.compile(r"^[a-z][a-z0-9-]{1,19}$")
 _LOG_LEVELS = ("DEBUG", "INFO", "WARNING", "ERROR")
-
-SECONDS_PER_HOUR = 3600
-SECONDS_PER_DAY = 24 * SECONDS_PER_HOUR
 
 # An accepted order's message normally starts its workflow within a few worker timeouts; an order
 # still ACCEPTED this long after it was created was stranded (the API died before the send and the
@@ -33,8 +44,7 @@ SWEEP_EVERY_MINUTES = 5
 QUEUE_RETENTION_DAYS = 4
 # ... and then at most this long in its DLQ before SQS deletes it (the SQS maximum).
 DLQ_RETENTION_DAYS = 14
-# Step Functions accepts a redrive of a failed Standard execution for 14 days after it stopped.
-REDRIVE_WINDOW_DAYS = 14
+# (Step Functions' redrive window, REDRIVE_WINDOW_DAYS, is AWS's: reliability.cdk.windows.)
 # How long the payment provider dedupes an idempotency key (Stripe: 24 h). The charge step does
 # not rely on it outliving anything: a takeover looks the charge up by order id and token first.
 PROVIDER_KEY_LIFETIME_HOURS = 24
@@ -43,49 +53,25 @@ PROVIDER_KEY_LIFETIME_HOURS = 24
 TTL_MARGIN_DAYS = 3
 
 
-@dataclass(frozen=True)
-class Window:
-    """A stretch of time after which the same key can still come back."""
-
-    name: str
-    seconds: int
-
-    def __str__(self) -> str:
-        return f"{self.name} {_days(self.seconds)}"
-
-
-def _days(seconds: int) -> str:
-    return f"{seconds / SECONDS_PER_DAY:g} d" if seconds % SECONDS_PER_HOUR == 0 else f"{seconds} s"
-
-
-def _window(name: str, days: int) -> Window:
-    return Window(name, days * SECONDS_PER_DAY)
-
-
 # A step fence must exist whenever its (token, step) can run again: the order message may wait out
 # the orders queue and its DLQ before it starts the execution, which can then be redriven.
 FENCE_WINDOWS = (
-    _window("orders-queue retention", QUEUE_RETENTION_DAYS),
-    _window("DLQ retention", DLQ_RETENTION_DAYS),
-    _window("Step Functions redrive window", REDRIVE_WINDOW_DAYS),
+    window("orders-queue retention", QUEUE_RETENTION_DAYS),
+    window("DLQ retention", DLQ_RETENTION_DAYS),
+    window("Step Functions redrive window", REDRIVE_WINDOW_DAYS),
 )
 # A consumer's dedup record must exist whenever its event id can arrive again: PublishEvents may
 # re-send it until the execution's redrive window closes, and the re-sent message may then wait out
 # the consumer's queue and DLQ (and be redriven from there).
 DEDUP_WINDOWS = (
-    _window("Step Functions redrive window", REDRIVE_WINDOW_DAYS),
-    _window("consumer-queue retention", QUEUE_RETENTION_DAYS),
-    _window("DLQ retention", DLQ_RETENTION_DAYS),
+    window("Step Functions redrive window", REDRIVE_WINDOW_DAYS),
+    window("consumer-queue retention", QUEUE_RETENTION_DAYS),
+    window("DLQ retention", DLQ_RETENTION_DAYS),
 )
 
 
-def outlived(windows: tuple[Window, ...]) -> int:
-    """The seconds a key must outlive: the windows back to back (each path can follow the last)."""
-    return sum(window.seconds for window in windows)
-
-
 def derived_ttl_days(windows: tuple[Window, ...]) -> int:
-    return -(-outlived(windows) // SECONDS_PER_DAY) + TTL_MARGIN_DAYS
+    return _derived_ttl_days(windows, margin_days=TTL_MARGIN_DAYS)
 
 
 class ConfigError(ValueError):
@@ -170,17 +156,11 @@ class StageConfig:
 
 def check_lifetimes(config: StageConfig) -> None:
     """Every key outlives every path by which it can come back, or the synth fails naming both."""
-    for what, ttl, windows in (
-        ("consumer dedup TTL (dedup_ttl_days)", config.dedup_ttl_seconds, DEDUP_WINDOWS),
-        ("step fence TTL (fence_ttl_days)", config.fence_ttl_seconds, FENCE_WINDOWS),
-    ):
-        needed = outlived(windows)
-        if ttl < needed:
-            raise ConfigError(
-                f"stage {config.stage}: the {what} is {_days(ttl)}, shorter than the "
-                f"{_days(needed)} it must outlive ({' + '.join(str(w) for w in windows)}); "
-                "the same key could come back after its record expired and act twice"
-            )
+    try:
+        check_outlives("consumer dedup TTL (dedup_ttl_days)", config.dedup_ttl_seconds, DEDUP_WINDOWS)
+        check_outlives("step fence TTL (fence_ttl_days)", config.fence_ttl_seconds, FENCE_WINDOWS)
+    except TtlTooShort as error:
+        raise ConfigError(f"stage {config.stage}: {error}") from error
 
 
 def _workflow_type(stage: str, raw: Any) -> WorkflowType:

@@ -48,6 +48,13 @@ def consumers() -> tuple[Any, ...]:
     return tuple(workflow().CONSUMERS)
 
 
+def provider_steps() -> tuple[Any, ...]:
+    """The steps that call an external provider: leased steps the declaration gives a `reconcile`
+    (the provider keeps its own idempotency keys and can be asked what an attempt did). The
+    capacity plan caps each one's concurrency under the provider's rate limit."""
+    return tuple(step for step in steps() if step.kind == "leased" and step.reconcile is not None)
+
+
 def step_function(step: Any) -> str:
     """`ReserveInventory` -> `reserve-inventory`."""
     return str(workflow().function_name(step.name))

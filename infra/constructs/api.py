@@ -15,8 +15,8 @@ from constructs import Construct
 
 from infra.api_model import model_schema
 from infra.config import ApiAuth, ApiThrottle
-from infra.constructs.log_group import log_group
-from infra.nag import acknowledge, acknowledge_checkov
+from reliability.cdk.log_group import log_group
+from reliability.cdk.nag import acknowledge, acknowledge_checkov
 
 # The published OpenAPI description (written by `make openapi` from the contract models in
 # functions/orders; read here as data, never imported): the edge's resources, methods, required

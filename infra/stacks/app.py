@@ -15,21 +15,22 @@ from aws_cdk import aws_events as events
 from aws_cdk import aws_events_targets as targets
 from aws_cdk import aws_iam as iam
 from aws_cdk import aws_lambda as lambda_
-from aws_cdk import aws_lambda_event_sources as event_sources
 from aws_cdk import aws_ssm as ssm
 from aws_cdk import aws_stepfunctions as sfn
 from constructs import Construct
 
 from infra import asset, manifest
-from infra.capacity import THROTTLE_BACKOFF_SCHEDULE, CapacityPlan
+from infra.capacity import EXPRESS_EXECUTION_TIMEOUT_SECONDS, THROTTLE_BACKOFF_SCHEDULE, CapacityPlan
 from infra.config import STRANDED_AFTER_MINUTES, SWEEP_EVERY_MINUTES, StageConfig, WorkflowType
 from infra.constructs.api import OrdersApi
 from infra.constructs.dashboard import ServiceDashboard
-from infra.constructs.function import POWERTOOLS_LAYER_PARAMETER, ServiceFunction
-from infra.constructs.workflow import FencedWorkflow, StepSpec
-from infra.nag import acknowledge, acknowledge_checkov
+from infra.constructs.function import ARCHITECTURE, POWERTOOLS_LAYER_PARAMETER, RUNTIME
 from infra.sizing import FUNCTIONS, QUEUE_CONSUMERS, functions_for, pascal
 from infra.stacks.data import DataStack
+from reliability.cdk.function import ServiceFunction
+from reliability.cdk.nag import acknowledge, acknowledge_checkov
+from reliability.cdk.queue import consume
+from reliability.cdk.workflow import FencedWorkflow, StepSpec
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -140,6 +141,20 @@ def _entry_env(function: str) -> dict[str, str]:
     return {}
 
 
+def _failed_alarm_description(config: StageConfig) -> str:
+    """What an operator reads when an order workflow execution failed (the workflow's alarm)."""
+    after = (
+        "the orders queue runs it again under the same token, and a run that fails on every "
+        "receive ends in the orders DLQ with the execution's error"
+        if config.workflow is WorkflowType.EXPRESS
+        else "fix the cause, then redrive it"
+    )
+    return (
+        f"An execution of {config.name('order-workflow')} failed on an unhandled error or its time "
+        f"limit; {after} (declined orders end in Succeed, not here)."
+    )
+
+
 class AppStack(Stack):
     def __init__(
         self,
@@ -186,7 +201,12 @@ class AppStack(Stack):
                 self,
                 f"{pascal(name)}",
                 function_name=config.name(name),
-                sizing=sizing,
+                handler=sizing.handler,
+                timeout=sizing.timeout,
+                memory_mb=sizing.memory_mb,
+                description=sizing.description,
+                runtime=RUNTIME,
+                architecture=ARCHITECTURE,
                 code=code,
                 layers=[powertools],
                 environment=env,
@@ -206,14 +226,12 @@ class AppStack(Stack):
             for queue in access.send:
                 data.queues[queue].grant_send_messages(function)
             if access.consume:
-                function.add_event_source(
-                    event_sources.SqsEventSource(
-                        data.queues[access.consume],
-                        batch_size=capacity.batch_size_of(name),
-                        max_batching_window=Duration.seconds(capacity.batch_window_seconds),
-                        max_concurrency=capacity.max_concurrency[name],
-                        report_batch_item_failures=True,
-                    )
+                consume(
+                    function,
+                    data.queues[access.consume],
+                    batch_size=capacity.batch_size_of(name),
+                    max_batching_window=Duration.seconds(capacity.batch_window_seconds),
+                    max_concurrency=capacity.max_concurrency[name],
                 )
             self.functions[name] = function
             CfnOutput(self, f"{pascal(name)}FunctionName", value=function.function_name)
@@ -223,7 +241,9 @@ class AppStack(Stack):
             self,
             "OrderWorkflow",
             state_machine_name=config.name("order-workflow"),
-            workflow_type=config.workflow,
+            workflow_type=sfn.StateMachineType(config.workflow.value),
+            express_timeout_seconds=EXPRESS_EXECUTION_TIMEOUT_SECONDS,
+            failed_alarm_description=_failed_alarm_description(config),
             retain_logs=config.retain_data,
             log_key=data.key,
             steps=[

@@ -6,19 +6,18 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from aws_cdk import CfnOutput, Stack
+from aws_cdk import CfnOutput, Duration, Stack
 from aws_cdk import aws_dynamodb as dynamodb
 from aws_cdk import aws_kms as kms
 from aws_cdk import aws_sqs as sqs
 from constructs import Construct
 
-from infra.config import StageConfig
-from infra.constructs.key import stage_key
-from infra.constructs.queue import QueueWithDlq
-from infra.constructs.table import ServiceTable
+from infra.capacity import BATCH_WINDOW_SECONDS, MAX_RECEIVE_COUNT
+from infra.config import DLQ_RETENTION_DAYS, QUEUE_RETENTION_DAYS, StageConfig
 from infra.sizing import QUEUE_CONSUMERS, functions_for, pascal
-
-TTL_ATTRIBUTE = "expiration"
+from reliability.cdk.key import stage_key
+from reliability.cdk.queue import QueueWithDlq
+from reliability.cdk.table import RECORD_KEY, RECORD_TTL_ATTRIBUTE, ServiceTable
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -32,11 +31,16 @@ class TableSpec:
 
 # Keyed by the short name the app stack grants on.
 TABLES: dict[str, TableSpec] = {
+    # The record tables, shaped as the library writes them: HTTP idempotency and consumer dedup
+    # records, and the step fences.
     "idempotency": TableSpec(
-        suffix="idempotency", output="IdempotencyTableName", partition_key="id", ttl_attribute=TTL_ATTRIBUTE
+        suffix="idempotency",
+        output="IdempotencyTableName",
+        partition_key=RECORD_KEY,
+        ttl_attribute=RECORD_TTL_ATTRIBUTE,
     ),
     "fences": TableSpec(
-        suffix="fences", output="FenceTableName", partition_key="id", ttl_attribute=TTL_ATTRIBUTE
+        suffix="fences", output="FenceTableName", partition_key=RECORD_KEY, ttl_attribute=RECORD_TTL_ATTRIBUTE
     ),
     "orders": TableSpec(suffix="orders", output="OrdersTableName", partition_key="pk", sort_key="sk"),
     "inventory": TableSpec(
@@ -62,7 +66,17 @@ class DataStack(Stack):
         )
         # The app stack's log groups and functions use the same key.
         self.key: kms.IKey | None = (
-            stage_key(self, "Key", config=config) if config.customer_managed_keys else None
+            stage_key(
+                self,
+                "Key",
+                name=config.name,
+                description=(
+                    f"{config.service} {config.stage}: tables, queues, log groups, Lambda environments"
+                ),
+                retain=config.retain_data,
+            )
+            if config.customer_managed_keys
+            else None
         )
         self.tables: dict[str, dynamodb.ITable] = {}
         for key, spec in TABLES.items():
@@ -88,6 +102,10 @@ class DataStack(Stack):
                 f"{pascal(name)}Queue",
                 queue_name=config.name(name),
                 consumer_timeout=functions[consumer].timeout,
+                batch_window=Duration.seconds(BATCH_WINDOW_SECONDS),
+                max_receive_count=MAX_RECEIVE_COUNT,
+                retention=Duration.days(QUEUE_RETENTION_DAYS),
+                dlq_retention=Duration.days(DLQ_RETENTION_DAYS),
                 retain=config.retain_data,
                 key=self.key,
             )

@@ -7,7 +7,7 @@ from typing import Any
 import pytest
 from aws_cdk.assertions import Template
 
-from infra.nag import CHECKOV_METADATA
+from reliability.cdk.nag import CHECKOV_METADATA
 from simulator.synth import synthesize_stages, templates
 
 SERVICE = "retrysafe"

@@ -12,10 +12,12 @@ from infra import manifest
 from infra.capacity import (
     MAX_RECEIVE_COUNT,
     PROVIDER_CALL_SECONDS,
+    STEP_SECONDS,
     THROTTLE_BACKOFF_SCHEDULE,
     THROTTLE_STORM_SECONDS,
     TRANSIENT_RECEIVES,
     TRANSITIONS_PER_ORDER,
+    WORKER_SECONDS_PER_MESSAGE,
     CapacityError,
     CapacityPlan,
     StageCapacity,
@@ -26,7 +28,7 @@ from infra.capacity import (
     visibility_timeout_seconds,
     worker_seconds_per_message,
 )
-from infra.config import CONTEXT_KEY, load_config
+from infra.config import CONTEXT_KEY, WorkflowType, load_config
 from infra.sizing import QUEUE_CONSUMERS, functions_for
 from simulator.synth import cdk_context
 from simulator.templates import resources_of_type, state_machine_definition
@@ -161,3 +163,20 @@ def test_every_provider_step_of_the_declaration_is_capped_not_a_named_one(
     reserved = _plan("dev").reserved_concurrency
     assert set(reserved) == {"worker", manifest.step_function(renamed)}
     assert reserved[manifest.step_function(renamed)] >= 1
+
+
+def test_an_express_run_is_timed_with_a_provider_call_for_every_provider_step_not_a_named_one(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    # Given a service whose happy path is one provider step (leased, with a reconcile) named
+    # otherwise (ChargeCard) and one step that only touches DynamoDB
+    declared = manifest.steps()
+    provider = dataclasses.replace(next(s for s in declared if s.reconcile is not None), name="ChargeCard")
+    plain = dataclasses.replace(next(s for s in declared if s.kind == "atomic"), name="HoldSeat")
+    monkeypatch.setattr(manifest, "steps", lambda: (plain, provider))
+    monkeypatch.setattr(manifest, "happy_path", lambda: ("HoldSeat", "ChargeCard"))
+    # When an Express worker's time per message is derived
+    seconds = worker_seconds_per_message(WorkflowType.EXPRESS)
+    # Then the provider step counts a provider call, the other a DynamoDB step
+    assert seconds == pytest.approx(WORKER_SECONDS_PER_MESSAGE + PROVIDER_CALL_SECONDS + STEP_SECONDS)
+    assert _plan("dev-express").reserved_concurrency.keys() == {"worker", "charge-card"}

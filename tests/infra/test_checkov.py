@@ -11,7 +11,7 @@ from aws_cdk import App, Stack
 from aws_cdk import aws_sqs as sqs
 
 from infra.config import CONTEXT_KEY, load_config
-from infra.nag import CHECKOV_METADATA, acknowledge_checkov
+from reliability.cdk.nag import CHECKOV_METADATA, acknowledge_checkov
 from simulator.synth import cdk_context, templates
 from tests.infra.conftest import SERVICE, STAGES, checkov_skips
 

@@ -10,9 +10,9 @@ from typing import Any
 import pytest
 
 from infra.config import SWEEP_EVERY_MINUTES
-from infra.constructs.dashboard import PANELS, decision_metrics
 from orders import workflow
 from orders.handlers.sweep import STEP as SWEEP_STEP
+from reliability.cdk.dashboard import PANELS, decision_metrics
 from reliability.telemetry import Decision
 from tests.infra.conftest import stack
 

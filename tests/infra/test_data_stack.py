@@ -7,10 +7,11 @@ from typing import Any
 import pytest
 from aws_cdk.assertions import Match, Template
 
-from infra.capacity import MAX_RECEIVE_COUNT, VISIBILITY_TIMEOUT_FACTOR
+from infra.capacity import MAX_RECEIVE_COUNT
 from infra.config import DLQ_RETENTION_DAYS, SECONDS_PER_DAY
 from infra.sizing import FUNCTIONS, QUEUE_CONSUMERS, pascal
 from orders import workflow
+from reliability.cdk.windows import VISIBILITY_TIMEOUT_FACTOR
 from simulator.templates import DATA_STACK_OUTPUTS
 
 TABLES = {

@@ -12,7 +12,7 @@ from aws_cdk import App, Stack
 from aws_cdk import aws_sqs as sqs
 
 from infra.config import load_config
-from infra.nag import acknowledge, add_nag_checks
+from reliability.cdk.nag import acknowledge, add_nag_checks
 from simulator.synth import cdk_context, stack_names, synthesize
 from tests.infra.conftest import STAGES
 

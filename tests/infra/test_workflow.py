@@ -7,8 +7,8 @@ from typing import Any
 import pytest
 from aws_cdk.assertions import Template
 
-from infra.constructs.workflow import RETRYABLE_ERRORS
 from orders import workflow
+from reliability.cdk.workflow import RETRYABLE_ERRORS
 from simulator.templates import state_machine_definition
 
 # From the one declaration (orders.workflow): the synthesized definition must say the same.

@@ -6,7 +6,7 @@ import pytest
 from aws_cdk import App, Duration, Stack
 from aws_cdk import aws_lambda as lambda_
 
-from infra.constructs.workflow import FencedWorkflow, StepSpec
+from reliability.cdk.workflow import FencedWorkflow, StepSpec
 
 STEP_TIMEOUT = Duration.seconds(20)
 

@@ -13,11 +13,11 @@ from infra.capacity import (
     EXPRESS_TIME_LIMIT_SECONDS,
     CapacityError,
     check_express_time,
-    fence_ride_out_seconds,
     visibility_timeout_seconds,
 )
 from infra.config import ConfigError, WorkflowType, load_config
 from orders import workflow
+from reliability.cdk.windows import fence_ride_out_seconds
 from simulator.synth import cdk_context
 from simulator.templates import resources_of_type, state_machine_definition
 from tests.infra.conftest import SERVICE, STAGES, stack

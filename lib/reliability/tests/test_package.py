@@ -1,5 +1,6 @@
-"""The package contract: liftable (no aws_cdk, nothing of a service), no clients built at import, the
-public names exported."""
+"""The package contract: liftable (nothing of a service), the runtime half free of aws_cdk (only
+`reliability.cdk`, the infrastructure half, imports it), no clients built at import, the public names
+exported."""
 
 from __future__ import annotations
 
@@ -12,21 +13,58 @@ import reliability
 
 SRC = Path(__file__).resolve().parents[1] / "src"
 # What the library may import besides the standard library: itself and its declared dependencies
-# (pyproject.toml; boto3/botocore are the Lambda runtime's).
+# (pyproject.toml; boto3/botocore are the Lambda runtime's), and in `reliability.cdk` the `cdk` extra's.
 ALLOWED_ROOTS = {"reliability", "aws_lambda_powertools", "pydantic", "botocore", "boto3"}
+CDK_ROOTS = {"aws_cdk", "constructs", "cdk_nag", "jsii"}
+CDK_PACKAGE = SRC / "reliability" / "cdk"
 
 
-def test_the_library_imports_only_itself_its_dependencies_and_the_standard_library() -> None:
+def _imported_roots(modules: list[Path]) -> set[str]:
     imported = set()
-    for module in (SRC / "reliability").rglob("*.py"):
+    for module in modules:
         for node in ast.walk(ast.parse(module.read_text())):
             if isinstance(node, ast.Import):
                 imported |= {alias.name.split(".")[0] for alias in node.names}
             elif isinstance(node, ast.ImportFrom) and node.level == 0 and node.module:
                 imported.add(node.module.split(".")[0])
+    return imported
+
+
+def test_the_library_imports_only_itself_its_dependencies_and_the_standard_library() -> None:
+    everything = list((SRC / "reliability").rglob("*.py"))
+    runtime = [module for module in everything if CDK_PACKAGE not in module.parents]
     # Under `make mutation` the code is mutmut's copy, which imports mutmut's trampolines.
     tooling = {"mutmut"} if "mutmut" in sys.modules else set()
-    assert imported - ALLOWED_ROOTS - tooling - set(sys.stdlib_module_names) == set()
+    allowed = ALLOWED_ROOTS | tooling | set(sys.stdlib_module_names)
+    assert _imported_roots(runtime) - allowed == set()
+    assert _imported_roots(everything) - allowed - CDK_ROOTS == set()
+
+
+def test_the_runtime_half_loads_no_cdk(tmp_path: Path) -> None:
+    # Given every module of the package outside reliability.cdk (what a Lambda function imports),
+    # and reliability.cdk.windows (pure Python: a capacity plan reads it without synthesizing)
+    code = (
+        "import importlib, pkgutil, sys, reliability\n"
+        "names = [m.name for m in pkgutil.walk_packages(reliability.__path__, 'reliability.')\n"
+        "         if not m.name.startswith('reliability.cdk')]\n"
+        "for name in [*names, 'reliability.cdk.windows']: importlib.import_module(name)\n"
+        f"cdk = sorted({{m.split('.')[0] for m in sys.modules}} & set({sorted(CDK_ROOTS)!r}))\n"
+        "print(len(names), cdk)\n"
+    )
+    # When they are all imported
+    result = subprocess.run(
+        [sys.executable, "-c", code],
+        cwd=tmp_path,
+        capture_output=True,
+        text=True,
+        check=False,
+        env={"PATH": "/usr/bin:/bin", "AWS_DEFAULT_REGION": "us-east-1", "PYTHONPATH": str(SRC)},
+    )
+    # Then none of them loads aws_cdk, constructs, cdk-nag or jsii
+    assert result.returncode == 0, result.stderr
+    count, cdk = result.stdout.split(" ", 1)
+    assert int(count) >= 10
+    assert cdk.strip() == "[]"
 
 
 def test_importing_builds_no_client_and_pulls_in_no_cdk(tmp_path: Path) -> None:
@@ -85,11 +123,11 @@ def test_public_names_are_exported() -> None:
 
 
 def test_production_modules_load_no_test_seam(tmp_path: Path) -> None:
-    # Given every module of the package outside reliability.testing (what production imports)
+    # Given every module of the runtime half outside reliability.testing (what production imports)
     code = (
         "import importlib, pkgutil, sys, reliability\n"
         "names = [m.name for m in pkgutil.walk_packages(reliability.__path__, 'reliability.')\n"
-        "         if not m.name.startswith('reliability.testing')]\n"
+        "         if not m.name.startswith(('reliability.testing', 'reliability.cdk'))]\n"
         "for name in names: importlib.import_module(name)\n"
         "seams = sorted(n for n, m in sys.modules.items() if n.startswith('reliability')\n"
         "               and (hasattr(m, 'SimulatedCrash') or hasattr(m, 'CrashPlan')))\n"

@@ -1,5 +1,5 @@
-"""Every log group of the app (functions, the state machine, API access logs): one retention, the
-stage's key if it has one, and removed with the stack unless the stage retains its logs."""
+"""Every log group (functions, the state machine, API access logs): one retention, the stage's key
+if it has one, and removed with the stack unless the stage retains its logs."""
 
 from __future__ import annotations
 
@@ -8,7 +8,7 @@ from aws_cdk import aws_kms as kms
 from aws_cdk import aws_logs as logs
 from constructs import Construct
 
-from infra.constructs.key import acknowledge_aws_key
+from reliability.cdk.key import acknowledge_aws_key
 
 LOG_RETENTION = logs.RetentionDays.ONE_MONTH
 

@@ -1,11 +1,15 @@
 """A fenced saga as a Step Functions state machine (Standard or Express), built from a list of step specs.
 
-Every step is a Lambda task that receives the whole state (`order_id`, `run`, `token`, earlier
-`results`) and whose return value lands at `$.results.<StepName>`. The step uses `(stage,
-order_id, run, step)` as its fence key, so a retried, redriven or restarted task re-runs safely;
-this construct gives every task the same transport Retry and routes business errors by Catch to a
-compensation step, with the error at `$.error`. The same steps build both types; Express adds its
-time limit (TimeoutSeconds, infra/capacity.py) and logs errors only (see `LOG_LEVELS`).
+Every step is a Lambda task that receives the whole state (the business id, `run`, `token`, earlier
+`results`) and whose return value lands at `$.results.<StepName>`. The step fences on its
+(business id, run, step), so a retried, redriven or restarted task re-runs safely; this construct
+gives every task the same transport Retry and routes business errors by Catch to a compensation
+step, with the error at `$.error`. The same steps build both types; Express adds its time limit
+(TimeoutSeconds) and logs errors only (see `LOG_LEVELS`).
+
+The error names are the runtime half's exception classes (reliability.errors), read by name: the
+Lambda runtime reports `errorType` = the exception's class name, so a renamed class renames its
+Retry here too. The waits are reliability.cdk.windows'.
 """
 
 from __future__ import annotations
@@ -21,19 +25,19 @@ from aws_cdk import aws_stepfunctions as sfn
 from aws_cdk import aws_stepfunctions_tasks as tasks
 from constructs import Construct
 
-from infra.capacity import (
-    EXPRESS_EXECUTION_TIMEOUT_SECONDS,
+from reliability.cdk.log_group import log_group
+from reliability.cdk.nag import acknowledge
+from reliability.cdk.windows import (
+    EXPRESS_TIME_LIMIT_SECONDS,
     FENCE_WAIT_BACKOFF_RATE,
     FENCE_WAIT_MAX_ATTEMPTS,
     fence_wait_interval_seconds,
 )
-from infra.config import WorkflowType
-from infra.constructs.log_group import log_group
-from infra.nag import acknowledge
+from reliability.errors import FenceBusy, StaleFence, TransientError
 
-# Transient failures only: the Lambda service, the runtime dying, an unavailable store. Business
-# errors (OutOfStock, PaymentDeclined) are never retried; they are caught.
-RETRYABLE_ERRORS = (
+# What the Lambda service and runtime report when an invocation failed for a reason a retry may
+# cure (the service, the runtime dying, a timeout).
+LAMBDA_TRANSIENT_ERRORS = (
     "Lambda.ServiceException",
     "Lambda.AWSLambdaException",
     "Lambda.SdkClientException",
@@ -41,28 +45,34 @@ RETRYABLE_ERRORS = (
     "Lambda.Unknown",
     "Runtime.ExitError",
     "Sandbox.Timedout",
-    "TransientError",
 )
+# Transient failures only: those, and the runtime half's TransientError (an unavailable store,
+# a throttle). Business errors (BusinessError subclasses) are never retried; they are caught.
+RETRYABLE_ERRORS = (*LAMBDA_TRANSIENT_ERRORS, TransientError.__name__)
 RETRY_INTERVAL = Duration.seconds(1)
 RETRY_BACKOFF_RATE = 2.0
 RETRY_MAX_ATTEMPTS = 6
 RETRY_MAX_DELAY = Duration.seconds(30)
 # FenceBusy means an earlier attempt holds the step's lease, typically one that died (its retry
-# arrives here at once). Waiting it out is paced by the lease (infra/capacity.py: the waits and
-# why), not by jitter: the contention is one execution with itself, or a copy of it, never a
-# herd. StaleFence (a leased step's completion lost its fence to a later attempt) is the same
+# arrives here at once). Waiting it out is paced by the lease (reliability.cdk.windows), not by
+# jitter. StaleFence (a leased step's completion lost its fence to a later attempt) is the same
 # wait: nothing of this attempt was committed, and the retry finds the step done (a skip), still
 # held (FenceBusy), or free to take.
-FENCE_WAIT_ERRORS = ("FenceBusy", "StaleFence")
+FENCE_WAIT_ERRORS = (FenceBusy.__name__, StaleFence.__name__)
 SUCCEED_STATE = "Done"
 # What the state machine's log group receives. Standard: every event (without execution data),
 # beside its history API. Express keeps no history, so its log group is the only record of its
 # executions; ERROR logs each failure (the failed task, the execution failed or timed out) and
-# nothing of a run that succeeds: a happy-path order writes no byte there, where ALL would write
-# every state's events (~30 per order, bench/cost.py prices both). A run that succeeded is told
-# by the function logs and fence records (`make story`), and the worker logs every execution's
-# end (its `ExecutionEnded` line).
-LOG_LEVELS = {WorkflowType.STANDARD: sfn.LogLevel.ALL, WorkflowType.EXPRESS: sfn.LogLevel.ERROR}
+# nothing of a run that succeeds, where ALL would write every state's events of every run. A run
+# that succeeded is told by the function logs and fence records.
+LOG_LEVELS = {
+    sfn.StateMachineType.STANDARD: sfn.LogLevel.ALL,
+    sfn.StateMachineType.EXPRESS: sfn.LogLevel.ERROR,
+}
+_FAILED_RUNBOOK = {
+    sfn.StateMachineType.STANDARD: "fix the cause, then redrive it",
+    sfn.StateMachineType.EXPRESS: "the queue that started it runs it again under the same token",
+}
 
 
 def _lease_seconds(step: StepSpec) -> int:
@@ -112,8 +122,9 @@ class StepSpec:
 
 class FencedWorkflow(Construct):
     """`state_machine` (`workflow_type`, JSONPath, logging at `LOG_LEVELS` without execution data,
-    X-Ray; Express with its TimeoutSeconds) and `failed_alarm` (any execution that ended FAILED,
-    TIMED_OUT or ABORTED)."""
+    X-Ray; Express with its TimeoutSeconds, `express_timeout_seconds`) and `failed_alarm` (any
+    execution that ended FAILED, TIMED_OUT or ABORTED; `failed_alarm_description` says what an
+    operator does about it)."""
 
     def __init__(
         self,
@@ -124,10 +135,18 @@ class FencedWorkflow(Construct):
         steps: Sequence[StepSpec],
         retain_logs: bool,
         log_key: kms.IKey | None,
-        workflow_type: WorkflowType = WorkflowType.STANDARD,
+        workflow_type: sfn.StateMachineType = sfn.StateMachineType.STANDARD,
+        express_timeout_seconds: int = EXPRESS_TIME_LIMIT_SECONDS,
+        failed_alarm_description: str | None = None,
     ) -> None:
         super().__init__(scope, construct_id)
         _check_graph(steps)
+        express = workflow_type == sfn.StateMachineType.EXPRESS
+        if express and not 0 < express_timeout_seconds <= EXPRESS_TIME_LIMIT_SECONDS:
+            raise ValueError(
+                f"an Express execution's TimeoutSeconds must be 1..{EXPRESS_TIME_LIMIT_SECONDS}, "
+                f"got {express_timeout_seconds}"
+            )
         done = sfn.Succeed(self, SUCCEED_STATE)
         states = {step.name: self._task(step) for step in steps}
         for step in steps:
@@ -143,19 +162,18 @@ class FencedWorkflow(Construct):
             retain=retain_logs,
             key=log_key,
         )
-        express = workflow_type is WorkflowType.EXPRESS
         self.state_machine = sfn.StateMachine(
             self,
             "StateMachine",
             state_machine_name=state_machine_name,
-            state_machine_type=sfn.StateMachineType(workflow_type.value),
+            state_machine_type=workflow_type,
             query_language=sfn.QueryLanguage.JSON_PATH,
             definition_body=sfn.DefinitionBody.from_chainable(states[steps[0].name]),
             logs=sfn.LogOptions(
                 destination=self.log_group, level=LOG_LEVELS[workflow_type], include_execution_data=False
             ),
-            # Express: AWS's own 5-minute limit, stated (infra/capacity.py checks the steps fit).
-            timeout=Duration.seconds(EXPRESS_EXECUTION_TIMEOUT_SECONDS) if express else None,
+            # Express: its time limit, stated (the service checks its steps fit in it).
+            timeout=Duration.seconds(express_timeout_seconds) if express else None,
             tracing_enabled=True,
         )
         if express:
@@ -163,24 +181,18 @@ class FencedWorkflow(Construct):
                 self.state_machine,
                 "SF1",
                 "Express logs at ERROR on purpose (LOG_LEVELS): every failure is logged; ALL would "
-                "add every state's events of every successful order to the bill, and an order's "
-                "story is told by its function logs and fence records (the worker logs each "
-                "execution's end).",
+                "add every state's events of every successful run to the bill, and a run's story "
+                "is told by its function logs and fence records.",
             )
-        after = (
-            "the orders queue runs it again under the same token, and a run that fails on every "
-            "receive ends in the orders DLQ with the execution's error"
-            if express
-            else "fix the cause, then redrive it"
-        )
         self._acknowledge_role_policy(steps)
         self.failed_alarm = cloudwatch.Alarm(
             self,
             "ExecutionsFailed",
             alarm_name=f"{state_machine_name}-executions-failed",
-            alarm_description=(
+            alarm_description=failed_alarm_description
+            or (
                 f"An execution of {state_machine_name} failed on an unhandled error or its time "
-                f"limit; {after} (declined orders end in Succeed, not here)."
+                f"limit; {_FAILED_RUNBOOK[workflow_type]}."
             ),
             metric=cloudwatch.MathExpression(
                 expression="failed + timedout + aborted",

@@ -1,5 +1,4 @@
-"""The stage's own KMS key (`customer_managed_keys` in cdk.json), and what a resource says when
-its stage keeps AWS's keys instead.
+"""The stage's own KMS key, and what a resource says when its stage keeps AWS's keys instead.
 
 One key per stage encrypts its tables, queues, log groups and Lambda environments. The key
 policy keeps KMS's default statement (the account's IAM policies decide: every function's role
@@ -9,32 +8,38 @@ environment) and adds CloudWatch Logs, which encrypts the stage's log groups wit
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 from aws_cdk import ArnFormat, RemovalPolicy, Stack
 from aws_cdk import aws_iam as iam
 from aws_cdk import aws_kms as kms
 from constructs import Construct, IConstruct
 
-from infra.config import StageConfig
-from infra.nag import acknowledge_checkov
+from reliability.cdk.nag import acknowledge_checkov
 
 
-def stage_key(scope: Construct, construct_id: str, *, config: StageConfig) -> kms.Key:
-    """The stage's key: rotated yearly, kept as long as the data it encrypts is kept."""
+def stage_key(
+    scope: Construct, construct_id: str, *, name: Callable[[str], str], description: str, retain: bool
+) -> kms.Key:
+    """The stage's key: rotated yearly, kept as long as the data it encrypts is kept (`retain`).
+
+    `name(suffix)` is the stage's physical name of a resource (`{service}-{stage}-{suffix}`): the
+    key's alias is `name("key")`, and CloudWatch Logs may use it for the log groups `name("*")`."""
     key = kms.Key(
         scope,
         construct_id,
-        alias=f"alias/{config.name('key')}",
-        description=f"{config.service} {config.stage}: tables, queues, log groups, Lambda environments",
+        alias=f"alias/{name('key')}",
+        description=description,
         enable_key_rotation=True,
         # A retained table or queue is unreadable without its key.
-        removal_policy=RemovalPolicy.RETAIN if config.retain_data else RemovalPolicy.DESTROY,
+        removal_policy=RemovalPolicy.RETAIN if retain else RemovalPolicy.DESTROY,
     )
     stack = Stack.of(key)
     stage_log_groups = stack.format_arn(
         service="logs",
         resource="log-group",
         # /aws/lambda/<name>, /aws/vendedlogs/states/<name>, /aws/apigateway/<name>/access
-        resource_name=f"/aws/*/{config.name('*')}",
+        resource_name=f"/aws/*/{name('*')}",
         arn_format=ArnFormat.COLON_RESOURCE_NAME,
     )
     key.add_to_resource_policy(
@@ -61,7 +66,7 @@ def acknowledge_aws_key(resource: IConstruct, check: str, encrypted_by: str) -> 
     acknowledge_checkov(
         resource,
         check,
-        f"Encrypted at rest with {encrypted_by}. This stage sets customer_managed_keys false in "
-        "cdk.json: no key of its own to pay for, rotate and administer; a stage that sets it true "
-        "encrypts this with its own KMS key (infra/constructs/key.py).",
+        f"Encrypted at rest with {encrypted_by}. This stage keeps AWS's keys: no key of its own to "
+        "pay for, rotate and administer; a stage with a key of its own (reliability.cdk.key."
+        "stage_key) encrypts this with it.",
     )

@@ -1,4 +1,10 @@
-"""A DynamoDB table the way every table of this service is built."""
+"""A DynamoDB table the way every table of a service is built, and the shape of the record tables.
+
+The record tables hold what the runtime half writes: step fences and consumer dedup records
+(reliability.runs, reliability.dedup) and HTTP idempotency records (Powertools'
+DynamoDBPersistenceLayer, reliability.http). Both key an item by `id` (S) and expire it by
+`expiration` (epoch seconds); tests/cdk/test_tables.py checks the runtime's items against these.
+"""
 
 from __future__ import annotations
 
@@ -7,7 +13,11 @@ from aws_cdk import aws_dynamodb as dynamodb
 from aws_cdk import aws_kms as kms
 from constructs import Construct
 
-from infra.constructs.key import acknowledge_aws_key
+from reliability.cdk.key import acknowledge_aws_key
+
+# The record tables' key and TTL attribute (what the runtime half writes).
+RECORD_KEY = "id"
+RECORD_TTL_ATTRIBUTE = "expiration"
 
 
 class ServiceTable(Construct):

@@ -1,4 +1,4 @@
-"""The two scanners this app answers to, and the one way this code acknowledges a finding of each.
+"""The two scanners the constructs answer to, and the one way to acknowledge a finding of each.
 
 cdk-nag AwsSolutions runs on every synth as a CDK validation plugin: `app.synth()` raises (and
 `cdk synth` exits non-zero) when any finding is not acknowledged, and writes
@@ -6,7 +6,7 @@ cdk-nag AwsSolutions runs on every synth as a CDK validation plugin: `app.synth(
 `Validations.of(construct).acknowledge`; they cover the construct's subtree, so always pass the
 narrowest construct (the resource itself, or the one policy the finding is on).
 
-checkov runs on the synthesized templates (`make lint`, `ops/security_scan.py`). It reads its
+checkov runs on the synthesized templates (the service's lint). It reads its
 acknowledgments from the resource's own CloudFormation `Metadata` (`checkov.skip`), so each one
 sits on the one resource it is about, with its reason, in the template a reviewer reads.
 """
