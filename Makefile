@@ -134,14 +134,14 @@ format: install ## Apply ruff's fixes and formatting
 test: install $(CHECKOV_STAMP) $(MINISTACK_STAMP) ## The whole suite: unit, integration, infrastructure, end to end on a local cloud, chaos subset (one worker per core)
 	$(PY) -m pytest -n auto --dist loadgroup
 
-test-unit: install ## Unit tests only (fast, no synthesis), the reliability library's included
-	$(PY) -m pytest tests/unit lib/reliability/tests
+test-unit: install ## Unit tests only (fast, no synthesis), the reliability library's runtime half included
+	$(PY) -m pytest tests/unit lib/reliability/tests --ignore=lib/reliability/tests/cdk
 
 test-integration: install ## The whole chain in-process on moto
 	$(PY) -m pytest tests/integration
 
-test-infra: install $(CHECKOV_STAMP) ## Template assertions, cdk-nag, checkov and cfn-lint
-	$(PY) -m pytest tests/infra
+test-infra: install $(CHECKOV_STAMP) ## Template assertions, cdk-nag, checkov and cfn-lint; the library's CDK half
+	$(PY) -m pytest tests/infra lib/reliability/tests/cdk
 
 test-e2e: install ## End to end over HTTP and AWS APIs: a local cloud of its own, or RETRYSAFE_E2E_TARGET=outputs|aws|localstack
 	$(PY) -m pytest tests/e2e
