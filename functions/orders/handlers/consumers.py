@@ -5,8 +5,9 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-# First, before any pydantic model: Powertools' batch utility (reliability.batch, through _sqs)
-# builds its own pydantic parser models when it finds pydantic already imported
+# First, before anything that might load pydantic (this function's own model is plain,
+# orders.fields): Powertools' batch utility (reliability.batch, through _sqs) builds its own
+# pydantic parser models when it finds pydantic already imported
 # (aws_lambda_powertools/utilities/batch/types.py), which this function never uses.
 from orders.handlers._sqs import sqs_handler
 
