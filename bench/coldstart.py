@@ -29,13 +29,18 @@ interpreter; a function's ratio is the median over ``PAIRS`` pairs of handler ti
 script gave before, against the same floor's import, which is Logger + Metrics + Tracer only) is
 the last column, from the same runs. Usage: ``PYTHONPATH=functions:. python bench/coldstart.py
 [--pairs N]`` (``make bench``); prints a Markdown table and writes ``bench/results/coldstart.md``
-and ``.json``. The ratios are timings and vary with the machine; which modules each handler
-imports is behaviour, pinned by tests/unit/orders/test_handler_imports.py.
+and ``.json``. ``--against REV`` is the A/B a change is judged by (the ratios move by ~0.1 between
+runs on a shared machine, so two runs cannot compare it): the asset of ``REV`` (a git revision, or a
+directory holding another copy of ``functions/`` and ``lib/``) is measured beside this tree's, each
+round the floor, then ``REV``, then this tree, interleaved; it prints the table and writes nothing.
+The ratios are timings and vary with the machine; which modules each handler imports is behaviour,
+pinned by tests/unit/orders/test_handler_imports.py.
 """
 
 from __future__ import annotations
 
 import argparse
+import io
 import json
 import marshal
 import os
@@ -43,6 +48,7 @@ import shutil
 import statistics
 import subprocess
 import sys
+import tarfile
 import tempfile
 from dataclasses import asdict, dataclass
 from pathlib import Path
@@ -145,13 +151,30 @@ def floor_source() -> str:
     return FLOOR_SOURCE.format(configs=configs)
 
 
-def task_root(directory: Path) -> Path:
-    """The asset as Lambda unpacks it (infra.asset: functions/ and the library, no bytecode), plus
-    the floor and the probe."""
-    root = asset.stage(directory / "task")
+def task_root(directory: Path, tree: Path | None = None) -> Path:
+    """The asset as Lambda unpacks it (infra.asset: functions/ and the library, no bytecode), of
+    this tree or of `tree`, plus the floor and the probe."""
+    root = asset.stage(directory / "task", tree)
     (root / f"{FLOOR}.py").write_text(floor_source())
     shutil.copy(PROBE, root / PROBE.name)
     return root
+
+
+def tree_of(revision: str, directory: Path) -> Path:
+    """A checkout holding the asset's sources at `revision`: a directory as given, else the git
+    revision's `functions/` and library extracted into `directory`."""
+    if Path(revision).is_dir():
+        return Path(revision)
+    sources = [str(p.relative_to(ROOT)) for p in (asset.FUNCTIONS_DIR, asset.LIBRARY_DIR)]
+    archive = subprocess.run(  # noqa: S603 - git, with a revision the caller names
+        ["git", "archive", "--format=tar", revision, *sources],  # noqa: S607
+        cwd=ROOT,
+        capture_output=True,
+        check=True,
+    ).stdout
+    with tarfile.open(fileobj=io.BytesIO(archive)) as tar:
+        tar.extractall(directory, filter="data")
+    return directory
 
 
 def probe(root: Path, case: Path, invocation: FirstInvocation, module: str) -> Run:
@@ -217,6 +240,50 @@ def measure(
         return rows
 
 
+def compare(
+    recorded: dict[str, FirstInvocation],
+    revision: str,
+    rounds: int,
+    functions: tuple[str, ...],
+    against: str | None = None,
+) -> str:
+    """The A/B table: each function's cold invocation at `revision` and in this tree (or at
+    `against`) against the floor, interleaved round by round; ratios are medians over rounds."""
+    with tempfile.TemporaryDirectory(prefix="retrysafe-coldstart-ab-") as tmp:
+        after_tree = tree_of(against, Path(tmp) / "after-tree") if against else None
+        after = task_root(Path(tmp) / "after", after_tree)
+        before = task_root(Path(tmp) / "before", tree_of(revision, Path(tmp) / "before-tree"))
+        lines = [
+            f"| function | floor (ms) | {revision} (ms) | ratio | {against or 'this tree'} (ms) | ratio |",
+            "| --- | ---: | ---: | ---: | ---: | ---: |",
+        ]
+        for function in functions:
+            invocation = recorded[function]
+            cases = {}
+            for root in (before, after):
+                cases[root] = root / f"{function}.case"
+                cases[root].write_bytes(marshal.dumps(invocation.to_marshal()))
+                probe(root, cases[root], invocation, invocation.module)  # warm-up, uncounted
+            probe(after, cases[after], invocation, FLOOR)
+            runs = [
+                (
+                    probe(after, cases[after], invocation, FLOOR).cold_seconds,
+                    probe(before, cases[before], invocation, invocation.module).cold_seconds,
+                    probe(after, cases[after], invocation, invocation.module).cold_seconds,
+                )
+                for _ in range(rounds)
+            ]
+            ratio_before = statistics.median(b / f for f, b, _ in runs)
+            ratio_after = statistics.median(a / f for f, _, a in runs)
+            lines.append(
+                f"| {function} | {_median_ms([f for f, _, _ in runs])} "
+                f"| {_median_ms([b for _, b, _ in runs])} | {ratio_before:.2f}x "
+                f"| {_median_ms([a for _, _, a in runs])} | {ratio_after:.2f}x |"
+            )
+            sys.stdout.write(lines[-1] + "\n")
+        return "\n".join(lines) + "\n"
+
+
 def render(rows: list[Row]) -> str:
     lines = [
         "| function | handler module | AWS calls | floor (ms) | cold invocation (ms) "
@@ -239,10 +306,25 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument(
         "--pairs", type=int, default=PAIRS, help=f"pairs per function (default {PAIRS}, the issue's measure)"
     )
-    pairs = parser.parse_args(argv).pairs
+    parser.add_argument(
+        "--against",
+        metavar="REV",
+        help="A/B: also measure the asset of REV (a git revision or a checkout), interleaved; writes nothing",
+    )
+    parser.add_argument("--tree", metavar="REV", help="(A/B only) the B side: REV instead of this tree")
+    parser.add_argument(
+        "--functions", nargs="+", choices=FUNCTIONS_MEASURED, default=FUNCTIONS_MEASURED, help="(A/B only)"
+    )
+    options = parser.parse_args(argv)
+    pairs = options.pairs
     from simulator.synth import synthesize  # noqa: PLC0415 - the app's assembly, built once and cached
 
-    rows = measure(record(synthesize(STAGE)), pairs)
+    recorded = record(synthesize(STAGE))
+    if options.against:
+        table = compare(recorded, options.against, pairs, tuple(options.functions), options.tree)
+        sys.stdout.write("\n" + table)
+        return 0
+    rows = measure(recorded, pairs)
     table = render(rows)
     header = (
         "# Cold start: each handler's cold invocation vs a bare Powertools handler\n\n"
