@@ -17,6 +17,7 @@ from orders.handlers._sqs import sqs_handler
 import orders.consumers  # noqa: F401
 from orders.config import ConsumerSettings
 from orders.events import OrderCompletedEvent
+from orders.handlers import init_done
 from reliability.batch import parse_body
 
 if TYPE_CHECKING:  # annotations only: the module is not loaded at run time
@@ -33,3 +34,6 @@ def _apply(runtime: Runtime[ConsumerSettings], record: SQSRecord, _context: Lamb
 
 
 handler = sqs_handler(settings=SETTINGS, record_handler=_apply)
+
+
+init_done()  # the end of init (orders.handlers)

@@ -30,6 +30,7 @@ from botocore.exceptions import ClientError
 import orders.runs  # noqa: F401
 from orders.config import WorkerSettings
 from orders.errors import ExecutionFailed
+from orders.handlers import init_done
 from orders.messages import OrderMessageModel
 from reliability.batch import parse_body
 from reliability.errors import PoisonMessage, TransientError, error_code
@@ -96,3 +97,6 @@ def _start(runtime: Runtime[WorkerSettings], record: SQSRecord, _context: Lambda
 
 
 handler = sqs_handler(settings=SETTINGS, record_handler=_start)
+
+
+init_done()  # the end of init (orders.handlers)

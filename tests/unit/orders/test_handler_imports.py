@@ -198,3 +198,25 @@ def test_a_charge_becomes_the_step_result_without_the_api_contract() -> None:
     assert found == {"charge_id": "ch_1", "amount_cents": 500, "currency": "EUR"}
     loaded = sorted(m for m in answer["modules"] if m.startswith(("pydantic", "orders.contract")))
     assert loaded == [], f"the charge step loads the API's contract: {loaded[:5]}"
+
+
+# After a handler module's import (a function's init): what init built is frozen out of the
+# collector's scans, and the collector runs again (orders.handlers: it is off during init).
+GC_PROBE = (
+    "import gc, importlib, json, sys; importlib.import_module(sys.argv[1]); "
+    "print(json.dumps([gc.isenabled(), gc.get_freeze_count()]))"
+)
+
+
+@pytest.mark.parametrize("handler", sorted(NOT_IMPORTED))
+def test_init_ends_with_its_objects_frozen_and_the_collector_on(handler: str) -> None:
+    out = subprocess.run(
+        [sys.executable, "-c", GC_PROBE, handler],
+        env={"PYTHONPATH": ASSET_PATH, "AWS_DEFAULT_REGION": "us-east-1"},
+        check=True,
+        capture_output=True,
+        text=True,
+    )
+    enabled, frozen = json.loads(out.stdout.strip().splitlines()[-1])
+    assert enabled
+    assert frozen > 10_000, f"{handler}: {frozen} objects frozen at the end of init"
