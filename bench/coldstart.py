@@ -32,7 +32,8 @@ the last column, from the same runs. Usage: ``PYTHONPATH=functions:. python benc
 and ``.json``. ``--against REV`` is the A/B a change is judged by (the ratios move by ~0.1 between
 runs on a shared machine, so two runs cannot compare it): the asset of ``REV`` (a git revision, or a
 directory holding another copy of ``functions/`` and ``lib/``) is measured beside this tree's, each
-round the floor, then ``REV``, then this tree, interleaved; it prints the table and writes nothing.
+round the floor, then ``REV``, then this tree (or ``--tree REV``; ``--bytecode``: with the bytecode a
+build on the runtime's Python ships), interleaved; it prints the table and writes nothing.
 The ratios are timings and vary with the machine; which modules each handler imports is behaviour,
 pinned by tests/unit/orders/test_handler_imports.py.
 """
@@ -246,12 +247,18 @@ def compare(
     rounds: int,
     functions: tuple[str, ...],
     against: str | None = None,
+    *,
+    bytecode: bool = False,
 ) -> str:
     """The A/B table: each function's cold invocation at `revision` and in this tree (or at
-    `against`) against the floor, interleaved round by round; ratios are medians over rounds."""
+    `against`) against the floor, interleaved round by round; ratios are medians over rounds.
+    `bytecode`: the B side's asset carries bytecode for this Python, as `infra.asset.stage` builds
+    it on a machine whose Python is the functions' runtime's."""
     with tempfile.TemporaryDirectory(prefix="retrysafe-coldstart-ab-") as tmp:
         after_tree = tree_of(against, Path(tmp) / "after-tree") if against else None
         after = task_root(Path(tmp) / "after", after_tree)
+        if bytecode:
+            asset.compile_bytecode(after)
         before = task_root(Path(tmp) / "before", tree_of(revision, Path(tmp) / "before-tree"))
         lines = [
             f"| function | floor (ms) | {revision} (ms) | ratio | {against or 'this tree'} (ms) | ratio |",
@@ -313,6 +320,11 @@ def main(argv: list[str] | None = None) -> int:
     )
     parser.add_argument("--tree", metavar="REV", help="(A/B only) the B side: REV instead of this tree")
     parser.add_argument(
+        "--bytecode",
+        action="store_true",
+        help="(A/B only) the B side's asset with bytecode for this Python (a build on the runtime's Python)",
+    )
+    parser.add_argument(
         "--functions", nargs="+", choices=FUNCTIONS_MEASURED, default=FUNCTIONS_MEASURED, help="(A/B only)"
     )
     options = parser.parse_args(argv)
@@ -321,7 +333,8 @@ def main(argv: list[str] | None = None) -> int:
 
     recorded = record(synthesize(STAGE))
     if options.against:
-        table = compare(recorded, options.against, pairs, tuple(options.functions), options.tree)
+        functions = tuple(options.functions)
+        table = compare(recorded, options.against, pairs, functions, options.tree, bytecode=options.bytecode)
         sys.stdout.write("\n" + table)
         return 0
     rows = measure(recorded, pairs)

@@ -53,11 +53,11 @@ def stage(output: Path, tree: Path | None = None) -> Path:
     shutil.copytree(functions, output, ignore=ignore, dirs_exist_ok=True)
     shutil.copytree(library, output / library.name, ignore=ignore, dirs_exist_ok=True)
     if sys.version_info[:2] == RUNTIME_PYTHON:
-        _compile(output)
+        compile_bytecode(output)
     return output
 
 
-def _compile(output: Path) -> None:
+def compile_bytecode(output: Path) -> None:
     """Bytecode for every module of ``output``, beside it as the runtime looks for it, naming each
     source by its path on Lambda (`TASK_ROOT`, for tracebacks) rather than this build's temporary
     one. In a fresh interpreter: marshal's bytes can follow what else the process has loaded, and
