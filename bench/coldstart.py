@@ -1,13 +1,14 @@
 """Cold start as users pay it: each handler's cold invocation (its import plus its first
 invocation, AWS clients included) against a bare Powertools handler making the same AWS calls.
 
-Lambda's cold start imports the handler module in a fresh interpreter, from a code asset without
-``__pycache__`` (infra/asset.py excludes it), so the function's own code is compiled at import
-while the libraries (the Powertools layer, boto3 in the runtime) come precompiled; the functions
-then build their clients on their first invocation (orders.runtime), which is part of what the
-first caller waits for. This measures the same: the asset (``infra.asset.stage``: ``functions/``
-and the library) is copied without bytecode into a temporary task root, and each cold invocation
-runs in a fresh ``python`` with ``PYTHONDONTWRITEBYTECODE=1`` (bench/coldprobe.py).
+Lambda's cold start imports the handler module in a fresh interpreter, from the code asset as
+infra/asset.py builds it: with bytecode when the building Python is the functions' runtime's,
+else without, and then the function's own code is compiled at import while the libraries (the
+Powertools layer, boto3 in the runtime) come precompiled; the functions then build their clients
+on their first invocation (orders.runtime), which is part of what the first caller waits for. This
+measures the same: the asset (``infra.asset.stage``: ``functions/`` and the library, bytecode as
+that decides) is staged into a temporary task root, and each cold invocation runs in a fresh
+``python`` with ``PYTHONDONTWRITEBYTECODE=1`` (bench/coldprobe.py).
 
 The AWS calls stay in the process: bench/coldcalls.py first records each function's first
 invocation of the sample events on the in-process cloud (moto, untimed, in this process), with
@@ -62,7 +63,9 @@ from infra import asset
 ROOT = Path(__file__).resolve().parent.parent
 PROBE = Path(__file__).resolve().parent / "coldprobe.py"
 RESULTS = Path(__file__).resolve().parent / "results"
-PAIRS = 5
+# Pairs per function: on this shared machine a ratio moves by ~0.1 between runs; the median of 9
+# pairs moves less than that of 5 (bench/results/coldstart.notes.md).
+PAIRS = 9
 STAGE = "local"  # the stage the sample events are written for (events/README.md)
 # The lead's bar: a function's cold invocation at most this many times its floor's. A figure of
 # `make bench`, not a test: on a shared machine the ratio moves by more than the margin.
@@ -310,9 +313,7 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(
         description="Cold invocation (import + first invocation) of each handler vs a bare Powertools one."
     )
-    parser.add_argument(
-        "--pairs", type=int, default=PAIRS, help=f"pairs per function (default {PAIRS}, the issue's measure)"
-    )
+    parser.add_argument("--pairs", type=int, default=PAIRS, help=f"pairs per function (default {PAIRS})")
     parser.add_argument(
         "--against",
         metavar="REV",
@@ -339,10 +340,16 @@ def main(argv: list[str] | None = None) -> int:
         return 0
     rows = measure(recorded, pairs)
     table = render(rows)
+    compiled = (
+        "the asset's bytecode, built by this Python, the runtime's"
+        if sys.version_info[:2] == asset.RUNTIME_PYTHON
+        else "function code compiled at import: the asset ships no bytecode when built by a Python "
+        f"other than the runtime's, {'.'.join(map(str, asset.RUNTIME_PYTHON))}"
+    )
     header = (
         "# Cold start: each handler's cold invocation vs a bare Powertools handler\n\n"
-        "CPU time of importing each handler module in a fresh interpreter (function code compiled "
-        "at import) and running its first invocation of a sample event, AWS clients included, "
+        f"CPU time of importing each handler module in a fresh interpreter ({compiled}) and running "
+        "its first invocation of a sample event, AWS clients included, "
         "the AWS answers replayed in-process from a recording on moto; the floor is a handler with "
         "only Logger + Metrics + Tracer that builds the same clients and makes the same calls "
         f"against the same replay. Median of {pairs} pairs in one run (`make bench`, "
