@@ -63,8 +63,8 @@ from infra import asset
 ROOT = Path(__file__).resolve().parent.parent
 PROBE = Path(__file__).resolve().parent / "coldprobe.py"
 RESULTS = Path(__file__).resolve().parent / "results"
-# Pairs per function: on this shared machine a ratio moves by ~0.1 between runs; the median of 9
-# pairs moves less than that of 5 (bench/results/coldstart.notes.md).
+# Pairs per function: on this shared machine a ratio moves by ~0.1 between runs, so the median is
+# taken over more pairs than the 5 it once was.
 PAIRS = 9
 STAGE = "local"  # the stage the sample events are written for (events/README.md)
 # The lead's bar: a function's cold invocation at most this many times its floor's. A figure of
