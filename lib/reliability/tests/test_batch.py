@@ -192,6 +192,18 @@ def test_a_plain_model_parses_and_its_value_error_is_poison_with_its_words() -> 
     assert refused.value.reason == "wrong shape: event_id (missing)"
 
 
+class WordlessModel:
+    @classmethod
+    def model_validate(cls, obj: Any, /) -> WordlessModel:
+        raise ValueError
+
+
+def test_a_wordless_value_error_is_poison_naming_the_body() -> None:
+    with pytest.raises(PoisonMessage) as refused:
+        parse_body(SQSRecord({"messageId": "m-1", "body": "{}", "attributes": {}}), WordlessModel)
+    assert refused.value.reason == "wrong shape: body"
+
+
 def test_parsing_a_body_loads_no_pydantic() -> None:
     """A function whose models are plain does not pay pydantic's import on its cold start."""
     probe = "import sys, reliability.batch; print(sorted(m for m in sys.modules if m.startswith('pydantic')))"

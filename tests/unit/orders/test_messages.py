@@ -91,3 +91,23 @@ def test_a_malformed_orders_message_is_poison_naming_the_field(field: str, body:
     with pytest.raises(PoisonMessage) as refused:
         parse_body(_record(body), OrderMessageModel)
     assert refused.value.reason.startswith(f"wrong shape: {field}")
+
+
+def test_an_event_without_a_stage_or_with_a_field_more_still_parses():
+    """Events published before the stage was stamped carry none (a consumer judges them by their
+    order alone); a field a later publisher adds is ignored, never poison."""
+    request = CreateOrderRequest(customer_id="c", currency="EUR", items=[OrderItem(sku="sku-1", quantity=1)])
+    order = new_order(
+        request=request,
+        catalog={"sku-1": CatalogItem(sku="sku-1", price_cents=300, stock=5)},
+        stored_idempotency_key="k",
+        owner="caller-a",
+        now=datetime(2026, 1, 1, tzinfo=UTC),
+    )
+    event: dict[str, Any] = dict(
+        completed_event(stage="dev", order=order, run=1, occurred_at=datetime(2026, 1, 1, tzinfo=UTC))
+    )
+    del event["stage"]
+    parsed = parse_body(_record({**event, "channel": "web"}), OrderCompletedEvent)
+    assert parsed.stage is None
+    assert parsed.model_dump(mode="json") == {**event, "stage": None}
