@@ -1,13 +1,14 @@
 """Cold start as users pay it: each handler's cold invocation (its import plus its first
 invocation, AWS clients included) against a bare Powertools handler making the same AWS calls.
 
-Lambda's cold start imports the handler module in a fresh interpreter, from a code asset without
-``__pycache__`` (infra/asset.py excludes it), so the function's own code is compiled at import
-while the libraries (the Powertools layer, boto3 in the runtime) come precompiled; the functions
-then build their clients on their first invocation (orders.runtime), which is part of what the
-first caller waits for. This measures the same: the asset (``infra.asset.stage``: ``functions/``
-and the library) is copied without bytecode into a temporary task root, and each cold invocation
-runs in a fresh ``python`` with ``PYTHONDONTWRITEBYTECODE=1`` (bench/coldprobe.py).
+Lambda's cold start imports the handler module in a fresh interpreter, from the code asset as
+infra/asset.py builds it: with bytecode when the building Python is the functions' runtime's,
+else without, and then the function's own code is compiled at import while the libraries (the
+Powertools layer, boto3 in the runtime) come precompiled; the functions then build their clients
+on their first invocation (orders.runtime), which is part of what the first caller waits for. This
+measures the same: the asset (``infra.asset.stage``: ``functions/`` and the library, bytecode as
+that decides) is staged into a temporary task root, and each cold invocation runs in a fresh
+``python`` with ``PYTHONDONTWRITEBYTECODE=1`` (bench/coldprobe.py).
 
 The AWS calls stay in the process: bench/coldcalls.py first records each function's first
 invocation of the sample events on the in-process cloud (moto, untimed, in this process), with
@@ -29,13 +30,19 @@ interpreter; a function's ratio is the median over ``PAIRS`` pairs of handler ti
 script gave before, against the same floor's import, which is Logger + Metrics + Tracer only) is
 the last column, from the same runs. Usage: ``PYTHONPATH=functions:. python bench/coldstart.py
 [--pairs N]`` (``make bench``); prints a Markdown table and writes ``bench/results/coldstart.md``
-and ``.json``. The ratios are timings and vary with the machine; which modules each handler
-imports is behaviour, pinned by tests/unit/orders/test_handler_imports.py.
+and ``.json``. ``--against REV`` is the A/B a change is judged by (the ratios move by ~0.1 between
+runs on a shared machine, so two runs cannot compare it): the asset of ``REV`` (a git revision, or a
+directory holding another copy of ``functions/`` and ``lib/``) is measured beside this tree's, each
+round the floor, then ``REV``, then this tree (or ``--tree REV``; ``--bytecode``: with the bytecode a
+build on the runtime's Python ships), interleaved; it prints the table and writes nothing.
+The ratios are timings and vary with the machine; which modules each handler imports is behaviour,
+pinned by tests/unit/orders/test_handler_imports.py.
 """
 
 from __future__ import annotations
 
 import argparse
+import io
 import json
 import marshal
 import os
@@ -43,6 +50,7 @@ import shutil
 import statistics
 import subprocess
 import sys
+import tarfile
 import tempfile
 from dataclasses import asdict, dataclass
 from pathlib import Path
@@ -55,7 +63,9 @@ from infra import asset
 ROOT = Path(__file__).resolve().parent.parent
 PROBE = Path(__file__).resolve().parent / "coldprobe.py"
 RESULTS = Path(__file__).resolve().parent / "results"
-PAIRS = 5
+# Pairs per function: on this shared machine a ratio moves by ~0.1 between runs, so the median is
+# taken over more pairs than the 5 it once was.
+PAIRS = 9
 STAGE = "local"  # the stage the sample events are written for (events/README.md)
 # The lead's bar: a function's cold invocation at most this many times its floor's. A figure of
 # `make bench`, not a test: on a shared machine the ratio moves by more than the margin.
@@ -145,13 +155,30 @@ def floor_source() -> str:
     return FLOOR_SOURCE.format(configs=configs)
 
 
-def task_root(directory: Path) -> Path:
-    """The asset as Lambda unpacks it (infra.asset: functions/ and the library, no bytecode), plus
-    the floor and the probe."""
-    root = asset.stage(directory / "task")
+def task_root(directory: Path, tree: Path | None = None) -> Path:
+    """The asset as Lambda unpacks it (infra.asset: functions/ and the library, no bytecode), of
+    this tree or of `tree`, plus the floor and the probe."""
+    root = asset.stage(directory / "task", tree)
     (root / f"{FLOOR}.py").write_text(floor_source())
     shutil.copy(PROBE, root / PROBE.name)
     return root
+
+
+def tree_of(revision: str, directory: Path) -> Path:
+    """A checkout holding the asset's sources at `revision`: a directory as given, else the git
+    revision's `functions/` and library extracted into `directory`."""
+    if Path(revision).is_dir():
+        return Path(revision)
+    sources = [str(p.relative_to(ROOT)) for p in (asset.FUNCTIONS_DIR, asset.LIBRARY_DIR)]
+    archive = subprocess.run(  # noqa: S603 - git, with a revision the caller names
+        ["git", "archive", "--format=tar", revision, *sources],  # noqa: S607
+        cwd=ROOT,
+        capture_output=True,
+        check=True,
+    ).stdout
+    with tarfile.open(fileobj=io.BytesIO(archive)) as tar:
+        tar.extractall(directory, filter="data")
+    return directory
 
 
 def probe(root: Path, case: Path, invocation: FirstInvocation, module: str) -> Run:
@@ -217,6 +244,56 @@ def measure(
         return rows
 
 
+def compare(
+    recorded: dict[str, FirstInvocation],
+    revision: str,
+    rounds: int,
+    functions: tuple[str, ...],
+    against: str | None = None,
+    *,
+    bytecode: bool = False,
+) -> str:
+    """The A/B table: each function's cold invocation at `revision` and in this tree (or at
+    `against`) against the floor, interleaved round by round; ratios are medians over rounds.
+    `bytecode`: the B side's asset carries bytecode for this Python, as `infra.asset.stage` builds
+    it on a machine whose Python is the functions' runtime's."""
+    with tempfile.TemporaryDirectory(prefix="retrysafe-coldstart-ab-") as tmp:
+        after_tree = tree_of(against, Path(tmp) / "after-tree") if against else None
+        after = task_root(Path(tmp) / "after", after_tree)
+        if bytecode:
+            asset.compile_bytecode(after)
+        before = task_root(Path(tmp) / "before", tree_of(revision, Path(tmp) / "before-tree"))
+        lines = [
+            f"| function | floor (ms) | {revision} (ms) | ratio | {against or 'this tree'} (ms) | ratio |",
+            "| --- | ---: | ---: | ---: | ---: | ---: |",
+        ]
+        for function in functions:
+            invocation = recorded[function]
+            cases = {}
+            for root in (before, after):
+                cases[root] = root / f"{function}.case"
+                cases[root].write_bytes(marshal.dumps(invocation.to_marshal()))
+                probe(root, cases[root], invocation, invocation.module)  # warm-up, uncounted
+            probe(after, cases[after], invocation, FLOOR)
+            runs = [
+                (
+                    probe(after, cases[after], invocation, FLOOR).cold_seconds,
+                    probe(before, cases[before], invocation, invocation.module).cold_seconds,
+                    probe(after, cases[after], invocation, invocation.module).cold_seconds,
+                )
+                for _ in range(rounds)
+            ]
+            ratio_before = statistics.median(b / f for f, b, _ in runs)
+            ratio_after = statistics.median(a / f for f, _, a in runs)
+            lines.append(
+                f"| {function} | {_median_ms([f for f, _, _ in runs])} "
+                f"| {_median_ms([b for _, b, _ in runs])} | {ratio_before:.2f}x "
+                f"| {_median_ms([a for _, _, a in runs])} | {ratio_after:.2f}x |"
+            )
+            sys.stdout.write(lines[-1] + "\n")
+        return "\n".join(lines) + "\n"
+
+
 def render(rows: list[Row]) -> str:
     lines = [
         "| function | handler module | AWS calls | floor (ms) | cold invocation (ms) "
@@ -236,18 +313,43 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(
         description="Cold invocation (import + first invocation) of each handler vs a bare Powertools one."
     )
+    parser.add_argument("--pairs", type=int, default=PAIRS, help=f"pairs per function (default {PAIRS})")
     parser.add_argument(
-        "--pairs", type=int, default=PAIRS, help=f"pairs per function (default {PAIRS}, the issue's measure)"
+        "--against",
+        metavar="REV",
+        help="A/B: also measure the asset of REV (a git revision or a checkout), interleaved; writes nothing",
     )
-    pairs = parser.parse_args(argv).pairs
+    parser.add_argument("--tree", metavar="REV", help="(A/B only) the B side: REV instead of this tree")
+    parser.add_argument(
+        "--bytecode",
+        action="store_true",
+        help="(A/B only) the B side's asset with bytecode for this Python (a build on the runtime's Python)",
+    )
+    parser.add_argument(
+        "--functions", nargs="+", choices=FUNCTIONS_MEASURED, default=FUNCTIONS_MEASURED, help="(A/B only)"
+    )
+    options = parser.parse_args(argv)
+    pairs = options.pairs
     from simulator.synth import synthesize  # noqa: PLC0415 - the app's assembly, built once and cached
 
-    rows = measure(record(synthesize(STAGE)), pairs)
+    recorded = record(synthesize(STAGE))
+    if options.against:
+        functions = tuple(options.functions)
+        table = compare(recorded, options.against, pairs, functions, options.tree, bytecode=options.bytecode)
+        sys.stdout.write("\n" + table)
+        return 0
+    rows = measure(recorded, pairs)
     table = render(rows)
+    compiled = (
+        "the asset's bytecode, built by this Python, the runtime's"
+        if sys.version_info[:2] == asset.RUNTIME_PYTHON
+        else "function code compiled at import: the asset ships no bytecode when built by a Python "
+        f"other than the runtime's, {'.'.join(map(str, asset.RUNTIME_PYTHON))}"
+    )
     header = (
         "# Cold start: each handler's cold invocation vs a bare Powertools handler\n\n"
-        "CPU time of importing each handler module in a fresh interpreter (function code compiled "
-        "at import) and running its first invocation of a sample event, AWS clients included, "
+        f"CPU time of importing each handler module in a fresh interpreter ({compiled}) and running "
+        "its first invocation of a sample event, AWS clients included, "
         "the AWS answers replayed in-process from a recording on moto; the floor is a handler with "
         "only Logger + Metrics + Tracer that builds the same clients and makes the same calls "
         f"against the same replay. Median of {pairs} pairs in one run (`make bench`, "

@@ -3,7 +3,9 @@ its hash follows both trees and nothing else."""
 
 from __future__ import annotations
 
+import importlib.util
 import shutil
+import sys
 from collections.abc import Callable
 from pathlib import Path
 
@@ -25,9 +27,39 @@ def test_the_synthesized_asset_holds_the_functions_and_the_library(
     assert (root / "reliability" / "__init__.py").is_file()
     assert (root / "reliability" / "runs.py").read_bytes() == (asset.LIBRARY_DIR / "runs.py").read_bytes()
     assert (root / "orders" / "handlers" / "api.py").is_file()
-    # And nothing that is not code ships
+    # And nothing that is not code ships (bytecode only when this Python is the runtime's)
     shipped = list(root.rglob("*"))
-    assert not [p for p in shipped if p.name in {"__pycache__", "tests"} or p.suffix in {".md", ".pyc"}]
+    unwanted = {".md"} if sys.version_info[:2] == asset.RUNTIME_PYTHON else {".md", ".pyc"}
+    assert not [p for p in shipped if p.name == "tests" or p.suffix in unwanted]
+
+
+def _bytecode(root: Path) -> dict[str, bytes]:
+    return {str(p.relative_to(root)): p.read_bytes() for p in root.rglob("*.pyc")}
+
+
+def test_the_asset_ships_bytecode_compiled_for_the_runtime_python(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # Given this Python taken for the runtime's
+    monkeypatch.setattr(asset, "RUNTIME_PYTHON", sys.version_info[:2])
+    # When the asset is staged
+    root = asset.stage(tmp_path / "one")
+    # Then every module has the bytecode the runtime looks for, never checked against its source
+    # (flags 0b01: hash-based, unchecked; the task root is read-only and immutable)
+    sources = list(root.rglob("*.py"))
+    assert sources
+    for source in sources:
+        pyc = Path(importlib.util.cache_from_source(str(source)))
+        assert pyc.read_bytes()[4:8] == (1).to_bytes(4, "little"), pyc
+    # And the bytes follow the sources only: a second staging is identical (the asset hash is stable)
+    assert _bytecode(asset.stage(tmp_path / "two")) == _bytecode(root)
+
+
+def test_another_python_ships_no_bytecode(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    # Given a runtime whose Python is not this one (its bytecode would be ignored there)
+    monkeypatch.setattr(asset, "RUNTIME_PYTHON", (3, sys.version_info[1] + 1))
+    # Then the asset holds sources only
+    assert _bytecode(asset.stage(tmp_path / "asset")) == {}
 
 
 def _asset_hash(outdir: Path) -> str:

@@ -66,3 +66,13 @@ def test_a_replay_the_handler_does_not_follow_fails_the_run(
     case.write_bytes(marshal.dumps(changed.to_marshal()))
     with pytest.raises(RuntimeError, match=refusal):
         coldstart.probe(root, case, changed, changed.module)
+
+
+def test_the_a_b_measures_a_revision_beside_this_tree(recorded: dict[str, FirstInvocation]) -> None:
+    # When HEAD's asset (from git) is measured beside this tree's, with bytecode on the B side
+    table = coldstart.compare(recorded, "HEAD", 1, ("Worker",), bytecode=True)
+    # Then the row holds the floor and both sides' times and ratios, each side's replay checked
+    (row,) = [line for line in table.splitlines() if line.startswith("| Worker |")]
+    cells = [cell.strip() for cell in row.strip("|").split("|")]
+    assert len(cells) == 6
+    assert all(float(cell.rstrip("x")) > 0 for cell in cells[1:])

@@ -25,6 +25,7 @@ import orders.service  # noqa: F401
 from orders.config import ApiSettings
 from orders.contract import parse_create_order
 from orders.errors import MalformedBody, OrderError
+from orders.handlers import init_done
 from orders.observability import logger, tracer
 from orders.runtime import current
 from orders.workflow import ROUTES, Route
@@ -201,3 +202,6 @@ def _unexpected(error: Exception) -> Response[str]:
 @tracer.capture_lambda_handler(capture_response=False)
 def handler(event: dict[str, Any], context: LambdaContext) -> dict[str, Any]:
     return app.resolve(event, context)
+
+
+init_done()  # the end of init (orders.handlers)

@@ -5,8 +5,9 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-# First, before any pydantic model: Powertools' batch utility (reliability.batch, through _sqs)
-# builds its own pydantic parser models when it finds pydantic already imported
+# First, before anything that might load pydantic (this function's own model is plain,
+# orders.fields): Powertools' batch utility (reliability.batch, through _sqs) builds its own
+# pydantic parser models when it finds pydantic already imported
 # (aws_lambda_powertools/utilities/batch/types.py), which this function never uses.
 from orders.handlers._sqs import sqs_handler
 
@@ -16,6 +17,7 @@ from orders.handlers._sqs import sqs_handler
 import orders.consumers  # noqa: F401
 from orders.config import ConsumerSettings
 from orders.events import OrderCompletedEvent
+from orders.handlers import init_done
 from reliability.batch import parse_body
 
 if TYPE_CHECKING:  # annotations only: the module is not loaded at run time
@@ -32,3 +34,6 @@ def _apply(runtime: Runtime[ConsumerSettings], record: SQSRecord, _context: Lamb
 
 
 handler = sqs_handler(settings=SETTINGS, record_handler=_apply)
+
+
+init_done()  # the end of init (orders.handlers)

@@ -10,6 +10,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 from orders.config import StepSettings
+from orders.handlers import init_done
 from orders.observability import logger, tracer
 from orders.runtime import current
 from orders.saga import SAGA_NAMESPACE, StepRequest, run_step, steps
@@ -37,3 +38,6 @@ def handler(event: dict[str, Any], context: LambdaContext) -> dict[str, Any]:
         remaining_seconds=context.get_remaining_time_in_millis() / 1000,
     )
     return run_step(runtime.saga, runtime.fences(SAGA_NAMESPACE), name, request)
+
+
+init_done()  # the end of init (orders.handlers)

@@ -11,6 +11,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 from orders.config import SweepSettings
+from orders.handlers import init_done
 from orders.observability import logger, tracer
 from orders.runs import Reruns
 from orders.runtime import current
@@ -36,3 +37,6 @@ def handler(_event: dict[str, Any], _context: LambdaContext) -> dict[str, Any]:
         with runtime.telemetry.bind(order_id=order.order_id, run=order.run):
             runtime.telemetry.decision(Decision.STRANDED_ORDER, key=order.idempotency_key, step=STEP)
     return {"resent": [order.order_id for order in stranded]}
+
+
+init_done()  # the end of init (orders.handlers)

@@ -16,8 +16,9 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-# First, before any pydantic model: Powertools' batch utility (reliability.batch, through _sqs)
-# builds its own pydantic parser models when it finds pydantic already imported
+# First, before anything that might load pydantic (this function's own model is plain,
+# orders.fields): Powertools' batch utility (reliability.batch, through _sqs) builds its own
+# pydantic parser models when it finds pydantic already imported
 # (aws_lambda_powertools/utilities/batch/types.py), which this function never uses.
 from orders.handlers._sqs import sqs_handler
 
@@ -29,6 +30,7 @@ from botocore.exceptions import ClientError
 import orders.runs  # noqa: F401
 from orders.config import WorkerSettings
 from orders.errors import ExecutionFailed
+from orders.handlers import init_done
 from orders.messages import OrderMessageModel
 from reliability.batch import parse_body
 from reliability.errors import PoisonMessage, TransientError, error_code
@@ -95,3 +97,6 @@ def _start(runtime: Runtime[WorkerSettings], record: SQSRecord, _context: Lambda
 
 
 handler = sqs_handler(settings=SETTINGS, record_handler=_start)
+
+
+init_done()  # the end of init (orders.handlers)

@@ -3,6 +3,10 @@
 from __future__ import annotations
 
 import json
+import os
+import subprocess
+import sys
+from pathlib import Path
 from typing import Any
 
 import boto3
@@ -26,6 +30,8 @@ from reliability_helpers import (
     make_telemetry,
     read_emitted,
 )
+
+SRC = Path(__file__).resolve().parents[1] / "src"
 
 
 class Event(BaseModel):
@@ -163,6 +169,52 @@ def test_poison_goes_to_the_dlq_with_reason_and_source_and_is_acknowledged(
     assert message["MessageAttributes"]["source"]["StringValue"] == "notify"
     assert counter_value(ddb, "notify") == 1
     assert "PoisonMessage" in read_emitted(capsys.readouterr().out).metric_names()
+
+
+class PlainEvent:
+    """A model without pydantic: pydantic's `model_validate`, a ValueError for a wrong shape."""
+
+    def __init__(self, event_id: str) -> None:
+        self.event_id = event_id
+
+    @classmethod
+    def model_validate(cls, obj: Any, /) -> PlainEvent:
+        if not isinstance(obj, dict) or not isinstance(obj.get("event_id"), str):
+            raise ValueError("event_id (missing)")  # noqa: TRY004 - the protocol: ValueError is a wrong shape
+        return cls(obj["event_id"])
+
+
+def test_a_plain_model_parses_and_its_value_error_is_poison_with_its_words() -> None:
+    record = SQSRecord({"messageId": "m-1", "body": body("e-1"), "attributes": {}})
+    assert parse_body(record, PlainEvent).event_id == "e-1"
+    with pytest.raises(PoisonMessage) as refused:
+        parse_body(SQSRecord({"messageId": "m-2", "body": "[1]", "attributes": {}}), PlainEvent)
+    assert refused.value.reason == "wrong shape: event_id (missing)"
+
+
+class WordlessModel:
+    @classmethod
+    def model_validate(cls, obj: Any, /) -> WordlessModel:
+        raise ValueError
+
+
+def test_a_wordless_value_error_is_poison_naming_the_body() -> None:
+    with pytest.raises(PoisonMessage) as refused:
+        parse_body(SQSRecord({"messageId": "m-1", "body": "{}", "attributes": {}}), WordlessModel)
+    assert refused.value.reason == "wrong shape: body"
+
+
+def test_parsing_a_body_loads_no_pydantic() -> None:
+    """A function whose models are plain does not pay pydantic's import on its cold start."""
+    probe = "import sys, reliability.batch; print(sorted(m for m in sys.modules if m.startswith('pydantic')))"
+    out = subprocess.run(
+        [sys.executable, "-c", probe],
+        env={**os.environ, "PYTHONPATH": str(SRC), "AWS_DEFAULT_REGION": "us-east-1"},
+        check=True,
+        capture_output=True,
+        text=True,
+    )
+    assert out.stdout.strip().splitlines()[-1] == "[]"
 
 
 def test_an_explicit_poison_message_from_the_handler(ddb: Any, sqs: Any, dlq: str) -> None:

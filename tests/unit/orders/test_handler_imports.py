@@ -5,7 +5,8 @@ a step function must not load the batch, data-class, parser or idempotency utili
 (the API contract and the settings are not pydantic models on its path), nor the use cases it
 never calls; the SQS handlers must not load HTTP idempotency, the API resolver or the API's
 contract; the worker none of the fence machinery (it dedupes on the execution name); each SQS
-handler only the message model it parses; the API must not load batch processing. And what every
+handler only the message model it parses, and neither pydantic (their bodies are checked by hand,
+orders.fields); the API must not load batch processing. And what every
 invocation of a handler builds (orders.runtime imports it lazily, for the kinds that never build
 it) its module imports at init, so the import is the cold start, not a part of it deferred to the
 first invocation. Behaviour, not timing (bench/coldstart.py measures the time).
@@ -15,13 +16,17 @@ from __future__ import annotations
 
 import importlib
 import json
+import os
 import subprocess
 import sys
 from pathlib import Path
 
 import pytest
 
-FUNCTIONS = Path(__file__).resolve().parents[3] / "functions"
+ROOT = Path(__file__).resolve().parents[3]
+FUNCTIONS = ROOT / "functions"
+# The Lambda asset holds both (infra/asset.py): this tree's library, not the one installed.
+ASSET_PATH = os.pathsep.join(str(p) for p in (FUNCTIONS, ROOT / "lib" / "reliability" / "src"))
 POWERTOOLS = "aws_lambda_powertools."
 BATCH = (f"{POWERTOOLS}utilities.batch", f"{POWERTOOLS}utilities.parser", "reliability.batch")
 HTTP = (f"{POWERTOOLS}utilities.idempotency", f"{POWERTOOLS}event_handler", "reliability.http")
@@ -65,6 +70,7 @@ NOT_IMPORTED = {
         "orders.service",
         "orders.consumers",
         "orders.events",
+        "pydantic",
     ),
     "orders.handlers.consumers": (
         *TYPING_ONLY,
@@ -76,6 +82,7 @@ NOT_IMPORTED = {
         "orders.service",
         "orders.runs",
         "orders.messages",
+        "pydantic",
     ),
     "orders.handlers.api": (
         *TYPING_ONLY,
@@ -121,7 +128,7 @@ PROBE = (
 def modules_after_import(module: str) -> set[str]:
     out = subprocess.run(
         [sys.executable, "-c", PROBE, module],
-        env={"PYTHONPATH": str(FUNCTIONS), "AWS_DEFAULT_REGION": "us-east-1"},
+        env={"PYTHONPATH": ASSET_PATH, "AWS_DEFAULT_REGION": "us-east-1"},
         check=True,
         capture_output=True,
         text=True,
@@ -180,7 +187,7 @@ print(json.dumps({"results": [_charge_result(made), _charge_result(found)], "mod
 def test_a_charge_becomes_the_step_result_without_the_api_contract() -> None:
     out = subprocess.run(
         [sys.executable, "-c", CHARGE_PROBE],
-        env={"PYTHONPATH": str(FUNCTIONS), "AWS_DEFAULT_REGION": "us-east-1"},
+        env={"PYTHONPATH": ASSET_PATH, "AWS_DEFAULT_REGION": "us-east-1"},
         check=True,
         capture_output=True,
         text=True,
@@ -191,3 +198,25 @@ def test_a_charge_becomes_the_step_result_without_the_api_contract() -> None:
     assert found == {"charge_id": "ch_1", "amount_cents": 500, "currency": "EUR"}
     loaded = sorted(m for m in answer["modules"] if m.startswith(("pydantic", "orders.contract")))
     assert loaded == [], f"the charge step loads the API's contract: {loaded[:5]}"
+
+
+# After a handler module's import (a function's init): what init built is frozen out of the
+# collector's scans, and the collector runs again (orders.handlers: it is off during init).
+GC_PROBE = (
+    "import gc, importlib, json, sys; importlib.import_module(sys.argv[1]); "
+    "print(json.dumps([gc.isenabled(), gc.get_freeze_count()]))"
+)
+
+
+@pytest.mark.parametrize("handler", sorted(NOT_IMPORTED))
+def test_init_ends_with_its_objects_frozen_and_the_collector_on(handler: str) -> None:
+    out = subprocess.run(
+        [sys.executable, "-c", GC_PROBE, handler],
+        env={"PYTHONPATH": ASSET_PATH, "AWS_DEFAULT_REGION": "us-east-1"},
+        check=True,
+        capture_output=True,
+        text=True,
+    )
+    enabled, frozen = json.loads(out.stdout.strip().splitlines()[-1])
+    assert enabled
+    assert frozen > 10_000, f"{handler}: {frozen} objects frozen at the end of init"

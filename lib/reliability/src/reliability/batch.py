@@ -6,6 +6,10 @@
 - ``PoisonMessage(reason)`` (also raised by ``parse_body`` for an unparseable body or a wrong
   shape) makes the processor send the record to the DLQ itself, with message attributes
   ``reason`` and ``source``, and count it as handled: retrying it cannot help.
+- ``parse_body`` takes any model with pydantic's ``model_validate`` (a pydantic model, or a plain
+  class that validates by hand and raises ``ValueError``), and imports no pydantic itself: pydantic
+  costs an SQS function ~75 ms of CPU on its cold start (bench/results/coldstart.notes.md), which a
+  consumer with a plain model need not pay.
 - ``ConsumerDedup`` (reliability.dedup) applies each event once; a queue-fed function that does not
   dedupe (the orders worker) loads none of the fence machinery.
 """
@@ -15,16 +19,16 @@ from __future__ import annotations
 import json
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
-from typing import Any, TypeVar
+from typing import Any, Protocol, TypeVar
 
 from aws_lambda_powertools.utilities.batch import BatchProcessor, EventType, process_partial_response
 from aws_lambda_powertools.utilities.data_classes.sqs_event import SQSRecord
-from pydantic import BaseModel, ValidationError
 
 from reliability.errors import PoisonMessage
 from reliability.telemetry import Decision, Telemetry
 
-M = TypeVar("M", bound=BaseModel)
+T_co = TypeVar("T_co", covariant=True)
+T = TypeVar("T")
 REASON_MAX = 256
 EMPTY_BODY = "(empty body)"
 
@@ -49,22 +53,36 @@ class DeadLetters:
         )
 
 
-def parse_body(record: SQSRecord, model: type[M]) -> M:
+class BodyModel(Protocol[T_co]):
+    """What ``parse_body`` parses into: pydantic's ``model_validate`` (a pydantic model class is
+    one), raising ``ValueError`` for a wrong shape (pydantic's ``ValidationError`` is one)."""
+
+    def model_validate(self, obj: Any, /) -> T_co: ...
+
+
+def parse_body(record: SQSRecord, model: BodyModel[T]) -> T:
     """Parse a JSON body into ``model``; PoisonMessage when it is not JSON or has the wrong shape
-    (the reason names each field that failed and why)."""
+    (the reason names the fields that failed and why)."""
     try:
         data = json.loads(record.body or "")
     except json.JSONDecodeError as error:
         raise PoisonMessage(f"unparseable body: {error.msg}") from error
     try:
         return model.model_validate(data)
-    except ValidationError as error:
-        # Each field with pydantic's message (never the input: the body is in the DLQ beside it).
-        fields = "; ".join(
-            f"{'.'.join(str(p) for p in e['loc']) or 'body'} ({e['msg']})"
-            for e in error.errors(include_url=False, include_input=False)[:5]
-        )
-        raise PoisonMessage(f"wrong shape: {fields}") from error
+    except ValueError as error:
+        raise PoisonMessage(f"wrong shape: {_shape_problems(error)}") from error
+
+
+def _shape_problems(error: ValueError) -> str:
+    """Each field that failed with why, never the input (the body is in the DLQ beside it): from
+    pydantic's error list, else the error's own text (a plain model words it so)."""
+    errors = getattr(error, "errors", None)
+    if not callable(errors):
+        return str(error) or "body"
+    return "; ".join(
+        f"{'.'.join(str(p) for p in e['loc']) or 'body'} ({e['msg']})"
+        for e in errors(include_url=False, include_input=False)[:5]
+    )
 
 
 def process_batch(
