@@ -14,7 +14,7 @@ import reliability
 SRC = Path(__file__).resolve().parents[1] / "src"
 # What the library may import besides the standard library: itself and its declared dependencies
 # (pyproject.toml; boto3/botocore are the Lambda runtime's), and in `reliability.cdk` the `cdk` extra's.
-ALLOWED_ROOTS = {"reliability", "aws_lambda_powertools", "pydantic", "botocore", "boto3"}
+ALLOWED_ROOTS = {"reliability", "aws_lambda_powertools", "botocore", "boto3"}
 CDK_ROOTS = {"aws_cdk", "constructs", "cdk_nag", "jsii"}
 CDK_PACKAGE = SRC / "reliability" / "cdk"
 
