@@ -35,6 +35,9 @@ FUNCTIONS_DIR = ROOT / "functions"
 LIBRARY_DIR = ROOT / "lib" / "reliability" / "src" / "reliability"
 # Never shipped: bytecode, tool caches, tests and docs.
 EXCLUDE = ("__pycache__", "*.pyc", ".pytest_cache", ".mypy_cache", "tests", "*.md")
+# The library's infrastructure half (`reliability.cdk`): the CDK app's, never imported at run time.
+# Only this top-level folder of the library: a `cdk` folder under functions/ would still ship.
+LIBRARY_ONLY_AT_SYNTH = ("cdk",)
 # The functions' Python, (3, 14) from "python3.14": bytecode is shipped only when this is it.
 RUNTIME_PYTHON = tuple(int(part) for part in RUNTIME.name.removeprefix("python").split("."))
 # Where Lambda unpacks the asset (LAMBDA_TASK_ROOT): the source paths the bytecode names.
@@ -50,8 +53,13 @@ def stage(output: Path, tree: Path | None = None) -> Path:
     functions = FUNCTIONS_DIR if tree is None else tree / FUNCTIONS_DIR.relative_to(ROOT)
     library = LIBRARY_DIR if tree is None else tree / LIBRARY_DIR.relative_to(ROOT)
     ignore = shutil.ignore_patterns(*EXCLUDE)
+
+    def ignore_in_library(directory: str, names: list[str]) -> set[str]:
+        at_top = Path(directory) == library
+        return ignore(directory, names) | ({*LIBRARY_ONLY_AT_SYNTH} & set(names) if at_top else set())
+
     shutil.copytree(functions, output, ignore=ignore, dirs_exist_ok=True)
-    shutil.copytree(library, output / library.name, ignore=ignore, dirs_exist_ok=True)
+    shutil.copytree(library, output / library.name, ignore=ignore_in_library, dirs_exist_ok=True)
     if sys.version_info[:2] == RUNTIME_PYTHON:
         compile_bytecode(output)
     return output

@@ -27,6 +27,9 @@ def test_the_synthesized_asset_holds_the_functions_and_the_library(
     assert (root / "reliability" / "__init__.py").is_file()
     assert (root / "reliability" / "runs.py").read_bytes() == (asset.LIBRARY_DIR / "runs.py").read_bytes()
     assert (root / "orders" / "handlers" / "api.py").is_file()
+    # And not the library's infrastructure half (the CDK app's; no function imports it)
+    assert (asset.LIBRARY_DIR / "cdk" / "__init__.py").is_file()
+    assert not (root / "reliability" / "cdk").exists()
     # And nothing that is not code ships (bytecode only when this Python is the runtime's)
     shipped = list(root.rglob("*"))
     unwanted = {".md"} if sys.version_info[:2] == asset.RUNTIME_PYTHON else {".md", ".pyc"}
