@@ -14,7 +14,8 @@
   `chaos.draw` draws the schedules (swarm, effects left across windows, coverage), `chaos.shrink`
   makes a violating one small.
 - `chaos.report` and `python -m chaos`: the first half of `make chaos`; `chaos.mutation` (each
-  guard off alone, searched by `chaos.search` from fresh seeds, scored by catch rate): the second.
+  guard off alone, searched by `chaos.search` from fresh seeds, scored by catch rate): the second;
+  `chaos.aim` measures which functions each action reaches, what a mutant's search draws first.
 
 Nothing here is imported by `functions/`: a deployment cannot switch a fence off.
 """

@@ -26,7 +26,13 @@ whatever the budget):
 - *coverage*: each schedule is the best of `CANDIDATES` drawn the same way: the one with the most
   (fault kind, point) pairs no earlier schedule of the search fired;
 - faults are drawn at the points the schedule's orders reach: a point recorded by a `declined`
-  order's run is drawn for a schedule with a declined order.
+  order's run is drawn for a schedule with a declined order;
+- *aimed* (a mutant's search only: `Catalogue.only`): the actions whose own runs reach the
+  mutant's functions (`Catalogue.reaches`, measured by `chaos.aim`, not listed) are its *aim*; a
+  swarm holds at least one of them, and each action is drawn from the swarm's aimed kinds with
+  probability `AIM`. A guard in the API is reached by what a client sends, one in a consumer by
+  deliveries: a new mutant on a new function is aimed with no edit. Without an aim (the main run
+  and the control) the draw is the one above, schedule for schedule.
 """
 
 from __future__ import annotations
@@ -50,6 +56,7 @@ from simulator.templates import resources_of_type, workflow_tasks
 SWARM = 0.5  # each kind is in a schedule's swarm with this probability
 LEFT_SHARE = 1 / 2  # the schedules drawn as an effect left at a boundary across a window
 CANDIDATES = 3  # schedules drawn per schedule run; the one with the most uncovered pairs runs
+AIM = 0.5  # an aimed search draws each action from the swarm's aimed kinds with this probability
 MAX_ORDERS = 3
 MAX_ACTIONS = 10
 FAULTS = ("crash", "error", "lost-answer", "timeout", "stop", "gives-up")
@@ -166,6 +173,9 @@ class Catalogue:
     orders_receives: int = 0  # the orders queue's maxReceiveCount (its redrive policy)
     # False for a guard that lives in an operator tool: only lost answers at its calls reach it
     function_faults: bool = True
+    # Each action kind -> the functions its runs reach (`chaos.aim.record_reaches`); empty: unmeasured
+    reaches: Mapping[str, frozenset[str]] = field(default_factory=dict)
+    aim: tuple[str, ...] = ()  # the action kinds drawn first (`only`: those reaching the mutant)
 
     @classmethod
     def of(
@@ -197,6 +207,8 @@ class Catalogue:
             self.steps,
             self.orders_receives,
             function_faults=not in_tools,
+            reaches=self.reaches,
+            aim=tuple(k for k in ACTIONS if any(keep(f) for f in self.reaches.get(k, ()))),
         )
 
     def points(self, orders: Sequence[str]) -> list[PointHit]:
@@ -241,7 +253,7 @@ class Drawer:
         kind = rng.choice(kinds)
         boundary = rng.choice(_least_covered(by_kind[kind], "stop", self.covered))
         orders = (kind, *(rng.choice(ORDER_KINDS) for _ in range(rng.randint(0, MAX_ORDERS - 1))))
-        tail = [self._action(rng, rng.choice(ACTIONS), len(orders)) for _ in range(rng.randint(0, 3))]
+        tail = [self.action(rng, self._kind(rng, ACTIONS), len(orders)) for _ in range(rng.randint(0, 3))]
         return Schedule(
             orders=orders,
             crashes=(),
@@ -257,6 +269,8 @@ class Drawer:
         swarm -= set(FAULTS) - set(faults)
         if not swarm & set(faults):
             swarm.add(rng.choice(faults))
+        if self.catalogue.aim and not swarm & set(self.catalogue.aim):
+            swarm.add(rng.choice(self.catalogue.aim))
         orders = tuple(rng.choice(ORDER_KINDS) for _ in range(rng.randint(1, MAX_ORDERS)))
         points = self.catalogue.points(orders)
         calls = [h for h in points if h.at_call]
@@ -277,12 +291,19 @@ class Drawer:
             stops=some("stop", points, 1),
             gives_up=(rng.randrange(len(orders)),) if "gives-up" in swarm else (),
             actions=tuple(
-                self._action(rng, rng.choice(actions), len(orders))
+                self.action(rng, self._kind(rng, actions), len(orders))
                 for _ in range(rng.randint(1, MAX_ACTIONS))
             ),
         )
 
-    def _action(self, rng: random.Random, kind: str, orders: int) -> Action:
+    def _kind(self, rng: random.Random, kinds: Sequence[str]) -> str:
+        """One of `kinds`: with probability `AIM` one of the aimed among them (where there are)."""
+        aimed = [k for k in kinds if k in self.catalogue.aim]
+        if aimed and rng.random() < AIM:
+            return rng.choice(aimed)
+        return rng.choice(kinds)
+
+    def action(self, rng: random.Random, kind: str, orders: int) -> Action:
         if kind == "time-travel":
             return Action(kind, seconds=self.catalogue.windows.jump(rng))
         if kind in ("deliver", "throttled-poll"):

@@ -9,6 +9,11 @@ budget handed to it has not found the bug: the run exits 1 unless every mutant t
 declared equivalent is caught from every seed. An equivalent mutant is searched from the first
 seed only, its whole budget, and listed apart.
 
+Each search's random schedules are aimed at what its mutant changed (`chaos.draw`, "aimed"): the
+action kinds whose runs reach the mutant's functions, measured once per run (`chaos.aim`) and
+written in the results' header, are drawn first; the same budget and the same draw for every
+mutant, nothing listed per mutant.
+
 The first seed's catch (or the first that caught) is shrunk (`chaos.shrink`, still caught, main
 clean where it can be) and recorded as the mutant's reproducer, with what main does with it;
 `tests/chaos/test_mutants.py` replays each recorded one (the quick subset in `make test`) and the
@@ -26,12 +31,13 @@ import json
 import multiprocessing
 import statistics
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from contextlib import ExitStack
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
+from chaos.aim import described, record_reaches
 from chaos.draw import Catalogue
 from chaos.mutants import MUTANTS, Mutant, by_name
 from chaos.search import Catch, replay, search, shrunk
@@ -228,7 +234,13 @@ def table(results: Sequence[MutantResult]) -> list[str]:
 
 
 def write(
-    results: Sequence[MutantResult], out: Path, *, command: str, seeds: Sequence[int], budget: int
+    results: Sequence[MutantResult],
+    out: Path,
+    *,
+    command: str,
+    seeds: Sequence[int],
+    budget: int,
+    reaches: Mapping[str, frozenset[str]],
 ) -> tuple[Path, Path]:
     out.mkdir(parents=True, exist_ok=True)
     json_path, md_path = out / "mutants.json", out / "mutants.md"
@@ -236,6 +248,7 @@ def write(
         "command": command,
         "seeds": list(seeds),
         "budget": budget,
+        "reaches": {kind: sorted(functions) for kind, functions in reaches.items()},
         "mutants": [r.as_dict() for r in results],
     }
     json_path.write_text(json.dumps(document, indent=2) + "\n")
@@ -244,6 +257,10 @@ def write(
         "",
         f"`{command}`: seeds {', '.join(map(str, seeds))}, a budget of {budget} worlds per search "
         "(interleavings and random schedules), the same for every mutant.",
+        "",
+        "Each search's random schedules are aimed at its mutant's functions (`chaos.draw`, `chaos.aim`): "
+        "the action kinds that reach them are in every swarm and drawn first. What each kind reached "
+        f"in its recording world, measured by this run: {described(reaches)}.",
         "",
     ]
     md_path.write_text("\n".join([*header, *table(results)]) + "\n")
@@ -287,6 +304,8 @@ def main(argv: list[str] | None = None) -> int:
     with quiet():
         # the tools' calls too: a guard that lives in a tool is reached by lost answers there
         catalogue = Catalogue.of(assembly, record_catalogue(assembly), record_operators(assembly))
+        catalogue = replace(catalogue, reaches=record_reaches(assembly, catalogue))
+    say(f"  what each action reaches (the searches' aim): {described(catalogue.reaches)}")
 
     def progress(name: str, catch: Catch) -> None:
         verdict = f"caught after {catch.schedules}" if catch.caught else f"NOT caught in {catch.schedules}"
@@ -297,7 +316,9 @@ def main(argv: list[str] | None = None) -> int:
     )
     for line in table(results):
         say(line)
-    json_path, md_path = write(results, args.out, command=command, seeds=seeds, budget=args.budget)
+    json_path, md_path = write(
+        results, args.out, command=command, seeds=seeds, budget=args.budget, reaches=catalogue.reaches
+    )
     say(f"-> {json_path}, {md_path} ({time.monotonic() - started:.0f} s)")
     return exit_code(results)
 

@@ -6,8 +6,9 @@ work they do, the zombie variant included), every other world is an interleaving
 (`chaos.pairs.PairDraw`: pairs in proportion to the interleavings they have not run, each
 interleaving once, choices drawn from the seed) until every interleaving has run, the others
 random schedules (`chaos.draw.Drawer` from the seed, faults at the mutant's
-functions); a mutant with no pairs (a use case, a setting, the template, the consumers) gets
-random schedules only. A schedule is the same whatever the budget: the search from a seed is a
+functions, its actions aimed at the kinds that reach them: `Catalogue.only`, `chaos.aim`); a
+mutant with no pairs (a use case, a setting, the template, the consumers) gets random schedules
+only. A schedule is the same whatever the budget: the search from a seed is a
 prefix of the longer one.
 
 A world that violates with the mutant counts as a catch only when main does not show the same
