@@ -45,11 +45,12 @@ NODE_MAJOR := $(shell node -p 'process.versions.node.split(".")[0]' 2>/dev/null)
 export JSII_SILENCE_WARNING_END_OF_LIFE_NODE_VERSION := $(NODE_MAJOR)
 export JSII_SILENCE_WARNING_UNTESTED_NODE_VERSION := 1
 # Every recipe's import path, set here once (tests/unit/test_makefile.py checks each entry point
-# imports with it): the Lambda asset root (`orders`) and the project root (`ops`, `infra`, `chaos`,
-# ...), as pytest and mypy have them (pyproject.toml). `reliability` is not on it: it is a library
-# (lib/reliability) the venv has installed (requirements-dev.txt). Relative to the recipe's
+# imports with it): the Lambda asset root (`orders`), the project root (`ops`, `infra`, `chaos`,
+# ...) and the library's source (lib/reliability/src), as pytest and mypy have them (pyproject.toml).
+# The venv also installs the library (requirements-dev.txt, editable); its source on the path too
+# means a second checkout sharing that venv still runs its own copy. Relative to the recipe's
 # directory, so a copy of the project imports its own code; a PYTHONPATH from outside is replaced.
-export PYTHONPATH := functions:.
+export PYTHONPATH := functions:.:lib/reliability/src
 
 .PHONY: help install synth nag lint format test test-unit test-integration test-infra test-e2e ministack e2e-localstack bench mutation \
         demo summary deploy destroy layer local local-up local-down invoke seed invariants redrive-dlq redrive-workflow chaos constraints clean \
