@@ -15,13 +15,17 @@ from __future__ import annotations
 
 import importlib
 import json
+import os
 import subprocess
 import sys
 from pathlib import Path
 
 import pytest
 
-FUNCTIONS = Path(__file__).resolve().parents[3] / "functions"
+ROOT = Path(__file__).resolve().parents[3]
+FUNCTIONS = ROOT / "functions"
+# This tree's library, not the one the venv installed (the handlers import both).
+PYTHONPATH = os.pathsep.join((str(FUNCTIONS), str(ROOT / "lib" / "reliability" / "src")))
 POWERTOOLS = "aws_lambda_powertools."
 BATCH = (f"{POWERTOOLS}utilities.batch", f"{POWERTOOLS}utilities.parser", "reliability.batch")
 HTTP = (f"{POWERTOOLS}utilities.idempotency", f"{POWERTOOLS}event_handler", "reliability.http")
@@ -121,7 +125,7 @@ PROBE = (
 def modules_after_import(module: str) -> set[str]:
     out = subprocess.run(
         [sys.executable, "-c", PROBE, module],
-        env={"PYTHONPATH": str(FUNCTIONS), "AWS_DEFAULT_REGION": "us-east-1"},
+        env={"PYTHONPATH": PYTHONPATH, "AWS_DEFAULT_REGION": "us-east-1"},
         check=True,
         capture_output=True,
         text=True,
@@ -180,7 +184,7 @@ print(json.dumps({"results": [_charge_result(made), _charge_result(found)], "mod
 def test_a_charge_becomes_the_step_result_without_the_api_contract() -> None:
     out = subprocess.run(
         [sys.executable, "-c", CHARGE_PROBE],
-        env={"PYTHONPATH": str(FUNCTIONS), "AWS_DEFAULT_REGION": "us-east-1"},
+        env={"PYTHONPATH": PYTHONPATH, "AWS_DEFAULT_REGION": "us-east-1"},
         check=True,
         capture_output=True,
         text=True,
