@@ -1,6 +1,7 @@
-"""A tiny service of its own for the saga runner's tests: a visit holds seats (atomic, its record
-carried by the hold item), then pays a fake provider (leased, with reconcile), and a compensation
-releases the hold. Its effects are named by dotted path, as any service's are."""
+"""A tiny service of its own for the saga runner's and the consumer's tests: a visit holds seats
+(atomic, its record carried by the hold item), then pays a fake provider (leased, with
+reconcile), and a compensation releases the hold; an audit consumer writes one entry per fact.
+Its effects are named by dotted path, as any service's are."""
 
 from __future__ import annotations
 
@@ -9,10 +10,10 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from reliability import BusinessError, Write
-from reliability.declaration import EVENTS, Entity, Item, Service, Step
+from reliability.declaration import EVENTS, Consumer, Entity, Item, Service, Step
 from reliability.effects import AtomicEffect
 from reliability.saga import StepRequest, WorkflowRun
-from reliability_helpers import INVENTORY
+from reliability_helpers import INVENTORY, LEDGER
 
 MAX_SEATS = 4
 HOLDS = "holds"  # the short name of the table the hold items live in
@@ -100,6 +101,24 @@ def release(ctx: Desk, terms: Terms, request: StepRequest) -> AtomicEffect:
     return AtomicEffect(result={"released": terms.seats}, writes=[_hold_item(terms, "release", token)])
 
 
+def audit(ports: Any, event: Mapping[str, Any]) -> list[Write]:
+    """One audit entry per fact (keyed by the fact's id, the body's `event_id`)."""
+    return [
+        Write(
+            {
+                "Put": {
+                    "TableName": LEDGER,
+                    "Item": {
+                        "pk": {"S": f"visit#{event['visit_id']}"},
+                        "sk": {"S": f"audit#{event['event_id']}"},
+                        "stage": {"S": str(event["stage"])},
+                    },
+                }
+            }
+        )
+    ]
+
+
 _HERE = __name__
 SERVICE = Service(
     name="visits",
@@ -145,6 +164,15 @@ SERVICE = Service(
             compensates="Hold",
             next=None,
             writes=(Item(HOLDS, "release#"),),
+        ),
+    ),
+    consumers=(
+        Consumer(
+            name="audit",
+            effect=f"{_HERE}:audit",
+            description="one audit entry per visit paid",
+            tables=("audits",),
+            writes=(Item("audits", "audit#"),),
         ),
     ),
 )

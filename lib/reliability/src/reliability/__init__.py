@@ -1,9 +1,10 @@
 """retrysafe's reliability layer.
 
 Keys, HTTP idempotency, consumer dedup, step fences, fault hook points, telemetry, the
-declaration a service writes of its capabilities (`reliability.declaration`), and the runner of
-its fenced steps (`reliability.saga`). The test seams
-(crash plans, simulated crashes) are `reliability.testing`, which production code never imports.
+declaration a service writes of its capabilities (`reliability.declaration`), the runner of its
+fenced steps (`reliability.saga`) and its event consumer (`reliability.consumers`). The test
+seams (crash plans, simulated crashes) are `reliability.testing`, which production code never
+imports.
 
 No aws_cdk imports; every AWS client is injected. See the module docstrings for the contracts.
 
@@ -20,6 +21,7 @@ from typing import TYPE_CHECKING, Any
 if TYPE_CHECKING:
     from reliability.batch import DeadLetters, parse_body, process_batch
     from reliability.calltoken import CallToken, with_attempt
+    from reliability.consumers import EventConsumer
     from reliability.declaration import Consumer, Entity, Item, Route, Service, Step, StepStatus
     from reliability.dedup import ConsumerDedup
     from reliability.effects import AtomicEffect, ExternalEffect, RecordOn, Write
@@ -59,6 +61,7 @@ _SOURCES = {
     "Entity": "declaration",
     "Decision": "telemetry",
     "EffectConditionFailed": "errors",
+    "EventConsumer": "consumers",
     "ExternalEffect": "effects",
     "ExternalKeyExpired": "errors",
     "FaultPlan": "faults",
@@ -120,6 +123,7 @@ __all__ = [
     "Decision",
     "EffectConditionFailed",
     "Entity",
+    "EventConsumer",
     "ExternalEffect",
     "ExternalKeyExpired",
     "Fact",
