@@ -14,6 +14,11 @@ from typing import TYPE_CHECKING, Any, TypedDict
 
 from orders.errors import UnknownSku
 from orders.workflow import SERVICE
+
+# A step's status on the order's current run, read from its fence (`orders.saga.step_statuses`):
+# the library's, named here for the contract and the tools. A fence skip is not a status: it
+# writes nothing (it is the `FenceSkipped` decision, logged).
+from reliability.declaration import StepStatus as StepStatus  # noqa: PLC0414 - an explicit re-export
 from reliability.keys import Fact
 
 if TYPE_CHECKING:
@@ -27,14 +32,6 @@ class OrderStatus(StrEnum):
     RUNNING = "RUNNING"
     COMPLETED = "COMPLETED"
     FAILED = "FAILED"
-
-
-# A step's status on the order's current run, read from its fence (`orders.saga.step_statuses`).
-# A fence skip is not a status: it writes nothing (it is the `FenceSkipped` decision, logged).
-class StepStatus(StrEnum):
-    DONE = "DONE"
-    FAILED = "FAILED"
-    COMPENSATED = "COMPENSATED"
 
 
 ORDER_ID_PREFIX = SERVICE.entity.id_prefix  # "o-", declared once

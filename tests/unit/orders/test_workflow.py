@@ -6,13 +6,16 @@ from __future__ import annotations
 import ast
 import inspect
 import sys
+from datetime import datetime
 from pathlib import Path
 
 import pytest
 
 from orders import items, workflow
 from orders.consumers import effect_of
-from orders.saga import AtomicStep, LeasedStep, steps
+from orders.domain import StepStatus
+from orders.saga import AtomicStep, LeasedStep, SagaContext, record_on, steps
+from reliability.declaration import StepStatus as LibraryStepStatus
 
 WORKFLOW_SOURCE = Path(workflow.__file__)
 
@@ -94,6 +97,22 @@ def test_a_carried_record_is_on_an_item_its_step_declares_it_writes(entry: workf
     carriers = {(c.table, c.sk_prefix) for c in items.CARRIERS.values()}
     assert entry.record is not None
     assert (entry.record.table, entry.record.prefix) in carriers
+
+
+@pytest.mark.parametrize("entry", [s for s in workflow.STEPS if s.record], ids=lambda s: s.name)
+def test_the_runner_writes_a_carried_record_where_the_readers_look_for_it(entry: workflow.Step):
+    # The library's runner (record_on) and the sample's readers (items.record_at) agree on the key
+    assert entry.record is not None
+    ctx = SagaContext(stage="dev", clock=datetime.now, tables={entry.record.table: "physical"})
+    carried = record_on(ctx, entry.name, "o-1", "dev.o-1.r1")
+    read = items.record_at(entry.name, order_id="o-1", token="dev.o-1.r1", fence_id="unused")
+    assert carried is not None
+    assert (carried.table, carried.key) == ("physical", read.key)
+    assert read.table == entry.record.table
+
+
+def test_the_contract_shows_the_librarys_step_statuses():
+    assert StepStatus is LibraryStepStatus
 
 
 def test_a_leased_step_declares_the_port_it_calls():

@@ -1,8 +1,10 @@
 """retrysafe's reliability layer.
 
-Keys, HTTP idempotency, consumer dedup, step fences, fault hook points, telemetry, and the
-declaration a service writes of its capabilities (`reliability.declaration`). The test seams
-(crash plans, simulated crashes) are `reliability.testing`, which production code never imports.
+Keys, HTTP idempotency, consumer dedup, step fences, fault hook points, telemetry, the
+declaration a service writes of its capabilities (`reliability.declaration`), the runner of its
+fenced steps (`reliability.saga`) and its event consumer (`reliability.consumers`). The test
+seams (crash plans, simulated crashes) are `reliability.testing`, which production code never
+imports.
 
 No aws_cdk imports; every AWS client is injected. See the module docstrings for the contracts.
 
@@ -19,7 +21,8 @@ from typing import TYPE_CHECKING, Any
 if TYPE_CHECKING:
     from reliability.batch import DeadLetters, parse_body, process_batch
     from reliability.calltoken import CallToken, with_attempt
-    from reliability.declaration import Consumer, Entity, Item, Route, Service, Step
+    from reliability.consumers import EventConsumer
+    from reliability.declaration import Consumer, Entity, Item, Route, Service, Step, StepStatus
     from reliability.dedup import ConsumerDedup
     from reliability.effects import AtomicEffect, ExternalEffect, RecordOn, Write
     from reliability.errors import (
@@ -42,6 +45,7 @@ if TYPE_CHECKING:
     from reliability.keys import Fact, Key, canonical_json, derive_key, execution_token
     from reliability.record import TRANSITIONS, Claim, FenceEvent, FenceRecord, FenceState, Outcome, StepId
     from reliability.runs import FenceStore
+    from reliability.saga import Saga, StepRequest, WorkflowRun
     from reliability.telemetry import Decision, Telemetry, metrics_per_invocation
 
 # Each public name and the submodule that defines it.
@@ -57,6 +61,7 @@ _SOURCES = {
     "Entity": "declaration",
     "Decision": "telemetry",
     "EffectConditionFailed": "errors",
+    "EventConsumer": "consumers",
     "ExternalEffect": "effects",
     "ExternalKeyExpired": "errors",
     "FaultPlan": "faults",
@@ -85,6 +90,10 @@ _SOURCES = {
     "Telemetry": "telemetry",
     "TransientError": "errors",
     "RecordOn": "effects",
+    "Saga": "saga",
+    "StepRequest": "saga",
+    "StepStatus": "declaration",
+    "WorkflowRun": "saga",
     "Write": "effects",
     "active_plan": "faults",
     "canonical_json": "keys",
@@ -114,6 +123,7 @@ __all__ = [
     "Decision",
     "EffectConditionFailed",
     "Entity",
+    "EventConsumer",
     "ExternalEffect",
     "ExternalKeyExpired",
     "Fact",
@@ -135,13 +145,17 @@ __all__ = [
     "RetrySafeLockWrites",
     "RetryableError",
     "Route",
+    "Saga",
     "Service",
     "StaleFence",
     "Step",
     "StepId",
+    "StepRequest",
+    "StepStatus",
     "StoreError",
     "Telemetry",
     "TransientError",
+    "WorkflowRun",
     "Write",
     "active_plan",
     "canonical_json",

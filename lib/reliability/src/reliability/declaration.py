@@ -18,6 +18,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass, field
+from enum import StrEnum
 from typing import Literal
 
 # A step's timeout is also its fence lease: a second invocation may take the fence over only
@@ -28,6 +29,15 @@ CONSUMER_TIMEOUT_SECONDS = 30
 EVENTS = "events"
 # The table every fenced step gets (its records), whatever it declares.
 FENCES = "fences"
+
+
+# A step's status on a run, read from its fence (`reliability.saga.Saga.step_statuses`): DONE and
+# FAILED as its record says, COMPENSATED once the step that `compensates` it is done. No
+# docstring: a service's API contract may expose it, and pydantic would publish it in the schema.
+class StepStatus(StrEnum):
+    DONE = "DONE"
+    FAILED = "FAILED"
+    COMPENSATED = "COMPENSATED"
 
 
 @dataclass(frozen=True)

@@ -1,0 +1,130 @@
+"""The generic event consumer on the tests' own service (`two_step_service`'s audit consumer):
+each fact applied once whatever id it comes under, another stage's event refused, and the
+service's own check (the hook) deciding what else is poison."""
+
+from __future__ import annotations
+
+import json
+from dataclasses import asdict, dataclass
+from typing import Any, ClassVar
+
+import pytest
+from two_step_service import SERVICE, audit
+
+from reliability.consumers import EventConsumer, effect_of
+from reliability.dedup import ConsumerDedup
+from reliability.errors import PoisonMessage
+from reliability.keys import Fact
+from reliability.runs import FenceStore
+from reliability.telemetry import Telemetry
+from reliability_helpers import FENCES, LEDGER, FakeClock
+
+STAGE = "dev"
+
+
+@dataclass(frozen=True)
+class VisitPaid:
+    event_id: str
+    visit_id: str
+    run: int = 1
+    stage: str | None = STAGE
+
+    def fact(self) -> Fact:
+        return Fact(kind="VisitPaid", subject=self.visit_id, run=self.run)
+
+    def model_dump(self, *, mode: str) -> dict[str, Any]:
+        return asdict(self)
+
+
+class UnknownVisit(Exception):
+    pass
+
+
+@dataclass
+class CheckedAudit(EventConsumer[None, VisitPaid]):
+    """The service's check: only visits it knows, and `PoisonMessage` raised directly too."""
+
+    refusals: ClassVar[tuple[type[Exception], ...]] = (UnknownVisit,)
+    known: frozenset[str] = frozenset({"v-1"})
+
+    def verify(self, event: VisitPaid) -> None:
+        if event.visit_id not in self.known:
+            raise UnknownVisit(f"no visit {event.visit_id!r}")
+        if event.run > 1:
+            raise PoisonMessage(f"visit {event.visit_id} has one run")
+
+    def result(self, event: VisitPaid) -> dict[str, Any]:
+        return {"visit_id": event.visit_id}
+
+
+def _dedup(ddb: Any, telemetry: Telemetry, clock: FakeClock) -> ConsumerDedup:
+    fences = FenceStore(
+        client=ddb,
+        table_name=FENCES,
+        ttl_seconds=3600,
+        telemetry=telemetry,
+        namespace="audit",
+        clock=clock,
+        stage=STAGE,
+    )
+    return ConsumerDedup(fences=fences, consumer="audit", telemetry=telemetry)
+
+
+@pytest.fixture
+def consumer(ddb: Any, telemetry: Telemetry, clock: FakeClock) -> CheckedAudit:
+    return CheckedAudit(
+        name="audit", effect=effect_of(SERVICE, "audit"), ports=None, dedup=_dedup(ddb, telemetry, clock)
+    )
+
+
+def _audits(ddb: Any) -> list[dict[str, Any]]:
+    items: list[dict[str, Any]] = ddb.scan(TableName=LEDGER)["Items"]
+    return items
+
+
+def test_the_declared_effect_is_resolved_by_its_path() -> None:
+    assert effect_of(SERVICE, "audit") is audit
+
+
+def test_one_fact_is_applied_once_under_any_event_id(ddb: Any, consumer: CheckedAudit) -> None:
+    applied = [
+        consumer.apply(VisitPaid(event_id=event_id, visit_id="v-1")) for event_id in ("e-1", "e-1", "e-2")
+    ]
+    assert applied == [True, False, False]
+    [entry] = _audits(ddb)
+    # the effect saw the fact's id in this stage, never the event's own
+    assert entry["sk"]["S"] == f"audit#{Fact(kind='VisitPaid', subject='v-1').id(stage=STAGE)}"
+    assert entry["stage"]["S"] == STAGE
+
+
+def test_another_run_is_another_fact(ddb: Any, consumer: CheckedAudit) -> None:
+    plain: EventConsumer[None, VisitPaid] = EventConsumer(
+        name="audit", effect=consumer.effect, ports=None, dedup=consumer.dedup
+    )
+    assert plain.apply(VisitPaid(event_id="e-1", visit_id="v-1", run=1))
+    assert plain.apply(VisitPaid(event_id="e-1", visit_id="v-1", run=2))
+    assert len(_audits(ddb)) == 2
+
+
+def test_another_stages_event_is_poison_and_applies_nothing(ddb: Any, consumer: CheckedAudit) -> None:
+    with pytest.raises(PoisonMessage, match="an event of stage 'prod'; this consumer is stage 'dev'"):
+        consumer.apply(VisitPaid(event_id="e-1", visit_id="v-1", stage="prod"))
+    assert consumer.apply(
+        VisitPaid(event_id="e-1", visit_id="v-1", stage=None)
+    )  # unstamped: judged by its item
+    assert len(_audits(ddb)) == 1
+
+
+def test_the_services_check_refuses_with_its_reason(ddb: Any, consumer: CheckedAudit) -> None:
+    with pytest.raises(PoisonMessage, match="no visit 'v-9'") as refused:
+        consumer.apply(VisitPaid(event_id="e-1", visit_id="v-9"))
+    assert isinstance(refused.value.__cause__, UnknownVisit)
+    with pytest.raises(PoisonMessage, match="has one run"):
+        consumer.apply(VisitPaid(event_id="e-1", visit_id="v-1", run=2))
+    assert _audits(ddb) == []
+
+
+def test_the_dedup_record_stores_the_services_result(ddb: Any, consumer: CheckedAudit) -> None:
+    consumer.apply(VisitPaid(event_id="e-1", visit_id="v-1"))
+    [record] = ddb.scan(TableName=FENCES)["Items"]
+    assert json.loads(record["result"]["S"]) == {"visit_id": "v-1"}
