@@ -90,7 +90,9 @@ def _defined(path: str) -> bool:
     return any(isinstance(node, ast.FunctionDef) and node.name == attribute for node in tree.body)
 
 
-def _problems_of_step(step: Any, names: set[str], tables: frozenset[str], events: str) -> list[str]:
+def _problems_of_step(
+    step: Any, names: set[str], tables: frozenset[str], events: str, entity_table: str
+) -> list[str]:
     where = f"step {step.name or '<no name>'}"
     problems = []
     if not step.name or not step.name[0].isupper() or not step.name.isalnum():
@@ -109,7 +111,25 @@ def _problems_of_step(step: Any, names: set[str], tables: frozenset[str], events
         problems.append(f"{where}: unknown ports {unknown} (tables {sorted(tables)} or {events!r})")
     if step.timeout_seconds <= 0:
         problems.append(f"{where}: timeout_seconds must be positive (it is the fence lease)")
-    return problems + _problems_of_routes(step, names)
+    return problems + _problems_of_effect(step, entity_table) + _problems_of_routes(step, names)
+
+
+def _problems_of_effect(step: Any, entity_table: str) -> list[str]:
+    """The declared effect agrees with the step's grants: the lab's invariants and tools read
+    `writes`, `record`, `provider` and `status`, the IAM policy reads `ports`."""
+    where = f"step {step.name or '<no name>'}"
+    problems = []
+    if unported := sorted({item.table for item in step.writes} - set(step.ports)):
+        problems.append(f"{where}: writes items of {unported}, which are not among its ports")
+    if step.record is not None and (step.kind != "atomic" or step.record not in step.writes):
+        problems.append(f"{where}: record {step.record} must be an item its (atomic) effect writes")
+    if step.kind == "leased" and step.provider not in step.ports:
+        problems.append(f"{where}: a leased step names its provider, one of its ports {list(step.ports)}")
+    if step.kind == "atomic" and step.provider is not None:
+        problems.append(f"{where}: provider {step.provider!r} is for a leased step's external call")
+    if step.status is not None and entity_table not in step.ports:
+        problems.append(f"{where}: sets the status, so its ports name the {entity_table!r} table")
+    return problems
 
 
 def _problems_of_routes(step: Any, names: set[str]) -> list[str]:
@@ -145,6 +165,8 @@ def _problems_of_consumer(consumer: Any, tables: frozenset[str]) -> list[str]:
         problems.append(f"{where}: tables is missing (what does it write?)")
     if unknown := [t for t in consumer.tables if t not in tables]:
         problems.append(f"{where}: unknown tables {unknown} (known: {sorted(tables)})")
+    if unported := sorted({item.table for item in consumer.writes} - set(consumer.tables)):
+        problems.append(f"{where}: writes items of {unported}, which are not among its tables")
     if consumer.timeout_seconds <= 0:
         problems.append(f"{where}: timeout_seconds must be positive")
     return problems
@@ -158,7 +180,7 @@ def check(reserved_functions: set[str]) -> None:
     if len(names) != len(steps()):
         problems.append("two steps share a name")
     for step in steps():
-        problems += _problems_of_step(step, names, module.TABLES, module.EVENTS)
+        problems += _problems_of_step(step, names, module.TABLES, module.EVENTS, module.SERVICE.entity.table)
     consumer_names = [c.name for c in consumers()]
     if len(set(consumer_names)) != len(consumer_names):
         problems.append("two consumers share a name")
