@@ -16,7 +16,9 @@ from botocore.exceptions import (
 
 from reliability.errors import (
     BusinessError,
+    EffectConditionFailed,
     FenceBusy,
+    PoisonMessage,
     ReliabilityError,
     ResultTooLarge,
     RetryableError,
@@ -36,6 +38,17 @@ def test_hierarchy_matches_the_retry_contract() -> None:
     assert not issubclass(ResultTooLarge, RetryableError)
     assert issubclass(RetryableError, ReliabilityError)
     assert not issubclass(BusinessError, ReliabilityError)
+
+
+def test_each_error_keeps_its_message_and_what_it_names() -> None:
+    # A log line, a DLQ reason and a replay read these; str() is what a traceback shows
+    poison = PoisonMessage("unparseable body")
+    assert (str(poison), poison.reason) == ("unparseable body", "unparseable body")
+    failed = EffectConditionFailed("write 2 failed", index=2, code="ConditionalCheckFailed")
+    assert (str(failed), failed.index, failed.code) == ("write 2 failed", 2, "ConditionalCheckFailed")
+    business = BusinessError("declined", details={"reason": "card"})
+    assert (str(business), business.message, business.details) == ("declined", "declined", {"reason": "card"})
+    assert (str(BusinessError()), BusinessError().message, BusinessError().details) == ("", "", {})
 
 
 def test_subclasses_register_by_name_and_restore_identically() -> None:

@@ -126,6 +126,17 @@ def test_unmapped_effect_condition_failure_is_a_reliability_error_and_records_no
     assert fences.read(step) is None
 
 
+def test_an_unmapped_condition_failure_names_the_write_by_its_index(fences: FenceStore, ddb: Any) -> None:
+    # Given an effect whose second write's condition fails with no business error attached
+    put_stock(ddb, "sku-4", 0)
+    effect = AtomicEffect({}, [ledger_put("e4", 1), stock_decrement("sku-4", 1)])
+    # When it runs, Then the error names that write, its code and why nothing says more
+    with pytest.raises(EffectConditionFailed) as raised:
+        fences.run_atomic(StepId("dev.o.r1", "reserve"), lambda: effect)
+    assert (raised.value.index, raised.value.code) == (1, "ConditionalCheckFailed")
+    assert str(raised.value) == "effect write 1 failed its condition and has no BusinessError attached"
+
+
 def test_an_in_progress_leased_record_makes_an_atomic_run_busy(fences: FenceStore) -> None:
     # Given a leased attempt holding the step
     fences.claim(STEP, attempt_id="a1", lease_seconds=30)
@@ -194,15 +205,17 @@ def cancelled(*codes: str, item: dict[str, Any] | None = None) -> dict[str, Any]
 
 
 @pytest.mark.parametrize(
-    ("codes", "expected"),
+    ("codes", "expected", "named"),
     [
-        (("None", "TransactionConflict"), TransientError),
-        (("ThrottlingError", "None"), TransientError),
-        (("None", "ValidationError"), StoreError),
+        (("None", "TransactionConflict"), TransientError, "['TransactionConflict']"),
+        (("ThrottlingError", "None"), TransientError, "['ThrottlingError']"),
+        (("None", "ValidationError", "ProvisionedThroughputExceeded"), TransientError, None),
+        (("InternalServerError", "None"), TransientError, None),
+        (("None", "ValidationError"), StoreError, "['ValidationError']"),
     ],
 )
 def test_cancellations_that_are_not_conditions_map_by_code(
-    telemetry: Telemetry, codes: tuple[str, ...], expected: type[Exception]
+    telemetry: Telemetry, codes: tuple[str, ...], expected: type[Exception], named: str | None
 ) -> None:
     # Given DynamoDB cancels the transaction for a reason other than a condition
     store, stub = stubbed(telemetry)
@@ -212,9 +225,12 @@ def test_cancellations_that_are_not_conditions_map_by_code(
         response_meta={},
         modeled_fields=cancelled(*codes),
     )
-    # When the step runs, Then the error is mapped by code
-    with stub, pytest.raises(expected):
-        store.run_atomic(STEP, lambda: AtomicEffect({}, [counter_add("c")]))
+    # When the step runs, Then the error is mapped by code, and names the codes that were not "None"
+    with stub, pytest.raises(expected) as raised:
+        store.run_atomic(STEP, lambda: AtomicEffect({}, [counter_add("c")] * (len(codes) - 1)))
+    assert type(raised.value) is expected
+    if named is not None:
+        assert str(raised.value) == f"transaction cancelled: {named}"
 
 
 @pytest.mark.parametrize(
