@@ -28,7 +28,9 @@ STATUS = {0: "survived", 1: "killed"}
 
 def run_one(name: str) -> tuple[str, str, float]:
     """(status, the first failing test or the error's last line, seconds)."""
-    env = {**os.environ, "RELIABILITY_CONSTANT_MUTANT": name}
+    # this checkout's library first (the virtualenv's editable install may be another checkout's)
+    path = os.pathsep.join([str(LIBRARY / "src"), *filter(None, [os.environ.get("PYTHONPATH")])])
+    env = {**os.environ, "PYTHONPATH": path, "RELIABILITY_CONSTANT_MUTANT": name}
     started = time.monotonic()
     done = subprocess.run(PYTEST, cwd=LIBRARY, env=env, capture_output=True, text=True, check=False)  # noqa: S603 - our own pytest
     seconds = time.monotonic() - started
@@ -59,7 +61,7 @@ def render(rows: list[tuple[str, str, str, str, float]], command: str) -> str:
 
 
 def main(argv: list[str]) -> int:
-    sys.path.insert(0, str(LIBRARY / "tests"))
+    sys.path[:0] = [str(LIBRARY / "src"), str(LIBRARY / "tests")]
     import constant_mutants  # noqa: PLC0415 - the tests' module, on the path only now
 
     every = constant_mutants.mutants()
