@@ -315,3 +315,43 @@ def test_read_many_answers_only_the_steps_whose_items_carry_their_own_record(
     # Then only the third has a record
     assert list(found) == [steps[2]]
     assert found[steps[2]].result == {"n": 2}
+
+
+def carrier(expression: str, **fields: Any) -> Write:
+    entry = {"Update": {"TableName": LEDGER, "Key": ITEM, "UpdateExpression": expression, **fields}}
+    return Write(entry=entry, carries_record=True)
+
+
+@pytest.mark.parametrize(
+    ("expression", "fields", "expected"),
+    [
+        # an expression without SET: the record's SET goes before its clauses
+        ("ADD sends :one", {"ExpressionAttributeValues": {":one": {"N": "1"}}}, {"sends": {"N": "1"}}),
+        # a lower-case SET is a SET (DynamoDB's keywords are case-insensitive)
+        ("set channel = :c", {"ExpressionAttributeValues": {":c": {"S": "sms"}}}, {"channel": {"S": "sms"}}),
+        # names without values, and neither
+        ("REMOVE #d", {"ExpressionAttributeNames": {"#d": "draft"}}, {}),
+        ("REMOVE draft", {}, {}),
+    ],
+)
+def test_any_update_of_the_item_carries_the_record(
+    fences: FenceStore, ddb: Any, expression: str, fields: dict[str, Any], expected: dict[str, Any]
+) -> None:
+    # Given the item exists with a draft attribute
+    ddb.put_item(TableName=LEDGER, Item={**ITEM, "draft": {"S": "yes"}})
+    # When a step whose one write is that Update runs
+    fences.run_atomic(STEP, lambda: AtomicEffect({"ok": 1}, [carrier(expression, **fields)]))
+    # Then the Update applied, and the item carries the COMPLETED record
+    stored = item(ddb)
+    assert {name: stored[name] for name in expected} == expected
+    assert (stored["state"], stored["id"]) == ({"S": "COMPLETED"}, {"S": fences.external_key(STEP)})
+    if "REMOVE" in expression:
+        assert "draft" not in stored
+
+
+def test_a_carrier_with_a_condition_of_its_own_is_refused_saying_why(fences: FenceStore) -> None:
+    conditioned = carrier("SET channel = :c", ConditionExpression="attribute_exists(pk)")
+    with pytest.raises(
+        TypeError, match=r"^a write that carries the record has no condition but the record's$"
+    ):
+        fences.run_atomic(STEP, lambda: AtomicEffect({}, [conditioned]))

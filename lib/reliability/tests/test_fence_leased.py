@@ -8,7 +8,7 @@ import boto3
 import pytest
 from botocore.stub import Stubber
 
-from reliability import AtomicEffect, FenceState, FenceStore, StepId, Write
+from reliability import AtomicEffect, BusinessError, FenceState, FenceStore, StepId, Write
 from reliability.errors import EffectConditionFailed, FenceBusy, ResultTooLarge, StaleFence, TransientError
 from reliability.telemetry import Telemetry
 from reliability.testing.crashpoints import CrashPlan, SimulatedCrash
@@ -554,3 +554,41 @@ def test_read_many_reads_up_to_100_records_in_one_call(fences: FenceStore) -> No
     assert fences.read_many(steps[:100]) == {}
     with pytest.raises(ValueError, match=r"^read_many reads at most 100 records, got 101$"):
         fences.read_many(steps)
+
+
+class _Bare(BusinessError):
+    """A subclass that skips BusinessError.__init__ (no ``message``, no ``details``)."""
+
+    def __init__(self, text: str) -> None:
+        Exception.__init__(self, text)
+
+
+class _Unserialisable(BusinessError):
+    def __init__(self) -> None:
+        super().__init__("declined", details={"at": object()})
+
+
+@pytest.mark.parametrize(
+    ("error", "message"),
+    [(_Bare("declined by the bank"), "declined by the bank"), (_Unserialisable(), "declined")],
+)
+def test_a_business_error_without_json_details_is_recorded_with_its_text_and_no_details(
+    fences: FenceStore, error: BusinessError, message: str
+) -> None:
+    def decline(key: str) -> dict[str, Any]:
+        raise error
+
+    # When a step fails with it, and is replayed
+    with pytest.raises(type(error)):
+        fences.run_leased(STEP, attempt_id="A", lease_seconds=LEASE, effect=decline)
+    with pytest.raises(type(error)) as replayed:
+        fences.run_leased(STEP, attempt_id="B", lease_seconds=LEASE, effect=decline)
+    # Then the replay carries its class, its text, and details it can hold (none)
+    assert (str(replayed.value), replayed.value.details) == (message, {})
+    record = fences.read(STEP)
+    assert record is not None
+    assert (record.error_type, record.error_message, record.error_details) == (
+        type(error).__name__,
+        message,
+        {},
+    )
