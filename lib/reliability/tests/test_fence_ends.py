@@ -10,8 +10,8 @@ from typing import Any
 
 import pytest
 
-from reliability import FenceState, FenceStore, StepId
-from reliability.errors import StaleFence
+from reliability import AtomicEffect, FenceState, FenceStore, StepId
+from reliability.errors import FenceBusy, StaleFence
 from reliability_demo import DemoOutOfStock, DemoPaymentDeclined
 from reliability_helpers import FENCES, FakeClock, make_telemetry, read_emitted
 
@@ -131,3 +131,54 @@ def test_a_stale_write_on_a_record_that_is_gone_says_there_is_none(store: FenceS
     with pytest.raises(StaleFence):
         store.complete(STEP, fencing_token=1, result={"by": "A"}, attempt_id="A")
     assert store.read(STEP) is None
+
+
+def test_every_decision_line_names_the_attempt_and_what_it_found(
+    ddb: Any, clock: FakeClock, capsys: pytest.CaptureFixture[str]
+) -> None:
+    store = logging(ddb, clock)
+    atomic, held, flaky = (StepId(STEP.token, name) for name in ("record-ledger", "ship", "publish"))
+    capsys.readouterr()
+    # Given a leased step: claimed, refused while held, taken over, completed, replayed
+    store.claim(STEP, attempt_id="A", lease_seconds=LEASE)
+    with pytest.raises(FenceBusy) as busy:
+        store.claim(STEP, attempt_id="B", lease_seconds=LEASE)
+    clock.advance(LEASE + 1)
+    store.claim(STEP, attempt_id="B", lease_seconds=LEASE)
+    store.complete(STEP, fencing_token=2, result={"ok": True}, attempt_id="B")
+    assert store.claim(STEP, attempt_id="C", lease_seconds=LEASE).won is False
+    # And an atomic step run twice, one held by a lease, and a leased effect that fails transiently
+    store.run_atomic(atomic, lambda: AtomicEffect({"ok": True}))
+    store.run_atomic(atomic, lambda: AtomicEffect({"ok": True}))
+    store.claim(held, attempt_id="D", lease_seconds=LEASE)
+    with pytest.raises(FenceBusy) as busy_atomic:
+        store.run_atomic(held, lambda: AtomicEffect({}))
+
+    def boom(key: str) -> dict[str, Any]:
+        raise RuntimeError("provider down")
+
+    with pytest.raises(RuntimeError):
+        store.run_leased(flaky, attempt_id="E", lease_seconds=LEASE, effect=boom)
+    # Then each line says who decided, on which step, and what it found
+    fields = ("attempt", "fencing_token", "owner", "state", "mode", "reason")
+    found = [
+        (line["decision"], line["step"], *(line.get(name) for name in fields))
+        for line in read_emitted(capsys.readouterr().out).decisions()
+    ]
+    assert found == [
+        ("FenceClaimed", "charge-payment", "A", 1, None, None, None, None),
+        ("FenceBusy", "charge-payment", "B", None, "A", None, None, None),
+        ("FenceTakeover", "charge-payment", "B", 2, None, None, None, None),
+        ("FenceCompleted", "charge-payment", "B", 2, None, None, None, None),
+        ("FenceSkipped", "charge-payment", "C", None, None, "COMPLETED", None, None),
+        ("FenceCompleted", "record-ledger", None, None, None, None, "atomic", None),
+        ("FenceSkipped", "record-ledger", None, None, None, "COMPLETED", "atomic", None),
+        ("FenceClaimed", "ship", "D", 1, None, None, None, None),
+        ("FenceBusy", "ship", None, None, "D", None, "atomic", None),
+        ("FenceClaimed", "publish", "E", 1, None, None, None, None),
+        ("Retry", "publish", "E", 1, None, None, None, "RuntimeError"),
+        ("FenceReleased", "publish", "E", 1, None, None, None, None),
+    ]
+    # And the refusals say until when, and by what
+    assert str(busy.value) == f"step charge-payment is held by another attempt until {clock() - 1}"
+    assert str(busy_atomic.value) == "step ship is held by a leased attempt"
