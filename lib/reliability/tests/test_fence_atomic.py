@@ -284,8 +284,9 @@ def test_a_refusal_without_the_old_item_is_busy(telemetry: Telemetry) -> None:
         service_error_code="TransactionCanceledException",
         modeled_fields=cancelled("ConditionalCheckFailed", "None"),
     )
-    with stub, pytest.raises(FenceBusy):
+    with stub, pytest.raises(FenceBusy) as busy:
         store.run_atomic(STEP, lambda: AtomicEffect({}, [counter_add("c")]))
+    assert str(busy.value) == f"fence {store.external_key(STEP)} refused the commit"
 
 
 def test_a_business_error_from_build_is_recorded_and_replayed(fences: FenceStore, ddb: Any) -> None:

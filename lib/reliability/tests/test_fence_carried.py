@@ -8,6 +8,7 @@ from typing import Any
 import pytest
 
 from reliability import AtomicEffect, BusinessError, FenceStore, RecordOn, StepId, Write
+from reliability.errors import StoreError
 from reliability_demo import DemoOutOfStock
 from reliability_helpers import (
     FENCES,
@@ -355,3 +356,15 @@ def test_a_carrier_with_a_condition_of_its_own_is_refused_saying_why(fences: Fen
         TypeError, match=r"^a write that carries the record has no condition but the record's$"
     ):
         fences.run_atomic(STEP, lambda: AtomicEffect({}, [conditioned]))
+
+
+def test_an_item_that_holds_an_id_of_its_own_cannot_carry_the_record(fences: FenceStore, ddb: Any) -> None:
+    # Given the item already has an `id` attribute (the record's key attribute) and no record
+    ddb.put_item(TableName=LEDGER, Item={**ITEM, "id": {"S": "its-own"}})
+    # When a step whose record it would carry runs, Then a store error says so; nothing applied
+    with pytest.raises(StoreError) as refused:
+        fences.run_atomic(STEP, lambda: AtomicEffect({}, [sent_once()]))
+    assert (
+        str(refused.value) == f"the item that carries {fences.external_key(STEP)} exists without its record"
+    )
+    assert "sends" not in item(ddb)

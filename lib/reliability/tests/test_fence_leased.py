@@ -332,8 +332,9 @@ def test_claim_throttled_is_store_unavailable(telemetry: Telemetry) -> None:
 def test_claim_refused_without_old_item_is_busy(telemetry: Telemetry) -> None:
     store, stub = stubbed(telemetry)
     stub.add_client_error("update_item", service_error_code="ConditionalCheckFailedException")
-    with stub, pytest.raises(FenceBusy):
+    with stub, pytest.raises(FenceBusy) as busy:
         store.claim(STEP, attempt_id="A", lease_seconds=LEASE)
+    assert str(busy.value) == f"fence {store.external_key(STEP)} refused the claim"
 
 
 def test_complete_failing_on_the_store_releases_the_claim(telemetry: Telemetry) -> None:
