@@ -52,6 +52,9 @@ def test_first_run_commits_effect_and_record_in_one_round_trip(fences: FenceStor
     assert record.state is FenceState.COMPLETED
     assert record.result == {"entry": "e1"}
     assert record.expiration == (1_800_000_000 + 3600)
+    # (the stored format, reliability.record: an atomic record's fencing_token is 0)
+    stored = ddb.get_item(TableName=FENCES, Key={"id": {"S": fences.external_key(STEP)}})["Item"]
+    assert stored["fencing_token"] == {"N": "0"}
 
 
 def test_replay_returns_the_stored_result_in_one_round_trip_without_reapplying(
@@ -162,6 +165,15 @@ def test_result_too_large_writes_nothing(ddb: Any, telemetry: Telemetry, clock: 
     # Then neither the record nor the effect was written
     assert small.read(STEP) is None
     assert counter_value(ddb, "c") == 0
+
+
+def test_the_default_limit_is_exactly_step_functions_payload(fences: FenceStore) -> None:
+    # {"blob":"..."} is 11 bytes of JSON around the blob: 262,144 bytes (256 KiB) in all fits
+    fits = fences.run_atomic(STEP, lambda: AtomicEffect({"blob": "x" * (262_144 - 11)}))
+    assert len(fits.result["blob"]) == 262_133
+    with pytest.raises(ResultTooLarge) as refused:
+        fences.run_atomic(StepId("dev.o.r1", "other"), lambda: AtomicEffect({"blob": "x" * (262_144 - 10)}))
+    assert str(refused.value) == "step result is 262145 bytes; the limit is 262144 (Step Functions 256 KiB)"
 
 
 def test_default_limit_is_step_functions_payload(fences: FenceStore, ddb: Any) -> None:

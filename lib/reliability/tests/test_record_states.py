@@ -167,3 +167,10 @@ def test_a_failed_record_without_its_error_fields_replays_a_plain_business_error
     assert isinstance(error, BusinessError)
     assert type(error).__name__ == "BusinessError"  # what a Catch on the base name matches
     assert (str(error), error.message, error.details) == ("", "", {})
+
+
+def test_the_terminal_states_are_the_stored_states_no_transition_leaves() -> None:
+    stored = {s for s in FenceState if s is not FenceState.ABSENT}
+    assert (
+        stored - {start for start, _ in TRANSITIONS} == TERMINAL == {FenceState.COMPLETED, FenceState.FAILED}
+    )
