@@ -114,7 +114,7 @@ def test_a_leased_completion_carries_no_record(fences: FenceStore) -> None:
         return AtomicEffect({}, [sent_once()])
 
     # When it completes, Then it is refused (a leased record is its own item), the claim released
-    with pytest.raises(TypeError):
+    with pytest.raises(TypeError, match=r"^a leased step's completion has no write that carries its record$"):
         fences.run_leased(STEP, attempt_id="a-1", lease_seconds=5, effect=effect)
     assert fences.read(STEP) is not None
 

@@ -21,7 +21,9 @@ from reliability_helpers import (
     counter_add,
     counter_value,
     lose_answer,
+    make_telemetry,
     put_stock,
+    read_emitted,
     stock_decrement,
     stock_of,
 )
@@ -369,8 +371,9 @@ def test_read_maps_store_errors(telemetry: Telemetry) -> None:
 
 
 def test_a_lease_must_be_positive(fences: FenceStore) -> None:
-    with pytest.raises(ValueError, match="lease_seconds"):
+    with pytest.raises(ValueError, match=r"^lease_seconds must be positive, got 0$"):
         fences.claim(STEP, attempt_id="A", lease_seconds=0)
+    assert fences.claim(STEP, attempt_id="A", lease_seconds=0.5).won
 
 
 def claimed_response(store: FenceStore, token: int = 1) -> dict[str, Any]:
@@ -425,9 +428,9 @@ def test_leased_atomic_completion_failures_release_and_map(
     stub.assert_no_pending_responses()
 
 
-def test_a_failed_release_does_not_hide_the_original_exception(telemetry: Telemetry) -> None:
+def test_a_failed_release_does_not_hide_the_original_exception(capsys: pytest.CaptureFixture[str]) -> None:
     # Given the effect fails and the release is throttled too
-    store, stub = stubbed(telemetry)
+    store, stub = stubbed(make_telemetry())
     stub.add_response("update_item", claimed_response(store))
     stub.add_client_error("update_item", service_error_code="ThrottlingException")
     original = KeyError("the effect's own error")
@@ -439,6 +442,9 @@ def test_a_failed_release_does_not_hide_the_original_exception(telemetry: Teleme
     with stub, pytest.raises(KeyError) as raised:
         store.run_leased(STEP, attempt_id="A", lease_seconds=LEASE, effect=effect)
     assert raised.value is original
+    # And a line says the release failed, for which step
+    [line] = [line for line in read_emitted(capsys.readouterr().out).logs if "decision" not in line]
+    assert (line["message"], line["step"]) == ("fence release failed; the lease will expire", STEP.step)
 
 
 def test_lease_live_reflects_the_clock(fences: FenceStore, clock: FakeClock) -> None:
