@@ -184,9 +184,9 @@ def test_default_limit_is_step_functions_payload(fences: FenceStore, ddb: Any) -
 
 
 def test_build_contract_is_checked(fences: FenceStore) -> None:
-    with pytest.raises(TypeError):
+    with pytest.raises(TypeError, match=r"^build\(\) must return an AtomicEffect$"):
         fences.run_atomic(STEP, lambda: {"not": "an effect"})  # type: ignore[arg-type,return-value]
-    with pytest.raises(ValueError, match="at most"):
+    with pytest.raises(ValueError, match=r"^an AtomicEffect holds at most 99 writes, got 100$"):
         fences.run_atomic(STEP, lambda: AtomicEffect({}, [counter_add(str(i)) for i in range(100)]))
     with pytest.raises(TypeError):
         fences.run_atomic(STEP, lambda: AtomicEffect({"when": object()}))
