@@ -45,7 +45,7 @@ def test_first_run_commits_effect_and_record_in_one_round_trip(fences: FenceStor
     # Then one TransactWriteItems wrote the effect and the COMPLETED record
     assert calls.take() == ["TransactWriteItems"]
     assert outcome.result == {"entry": "e1"}
-    assert outcome.skipped is False
+    assert (outcome.skipped, outcome.fencing_token) == (False, 0)  # an atomic step holds no lease
     assert counter_value(ddb, "c") == 1
     record = fences.read(STEP)
     assert record is not None
