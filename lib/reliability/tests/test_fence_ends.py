@@ -121,6 +121,10 @@ def test_a_stale_attempt_is_told_who_holds_the_fence_now(
         2,
         FenceState.IN_PROGRESS.value,
     )
+    # And so is a late failure of that attempt
+    with pytest.raises(StaleFence):
+        store.fail(STEP, fencing_token=1, error=DemoOutOfStock("late"), attempt_id="A")
+    assert [line["attempt"] for line in lines(capsys, "FenceStale")] == ["A"]
 
 
 def test_a_stale_write_on_a_record_that_is_gone_says_there_is_none(store: FenceStore, ddb: Any) -> None:
