@@ -8,6 +8,10 @@ the library's tests once per mutant (``RELIABILITY_CONSTANT_MUTANT=<name>``, app
 ``conftest.py`` before any test runs) and expects them to fail. A test-side seam: nothing here is
 imported by the library.
 
+A condition's mutant keeps every placeholder in use (DynamoDB refuses an expression with an unused
+value, which would "kill" it for the wrong reason): it changes what the condition admits, not
+whether it parses.
+
 A constant is imported by name into other modules (``from reliability.requests import OWNED``),
 so ``apply`` replaces every binding of that name to the original object in the library's modules;
 a constant that is also a parameter's default (``MAX_RESULT_BYTES``) says so, and the keyword
@@ -86,14 +90,14 @@ def _mutants() -> list[ConstantMutant]:
             "claimable-no-takeover",
             Q,
             "CLAIMABLE",
-            lambda _: "attribute_not_exists(#id)",
+            _replace("#lease < :now", "#lease < :now AND #state <> :in_progress"),
             "an expired lease is never taken over",
         ),
         ConstantMutant(
             "claimable-no-lease-check",
             Q,
             "CLAIMABLE",
-            _replace(" AND #lease < :now", ""),
+            _replace("#lease < :now", "(#lease < :now OR #lease >= :now)"),
             "a live lease is taken over",
         ),
         ConstantMutant("claimable-and", Q, "CLAIMABLE", _replace(" OR ", " AND "), "no first claim can win"),
@@ -102,14 +106,14 @@ def _mutants() -> list[ConstantMutant]:
             "owned-no-token",
             Q,
             "OWNED",
-            lambda _: "#state = :in_progress",
+            _replace("#fence = :token", "(#fence = :token OR #fence <> :token)"),
             "a stale owner (an older fencing token) completes",
         ),
         ConstantMutant(
             "owned-no-state",
             Q,
             "OWNED",
-            lambda _: "#fence = :token",
+            _replace("#state = :in_progress", "(#state = :in_progress OR #state <> :in_progress)"),
             "the current owner rewrites a terminal record",
         ),
         ConstantMutant(
