@@ -186,3 +186,21 @@ def test_every_decision_line_names_the_attempt_and_what_it_found(
     # And the refusals say until when, and by what
     assert str(busy.value) == f"step charge-payment is held by another attempt until {clock() - 1}"
     assert str(busy_atomic.value) == "step ship is held by a leased attempt"
+
+
+def test_a_decision_on_a_long_item_names_its_item_and_label(
+    ddb: Any, clock: FakeClock, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # Given a step of one item whose identity is too long for a readable key (the key is hashed)
+    store = logging(ddb, clock)
+    step = StepId(STEP.token, "reserve", item="sku-" + "9" * 300)
+    capsys.readouterr()
+    store.claim(step, attempt_id="A", lease_seconds=LEASE)
+    # Then the line carries what the hashed key no longer spells: the item and the label (the
+    # namespace is the key's first segment, so the line leaves it out)
+    [line] = lines(capsys, "FenceClaimed")
+    assert line["key"].startswith("fence#-#r1#h:")
+    assert line["item"] == step.item
+    assert "namespace" not in line
+    assert line["label"] == store.fence(step).key.label
+    assert line["label"].startswith('{"item":"sku-999')
