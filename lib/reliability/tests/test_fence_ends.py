@@ -165,10 +165,9 @@ def test_every_decision_line_names_the_attempt_and_what_it_found(
         store.run_leased(flaky, attempt_id="E", lease_seconds=LEASE, effect=boom)
     # Then each line says who decided, on which step, and what it found
     fields = ("attempt", "fencing_token", "owner", "state", "mode", "reason")
-    found = [
-        (line["decision"], line["step"], *(line.get(name) for name in fields))
-        for line in read_emitted(capsys.readouterr().out).decisions()
-    ]
+    decided = read_emitted(capsys.readouterr().out).decisions()
+    assert {line["token"] for line in decided} == {STEP.token}  # every line names its run's token
+    found = [(line["decision"], line["step"], *(line.get(name) for name in fields)) for line in decided]
     assert found == [
         ("FenceClaimed", "charge-payment", "A", 1, None, None, None, None),
         ("FenceBusy", "charge-payment", "B", None, "A", None, None, None),
