@@ -203,3 +203,34 @@ def test_a_decision_on_a_long_item_names_its_item_and_label(
     assert "namespace" not in line
     assert line["label"] == store.fence(step).key.label
     assert line["label"].startswith('{"item":"sku-999')
+
+
+def test_a_release_ends_the_lease_and_touches_nothing_else(
+    store: FenceStore, clock: FakeClock, ddb: Any
+) -> None:
+    # Given a claim, and its attempt failing transiently 100 s later
+    store.claim(STEP, attempt_id="A", lease_seconds=LEASE)
+    claimed = stored(ddb, store)
+    clock.advance(100)
+    store.release(STEP, fencing_token=1, attempt_id="A")
+    # Then only the lease, its owner and the write time changed: the TTL still counts from the claim
+    released = stored(ddb, store)
+    assert released["lease_expires"] == {"N": "0"}
+    assert "owner" not in released
+    assert released["updated_at"] == {"N": repr(clock())}
+    unchanged = {
+        name: value for name, value in claimed.items() if name not in ("lease_expires", "owner", "updated_at")
+    }
+    assert {name: released[name] for name in unchanged} == unchanged
+
+
+def test_a_stale_release_says_which_attempt_it_was(
+    ddb: Any, clock: FakeClock, capsys: pytest.CaptureFixture[str]
+) -> None:
+    store = logging(ddb, clock)
+    store.claim(STEP, attempt_id="A", lease_seconds=LEASE)
+    clock.advance(LEASE + 1)
+    store.claim(STEP, attempt_id="B", lease_seconds=LEASE)
+    capsys.readouterr()
+    assert store.release(STEP, fencing_token=1, attempt_id="A") is False
+    assert [(line["attempt"], line["current_token"]) for line in lines(capsys, "FenceStale")] == [("A", 2)]
