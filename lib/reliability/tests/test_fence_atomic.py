@@ -116,6 +116,25 @@ def test_on_condition_failure_mapping_by_index(fences: FenceStore, ddb: Any) -> 
     assert "Item" not in ddb.get_item(TableName=LEDGER, Key={"pk": {"S": "ENTRY#e2"}, "sk": {"S": "ENTRY"}})
 
 
+def test_the_mapping_by_index_also_names_the_error_of_a_write_given_as_a_write(
+    fences: FenceStore, ddb: Any
+) -> None:
+    # (a Write without an error of its own takes the one mapped to its index)
+    put_stock(ddb, "sku-5", 0)
+    effect = AtomicEffect(
+        {"ok": True},
+        [Write(ledger_put("e5", 1)), Write(stock_decrement("sku-5", 1))],
+        on_condition_failure={1: DemoOutOfStock("sku-5")},
+    )
+    with pytest.raises(DemoOutOfStock):
+        fences.run_atomic(StepId("dev.o.r1", "reserve"), lambda: effect)
+
+
+def test_an_effect_of_99_writes_fills_the_transaction_with_its_record(fences: FenceStore, ddb: Any) -> None:
+    fences.run_atomic(STEP, lambda: AtomicEffect({}, [counter_add(str(i)) for i in range(99)]))
+    assert [counter_value(ddb, str(i)) for i in (0, 98)] == [1, 1]
+
+
 def test_unmapped_effect_condition_failure_is_a_reliability_error_and_records_nothing(
     fences: FenceStore, ddb: Any
 ) -> None:

@@ -87,6 +87,14 @@ def test_a_failure_says_which_attempt_failed_with_what(
         "charge-payment",
     )
 
+    # And so does a leased run whose effect declines
+    def decline(key: str) -> dict[str, Any]:
+        raise DemoPaymentDeclined("card")
+
+    with pytest.raises(DemoPaymentDeclined):
+        store.run_leased(StepId(STEP.token, "refund"), attempt_id="R", lease_seconds=LEASE, effect=decline)
+    assert [line["attempt"] for line in lines(capsys, "FenceFailed")] == ["R"]
+
 
 def test_a_release_says_which_attempt_let_go_of_which_token(
     ddb: Any, clock: FakeClock, capsys: pytest.CaptureFixture[str]
