@@ -242,3 +242,56 @@ def test_a_stale_release_says_which_attempt_it_was(
     capsys.readouterr()
     assert store.release(STEP, fencing_token=1, attempt_id="A") is False
     assert [(line["attempt"], line["current_token"]) for line in lines(capsys, "FenceStale")] == [("A", 2)]
+
+
+def test_a_leased_runs_completion_and_release_name_its_attempt(
+    ddb: Any, clock: FakeClock, capsys: pytest.CaptureFixture[str]
+) -> None:
+    store = logging(ddb, clock)
+    capsys.readouterr()
+    store.run_leased(STEP, attempt_id="L", lease_seconds=LEASE, effect=lambda key: {"ok": True})
+    assert [line["attempt"] for line in lines(capsys, "FenceCompleted")] == ["L"]
+    # And a completion the store refuses (a result that is not a mapping) releases under that name
+    with pytest.raises(TypeError):
+        store.run_leased(
+            StepId(STEP.token, "ship"),
+            attempt_id="M",
+            lease_seconds=LEASE,
+            effect=lambda key: ["not", "a", "mapping"],  # type: ignore[arg-type,return-value]
+        )
+    decided = read_emitted(capsys.readouterr().out).decisions()
+    retry = [(line["attempt"], line["reason"]) for line in decided if line["decision"] == "Retry"]
+    assert retry == [("M", "TypeError")]
+    assert [line["attempt"] for line in decided if line["decision"] == "FenceReleased"] == ["M"]
+
+
+class _RecordsReads:
+    """A DynamoDB client that keeps every GetItem request."""
+
+    def __init__(self, client: Any) -> None:
+        self._client = client
+        self.reads: list[dict[str, Any]] = []
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._client, name)
+
+    def get_item(self, **params: Any) -> Any:
+        self.reads.append(params)
+        return self._client.get_item(**params)
+
+
+def test_a_read_of_a_record_is_consistent(ddb: Any, clock: FakeClock) -> None:
+    # (an eventually consistent read could miss a claim or a completion just written)
+    client = _RecordsReads(ddb)
+    store = FenceStore(
+        client=client,
+        table_name=FENCES,
+        ttl_seconds=60,
+        telemetry=make_telemetry(),
+        clock=clock,
+        namespace="fence",
+    )
+    store.claim(STEP, attempt_id="A", lease_seconds=LEASE)
+    record = store.read(STEP)
+    assert record is not None
+    assert [read.get("ConsistentRead") for read in client.reads] == [True]
