@@ -170,3 +170,11 @@ def test_a_name_no_class_has_comes_back_as_a_business_error_of_that_name_and_mes
     assert (type(restored).__name__, type(restored).__module__) == (name, "reliability.errors")
     assert isinstance(restored, BusinessError)
     assert (str(restored), restored.details) == ("msg", {"a": 1})
+
+
+def test_a_client_error_without_a_code_is_a_store_error_with_none_named() -> None:
+    # (a malformed error answer must still map, never crash the mapper)
+    for response in ({}, {"Error": {}}):
+        error = store_error(ClientError(response, "GetItem"))  # type: ignore[arg-type]
+        assert type(error) is StoreError
+        assert str(error) == "DynamoDB rejected the request: "

@@ -301,7 +301,7 @@ def test_items_of_one_step_are_fenced_independently(fences: FenceStore) -> None:
 
 
 def test_non_mapping_result_is_a_type_error_and_releases(fences: FenceStore) -> None:
-    with pytest.raises(TypeError):
+    with pytest.raises(TypeError, match=r"^a step result must be a mapping, got list$"):
         fences.run_leased(STEP, attempt_id="A", lease_seconds=LEASE, effect=lambda k: ["list"])  # type: ignore[arg-type,return-value]
     record = fences.read(STEP)
     assert record is not None
