@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import uuid
+from typing import Any
 
 import pytest
 from botocore.exceptions import (
@@ -174,7 +175,8 @@ def test_a_name_no_class_has_comes_back_as_a_business_error_of_that_name_and_mes
 
 def test_a_client_error_without_a_code_is_a_store_error_with_none_named() -> None:
     # (a malformed error answer must still map, never crash the mapper)
-    for response in ({}, {"Error": {}}):
-        error = store_error(ClientError(response, "GetItem"))  # type: ignore[arg-type]
+    responses: list[dict[str, Any]] = [{}, {"Error": {}}]
+    for response in responses:
+        error = store_error(ClientError(response, "GetItem"))
         assert type(error) is StoreError
         assert str(error) == "DynamoDB rejected the request: "
