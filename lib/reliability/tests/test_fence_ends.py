@@ -87,7 +87,13 @@ def test_a_failure_says_which_attempt_failed_with_what(
         "charge-payment",
     )
 
-    # And so does a leased run whose effect declines
+
+def test_a_leased_run_that_declines_says_which_attempt_failed(
+    ddb: Any, clock: FakeClock, capsys: pytest.CaptureFixture[str]
+) -> None:
+    store = logging(ddb, clock)
+    capsys.readouterr()
+
     def decline(key: str) -> dict[str, Any]:
         raise DemoPaymentDeclined("card")
 
