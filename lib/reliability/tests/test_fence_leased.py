@@ -599,3 +599,21 @@ def test_a_business_error_without_json_details_is_recorded_with_its_text_and_no_
         message,
         {},
     )
+
+
+class _Worded(BusinessError):
+    """A subclass whose str() dresses its message: the record keeps the message itself."""
+
+    def __str__(self) -> str:
+        return f"[{self.message}]"
+
+
+def test_a_failure_records_the_errors_message_not_its_dressed_text(fences: FenceStore) -> None:
+    def decline(key: str) -> dict[str, Any]:
+        raise _Worded("limit reached")
+
+    with pytest.raises(_Worded):
+        fences.run_leased(STEP, attempt_id="A", lease_seconds=LEASE, effect=decline)
+    record = fences.read(STEP)
+    assert record is not None
+    assert record.error_message == "limit reached"
