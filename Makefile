@@ -177,12 +177,15 @@ scale-sheet: install ## Write docs/scale.md: which quota binds first at 10..10,0
 	$(PY) -m scale sheet $(SCALE_ARGS)
 
 # mutmut runs the library's tests once per mutant: MUTATION_CHILDREN at a time (one by default, the
-# machine is shared); a mutant name glob (MUTANTS="reliability.keys*") narrows the run.
+# machine is shared); a mutant name glob (MUTANTS="reliability.keys*") narrows the run. mutmut does
+# not mutate module-level constants: the constant mutants (lib/reliability/tests/constant_mutants.py)
+# run after it; CONSTANT_MUTANTS="name ..." narrows them, CONSTANT_MUTANTS=none skips them.
 MUTATION_CHILDREN ?= 1
-mutation: install ## Mutation-test the reliability library with its own tests (mutmut, lib/reliability); writes lib/reliability/results/mutation.md; MUTANTS="reliability.keys*"
+mutation: install ## Mutation-test the reliability library with its own tests (mutmut, lib/reliability, and the constant mutants); writes lib/reliability/results/; MUTANTS="reliability.keys*"
 	cd lib/reliability && nice -n 10 $(CURDIR)/$(VENV)/bin/mutmut run --max-children $(MUTATION_CHILDREN) $(MUTANTS)
 	cd lib/reliability && $(CURDIR)/$(VENV)/bin/mutmut results --all true > mutants/results.txt
 	$(PY) lib/reliability/scripts/mutation_report.py "make mutation$(if $(MUTANTS), MUTANTS=$(MUTANTS))"
+	$(if $(filter none,$(CONSTANT_MUTANTS)),,nice -n 10 $(PY) lib/reliability/scripts/constant_mutants.py $(CONSTANT_MUTANTS))
 
 chaos: install ## Crash points, error responses, lost answers, time travel, random schedules, interleavings, the control, the mutants' catch rates; writes chaos/results/ (WORKFLOW=express: an Express stage, chaos/results/express/)
 	$(PY) -m chaos $(if $(WORKFLOW),--workflow $(WORKFLOW)) $(CHAOS_ARGS); first=$$?; \

@@ -53,16 +53,20 @@ def render(statuses: dict[str, str], command: str) -> str:
         + (f", {others}" if others else "")
         + f"; {len(statuses) - len(checked)} not checked by this run.",
         "",
-        "| module | mutants | killed | survived | other |",
-        "| --- | ---: | ---: | ---: | ---: |",
+        "| module | checked | killed | survived | other | killed % | not checked |",
+        "| --- | ---: | ---: | ---: | ---: | ---: | ---: |",
     ]
+    left = Counter(module_of(m) for m, s in statuses.items() if s == NOT_CHECKED)
     for module, counts in sorted(by_module.items()):
         n = sum(counts.values())
         other = n - counts["killed"] - counts["survived"]
-        lines.append(f"| `{module}` | {n} | {counts['killed']} | {counts['survived']} | {other} |")
+        lines.append(
+            f"| `{module}` | {n} | {counts['killed']} | {counts['survived']} | {other} "
+            f"| {100 * counts['killed'] / n:.1f} | {left[module]} |"
+        )
     if unchecked:
         lines += ["", "Not checked by this run: " + ", ".join(f"`{m}`" for m in unchecked) + "."]
-    lines += ["", "## Not killed", ""]
+    lines += ["", "## Not killed (each argued in survivors.md)", ""]
     lines += [f"- `{m}`: {s}" for m, s in sorted(checked.items()) if s != "killed"] or ["None."]
     return "\n".join(lines) + "\n"
 

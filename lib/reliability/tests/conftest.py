@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
+import os
 from collections.abc import Iterator
 from typing import Any
 
 import boto3
+import constant_mutants
 import pytest
 from aws_lambda_powertools import Logger, Metrics
 from moto import mock_aws
@@ -13,6 +15,13 @@ from moto import mock_aws
 from reliability import FenceStore
 from reliability.telemetry import Telemetry
 from reliability_helpers import FENCES, REGION, FakeClock, create_tables
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    """Switch on the constant mutant scripts/constant_mutants.py names, if any (its module doc)."""
+    name = os.environ.get(constant_mutants.ENV)
+    if name:
+        constant_mutants.apply(name)
 
 
 @pytest.fixture(autouse=True)

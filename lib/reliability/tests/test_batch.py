@@ -20,7 +20,7 @@ from reliability.batch import DeadLetters, parse_body, process_batch
 from reliability.dedup import ConsumerDedup
 from reliability.errors import PoisonMessage
 from reliability.keys import Fact, derive_key
-from reliability.telemetry import Telemetry
+from reliability.telemetry import Telemetry, key_hash
 from reliability_helpers import (
     IDEMPOTENCY,
     REGION,
@@ -337,3 +337,28 @@ def test_the_dedup_key_is_the_facts_in_the_stores_stage_as_stored_before_the_fac
     assert dedup.fact_id(stated) == publishers_id
     stored_before = derive_key("notify", stage="dev", identity={"token": publishers_id, "step": "notify"})
     assert fences.external_key(dedup.step(stated)) == stored_before.value
+
+
+def test_a_consumers_miss_and_hit_are_told_by_the_fact_they_apply(
+    ddb: Any, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # Given a consumer whose decisions this test reads
+    dedup = consumer(ddb, "notify", make_telemetry())
+    stated = fact("e-1")
+    capsys.readouterr()
+    # When the same fact is applied twice
+    for _ in range(2):
+        dedup.apply_atomic(stated, lambda: AtomicEffect({"applied": 1}, [counter_add("notify")]))
+    # Then a miss, then a hit, each naming the fact's token, the consumer and the record's key
+    lines = [
+        line for line in read_emitted(capsys.readouterr().out).decisions() if "Dedup" in line["decision"]
+    ]
+    expected = {
+        "token": dedup.fact_id(stated),
+        "step": "notify",
+        "key_hash": key_hash(
+            derive_key("notify", stage="-", identity={"token": dedup.fact_id(stated), "step": "notify"}).value
+        ),
+    }
+    assert [line["decision"] for line in lines] == ["DedupMiss", "DedupHit"]
+    assert [{k: line[k] for k in expected} for line in lines] == [expected, expected]

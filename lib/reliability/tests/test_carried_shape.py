@@ -105,3 +105,10 @@ def test_an_attribute_the_record_sets_differently_is_refused() -> None:
     item = put(KEY, state={"S": "NEW"})["Put"]
     with pytest.raises(TypeError, match=r"^the item's \['state'\] would be overwritten by its record's$"):
         put_as_update(item, ["pk", "sk"], {"state": {"S": "COMPLETED"}})
+
+
+def test_a_put_of_several_attributes_sets_each_of_them() -> None:
+    item = put(KEY, amount={"N": "5"}, currency={"S": "EUR"})["Put"]
+    update = put_as_update(item, ["pk", "sk"], {})
+    assert update["UpdateExpression"] == "SET #p0 = :p0, #p1 = :p1"
+    assert update["ExpressionAttributeNames"] == {"#p0": "amount", "#p1": "currency"}

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import uuid
+from typing import Any
 
 import pytest
 from botocore.exceptions import (
@@ -16,7 +17,9 @@ from botocore.exceptions import (
 
 from reliability.errors import (
     BusinessError,
+    EffectConditionFailed,
     FenceBusy,
+    PoisonMessage,
     ReliabilityError,
     ResultTooLarge,
     RetryableError,
@@ -36,6 +39,17 @@ def test_hierarchy_matches_the_retry_contract() -> None:
     assert not issubclass(ResultTooLarge, RetryableError)
     assert issubclass(RetryableError, ReliabilityError)
     assert not issubclass(BusinessError, ReliabilityError)
+
+
+def test_each_error_keeps_its_message_and_what_it_names() -> None:
+    # A log line, a DLQ reason and a replay read these; str() is what a traceback shows
+    poison = PoisonMessage("unparseable body")
+    assert (str(poison), poison.reason) == ("unparseable body", "unparseable body")
+    failed = EffectConditionFailed("write 2 failed", index=2, code="ConditionalCheckFailed")
+    assert (str(failed), failed.index, failed.code) == ("write 2 failed", 2, "ConditionalCheckFailed")
+    business = BusinessError("declined", details={"reason": "card"})
+    assert (str(business), business.message, business.details) == ("declined", "declined", {"reason": "card"})
+    assert (str(BusinessError()), BusinessError().message, BusinessError().details) == ("", "", {})
 
 
 def test_subclasses_register_by_name_and_restore_identically() -> None:
@@ -157,3 +171,12 @@ def test_a_name_no_class_has_comes_back_as_a_business_error_of_that_name_and_mes
     assert (type(restored).__name__, type(restored).__module__) == (name, "reliability.errors")
     assert isinstance(restored, BusinessError)
     assert (str(restored), restored.details) == ("msg", {"a": 1})
+
+
+def test_a_client_error_without_a_code_is_a_store_error_with_none_named() -> None:
+    # (a malformed error answer must still map, never crash the mapper)
+    responses: list[dict[str, Any]] = [{}, {"Error": {}}]
+    for response in responses:
+        error = store_error(ClientError(response, "GetItem"))
+        assert type(error) is StoreError
+        assert str(error) == "DynamoDB rejected the request: "

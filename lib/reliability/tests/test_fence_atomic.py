@@ -45,13 +45,16 @@ def test_first_run_commits_effect_and_record_in_one_round_trip(fences: FenceStor
     # Then one TransactWriteItems wrote the effect and the COMPLETED record
     assert calls.take() == ["TransactWriteItems"]
     assert outcome.result == {"entry": "e1"}
-    assert outcome.skipped is False
+    assert (outcome.skipped, outcome.fencing_token) == (False, 0)  # an atomic step holds no lease
     assert counter_value(ddb, "c") == 1
     record = fences.read(STEP)
     assert record is not None
     assert record.state is FenceState.COMPLETED
     assert record.result == {"entry": "e1"}
     assert record.expiration == (1_800_000_000 + 3600)
+    # (the stored format, reliability.record: an atomic record's fencing_token is 0)
+    stored = ddb.get_item(TableName=FENCES, Key={"id": {"S": fences.external_key(STEP)}})["Item"]
+    assert stored["fencing_token"] == {"N": "0"}
 
 
 def test_replay_returns_the_stored_result_in_one_round_trip_without_reapplying(
@@ -113,6 +116,25 @@ def test_on_condition_failure_mapping_by_index(fences: FenceStore, ddb: Any) -> 
     assert "Item" not in ddb.get_item(TableName=LEDGER, Key={"pk": {"S": "ENTRY#e2"}, "sk": {"S": "ENTRY"}})
 
 
+def test_the_mapping_by_index_also_names_the_error_of_a_write_given_as_a_write(
+    fences: FenceStore, ddb: Any
+) -> None:
+    # (a Write without an error of its own takes the one mapped to its index)
+    put_stock(ddb, "sku-5", 0)
+    effect = AtomicEffect(
+        {"ok": True},
+        [Write(ledger_put("e5", 1)), Write(stock_decrement("sku-5", 1))],
+        on_condition_failure={1: DemoOutOfStock("sku-5")},
+    )
+    with pytest.raises(DemoOutOfStock):
+        fences.run_atomic(StepId("dev.o.r1", "reserve"), lambda: effect)
+
+
+def test_an_effect_of_99_writes_fills_the_transaction_with_its_record(fences: FenceStore, ddb: Any) -> None:
+    fences.run_atomic(STEP, lambda: AtomicEffect({}, [counter_add(str(i)) for i in range(99)]))
+    assert [counter_value(ddb, str(i)) for i in (0, 98)] == [1, 1]
+
+
 def test_unmapped_effect_condition_failure_is_a_reliability_error_and_records_nothing(
     fences: FenceStore, ddb: Any
 ) -> None:
@@ -124,6 +146,17 @@ def test_unmapped_effect_condition_failure_is_a_reliability_error_and_records_no
         fences.run_atomic(step, lambda: AtomicEffect({}, [stock_decrement("sku-3", 1)]))
     assert raised.value.index == 0
     assert fences.read(step) is None
+
+
+def test_an_unmapped_condition_failure_names_the_write_by_its_index(fences: FenceStore, ddb: Any) -> None:
+    # Given an effect whose second write's condition fails with no business error attached
+    put_stock(ddb, "sku-4", 0)
+    effect = AtomicEffect({}, [ledger_put("e4", 1), stock_decrement("sku-4", 1)])
+    # When it runs, Then the error names that write, its code and why nothing says more
+    with pytest.raises(EffectConditionFailed) as raised:
+        fences.run_atomic(StepId("dev.o.r1", "reserve"), lambda: effect)
+    assert (raised.value.index, raised.value.code) == (1, "ConditionalCheckFailed")
+    assert str(raised.value) == "effect write 1 failed its condition and has no BusinessError attached"
 
 
 def test_an_in_progress_leased_record_makes_an_atomic_run_busy(fences: FenceStore) -> None:
@@ -153,6 +186,15 @@ def test_result_too_large_writes_nothing(ddb: Any, telemetry: Telemetry, clock: 
     assert counter_value(ddb, "c") == 0
 
 
+def test_the_default_limit_is_exactly_step_functions_payload(fences: FenceStore) -> None:
+    # {"blob":"..."} is 11 bytes of JSON around the blob: 262,144 bytes (256 KiB) in all fits
+    fits = fences.run_atomic(STEP, lambda: AtomicEffect({"blob": "x" * (262_144 - 11)}))
+    assert len(fits.result["blob"]) == 262_133
+    with pytest.raises(ResultTooLarge) as refused:
+        fences.run_atomic(StepId("dev.o.r1", "other"), lambda: AtomicEffect({"blob": "x" * (262_144 - 10)}))
+    assert str(refused.value) == "step result is 262145 bytes; the limit is 262144 (Step Functions 256 KiB)"
+
+
 def test_default_limit_is_step_functions_payload(fences: FenceStore, ddb: Any) -> None:
     # Given a 300 KB result, When it runs, Then it fails clearly before writing
     with pytest.raises(ResultTooLarge, match="256"):
@@ -161,9 +203,9 @@ def test_default_limit_is_step_functions_payload(fences: FenceStore, ddb: Any) -
 
 
 def test_build_contract_is_checked(fences: FenceStore) -> None:
-    with pytest.raises(TypeError):
+    with pytest.raises(TypeError, match=r"^build\(\) must return an AtomicEffect$"):
         fences.run_atomic(STEP, lambda: {"not": "an effect"})  # type: ignore[arg-type,return-value]
-    with pytest.raises(ValueError, match="at most"):
+    with pytest.raises(ValueError, match=r"^an AtomicEffect holds at most 99 writes, got 100$"):
         fences.run_atomic(STEP, lambda: AtomicEffect({}, [counter_add(str(i)) for i in range(100)]))
     with pytest.raises(TypeError):
         fences.run_atomic(STEP, lambda: AtomicEffect({"when": object()}))
@@ -194,15 +236,17 @@ def cancelled(*codes: str, item: dict[str, Any] | None = None) -> dict[str, Any]
 
 
 @pytest.mark.parametrize(
-    ("codes", "expected"),
+    ("codes", "expected", "named"),
     [
-        (("None", "TransactionConflict"), TransientError),
-        (("ThrottlingError", "None"), TransientError),
-        (("None", "ValidationError"), StoreError),
+        (("None", "TransactionConflict"), TransientError, "['TransactionConflict']"),
+        (("ThrottlingError", "None"), TransientError, "['ThrottlingError']"),
+        (("None", "ValidationError", "ProvisionedThroughputExceeded"), TransientError, None),
+        (("InternalServerError", "None"), TransientError, None),
+        (("None", "ValidationError"), StoreError, "['ValidationError']"),
     ],
 )
 def test_cancellations_that_are_not_conditions_map_by_code(
-    telemetry: Telemetry, codes: tuple[str, ...], expected: type[Exception]
+    telemetry: Telemetry, codes: tuple[str, ...], expected: type[Exception], named: str | None
 ) -> None:
     # Given DynamoDB cancels the transaction for a reason other than a condition
     store, stub = stubbed(telemetry)
@@ -212,9 +256,12 @@ def test_cancellations_that_are_not_conditions_map_by_code(
         response_meta={},
         modeled_fields=cancelled(*codes),
     )
-    # When the step runs, Then the error is mapped by code
-    with stub, pytest.raises(expected):
-        store.run_atomic(STEP, lambda: AtomicEffect({}, [counter_add("c")]))
+    # When the step runs, Then the error is mapped by code, and names the codes that were not "None"
+    with stub, pytest.raises(expected) as raised:
+        store.run_atomic(STEP, lambda: AtomicEffect({}, [counter_add("c")] * (len(codes) - 1)))
+    assert type(raised.value) is expected
+    if named is not None:
+        assert str(raised.value) == f"transaction cancelled: {named}"
 
 
 @pytest.mark.parametrize(
@@ -268,8 +315,9 @@ def test_a_refusal_without_the_old_item_is_busy(telemetry: Telemetry) -> None:
         service_error_code="TransactionCanceledException",
         modeled_fields=cancelled("ConditionalCheckFailed", "None"),
     )
-    with stub, pytest.raises(FenceBusy):
+    with stub, pytest.raises(FenceBusy) as busy:
         store.run_atomic(STEP, lambda: AtomicEffect({}, [counter_add("c")]))
+    assert str(busy.value) == f"fence {store.external_key(STEP)} refused the commit"
 
 
 def test_a_business_error_from_build_is_recorded_and_replayed(fences: FenceStore, ddb: Any) -> None:

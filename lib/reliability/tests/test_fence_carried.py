@@ -8,7 +8,18 @@ from typing import Any
 import pytest
 
 from reliability import AtomicEffect, BusinessError, FenceStore, RecordOn, StepId, Write
-from reliability_helpers import INVENTORY, LEDGER, CallCounter, counter_add, counter_value
+from reliability.errors import StoreError
+from reliability_demo import DemoOutOfStock
+from reliability_helpers import (
+    FENCES,
+    INVENTORY,
+    LEDGER,
+    CallCounter,
+    counter_add,
+    counter_value,
+    make_telemetry,
+    read_emitted,
+)
 
 STEP = StepId(token="OrderCompleted#dev#r1#v:o-1", step="notify")
 ITEM = {"pk": {"S": "order#o-1"}, "sk": {"S": "notification#1"}}
@@ -103,7 +114,7 @@ def test_a_leased_completion_carries_no_record(fences: FenceStore) -> None:
         return AtomicEffect({}, [sent_once()])
 
     # When it completes, Then it is refused (a leased record is its own item), the claim released
-    with pytest.raises(TypeError):
+    with pytest.raises(TypeError, match=r"^a leased step's completion has no write that carries its record$"):
         fences.run_leased(STEP, attempt_id="a-1", lease_seconds=5, effect=effect)
     assert fences.read(STEP) is not None
 
@@ -229,3 +240,131 @@ def test_the_item_a_record_is_on_must_be_written_exactly_once_and_plainly(fences
 
         with pytest.raises(TypeError):
             fences.run_atomic(STEP_ON, build, record_on=ON)
+
+
+def test_a_carrier_is_an_update_or_the_put_of_a_named_item_and_only_one(fences: FenceStore) -> None:
+    # A Put carries the record only as the item a RecordOn names (its key says which attributes
+    # are the key); two carriers are two records for one step
+    put_without_record_on = Write(reservation_put().entry, carries_record=True)
+    for writes in ([sent_once(), sent_once()], [put_without_record_on]):
+
+        def build(writes: list[Write] = writes) -> AtomicEffect:
+            return AtomicEffect({}, writes)
+
+        with pytest.raises(TypeError) as refused:
+            fences.run_atomic(STEP, build)
+        assert str(refused.value) == (
+            "at most one write carries the record: an Update, or the Put of a RecordOn item"
+        )
+
+
+def out_of_stock() -> AtomicEffect:
+    raise DemoOutOfStock("none")
+
+
+def test_a_carried_record_holds_the_atomic_fencing_token(fences: FenceStore, ddb: Any) -> None:
+    # The record format (reliability.record): fencing_token 0 for run_atomic, wherever it lives
+    fences.run_atomic(STEP, lambda: AtomicEffect({}, [sent_once()]))
+    assert item(ddb)["fencing_token"] == {"N": "0"}
+    with pytest.raises(DemoOutOfStock):
+        fences.run_atomic(STEP_ON, out_of_stock, record_on=ON)
+    failed = stored(ddb)
+    assert failed is not None
+    assert failed["fencing_token"] == {"N": "0"}
+
+
+def test_an_atomic_failure_says_what_failed(ddb: Any, capsys: pytest.CaptureFixture[str]) -> None:
+    # (a logger of its own: a logger writes to the stdout of the test that first built it)
+    store = FenceStore(
+        client=ddb, table_name=FENCES, ttl_seconds=60, telemetry=make_telemetry(), namespace="fence"
+    )
+    capsys.readouterr()
+    with pytest.raises(DemoOutOfStock):
+        store.run_atomic(STEP_ON, out_of_stock, record_on=ON)
+    [line] = [
+        line
+        for line in read_emitted(capsys.readouterr().out).decisions()
+        if line["decision"] == "FenceFailed"
+    ]
+    assert (line["error_type"], line["mode"], line["step"]) == (
+        "DemoOutOfStock",
+        "atomic",
+        "ReserveInventory",
+    )
+
+
+def test_read_many_answers_only_the_steps_whose_items_carry_their_own_record(
+    fences: FenceStore, ddb: Any
+) -> None:
+    # Given three steps whose records are on items of one table: the first item exists without a
+    # record yet (an attribute of its own named like the record's state), the second carries
+    # another step's record, the third its own
+    def on(n: int) -> RecordOn:
+        return RecordOn(INVENTORY, {"pk": {"S": "order#o-1"}, "sk": {"S": f"reservation#{n}"}})
+
+    steps = [StepId(token="dev.o-1.r1", step=f"Reserve{n}") for n in range(3)]
+    ddb.put_item(TableName=INVENTORY, Item={**on(0).key, "state": {"S": "pending"}})
+
+    def reserve(n: int) -> AtomicEffect:
+        put = {"Put": {"TableName": INVENTORY, "Item": {**on(n).key, "kind": {"S": "reservation"}}}}
+        return AtomicEffect({"n": n}, [put])
+
+    fences.run_atomic(StepId(token="dev.o-1.r1", step="Other"), lambda: reserve(1), record_on=on(1))
+    fences.run_atomic(steps[2], lambda: reserve(2), record_on=on(2))
+    # When they are read together
+    found = fences.read_many(steps, record_on={step: on(n) for n, step in enumerate(steps)})
+    # Then only the third has a record
+    assert list(found) == [steps[2]]
+    assert found[steps[2]].result == {"n": 2}
+
+
+def carrier(expression: str, **fields: Any) -> Write:
+    entry = {"Update": {"TableName": LEDGER, "Key": ITEM, "UpdateExpression": expression, **fields}}
+    return Write(entry=entry, carries_record=True)
+
+
+@pytest.mark.parametrize(
+    ("expression", "fields", "expected"),
+    [
+        # an expression without SET: the record's SET goes before its clauses
+        ("ADD sends :one", {"ExpressionAttributeValues": {":one": {"N": "1"}}}, {"sends": {"N": "1"}}),
+        # a lower-case SET is a SET (DynamoDB's keywords are case-insensitive)
+        ("set channel = :c", {"ExpressionAttributeValues": {":c": {"S": "sms"}}}, {"channel": {"S": "sms"}}),
+        # names without values, and neither
+        ("REMOVE #d", {"ExpressionAttributeNames": {"#d": "draft"}}, {}),
+        ("REMOVE draft", {}, {}),
+    ],
+)
+def test_any_update_of_the_item_carries_the_record(
+    fences: FenceStore, ddb: Any, expression: str, fields: dict[str, Any], expected: dict[str, Any]
+) -> None:
+    # Given the item exists with a draft attribute
+    ddb.put_item(TableName=LEDGER, Item={**ITEM, "draft": {"S": "yes"}})
+    # When a step whose one write is that Update runs
+    fences.run_atomic(STEP, lambda: AtomicEffect({"ok": 1}, [carrier(expression, **fields)]))
+    # Then the Update applied, and the item carries the COMPLETED record
+    stored = item(ddb)
+    assert {name: stored[name] for name in expected} == expected
+    assert (stored["state"], stored["id"]) == ({"S": "COMPLETED"}, {"S": fences.external_key(STEP)})
+    if "REMOVE" in expression:
+        assert "draft" not in stored
+
+
+def test_a_carrier_with_a_condition_of_its_own_is_refused_saying_why(fences: FenceStore) -> None:
+    conditioned = carrier("SET channel = :c", ConditionExpression="attribute_exists(pk)")
+    with pytest.raises(
+        TypeError, match=r"^a write that carries the record has no condition but the record's$"
+    ):
+        fences.run_atomic(STEP, lambda: AtomicEffect({}, [conditioned]))
+
+
+def test_an_item_that_holds_an_id_of_its_own_cannot_carry_the_record(fences: FenceStore, ddb: Any) -> None:
+    # Given the item already has an `id` attribute (the record's key attribute) and no record
+    ddb.put_item(TableName=LEDGER, Item={**ITEM, "id": {"S": "its-own"}})
+    # When a step whose record it would carry runs, Then a store error says so; nothing applied
+    with pytest.raises(StoreError) as refused:
+        fences.run_atomic(STEP, lambda: AtomicEffect({}, [sent_once()]))
+    assert (
+        str(refused.value) == f"the item that carries {fences.external_key(STEP)} exists without its record"
+    )
+    assert "sends" not in item(ddb)

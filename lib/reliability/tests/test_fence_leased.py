@@ -8,7 +8,7 @@ import boto3
 import pytest
 from botocore.stub import Stubber
 
-from reliability import AtomicEffect, FenceState, FenceStore, StepId, Write
+from reliability import AtomicEffect, BusinessError, FenceState, FenceStore, StepId, Write
 from reliability.errors import EffectConditionFailed, FenceBusy, ResultTooLarge, StaleFence, TransientError
 from reliability.telemetry import Telemetry
 from reliability.testing.crashpoints import CrashPlan, SimulatedCrash
@@ -21,7 +21,9 @@ from reliability_helpers import (
     counter_add,
     counter_value,
     lose_answer,
+    make_telemetry,
     put_stock,
+    read_emitted,
     stock_decrement,
     stock_of,
 )
@@ -299,7 +301,7 @@ def test_items_of_one_step_are_fenced_independently(fences: FenceStore) -> None:
 
 
 def test_non_mapping_result_is_a_type_error_and_releases(fences: FenceStore) -> None:
-    with pytest.raises(TypeError):
+    with pytest.raises(TypeError, match=r"^a step result must be a mapping, got list$"):
         fences.run_leased(STEP, attempt_id="A", lease_seconds=LEASE, effect=lambda k: ["list"])  # type: ignore[arg-type,return-value]
     record = fences.read(STEP)
     assert record is not None
@@ -332,8 +334,9 @@ def test_claim_throttled_is_store_unavailable(telemetry: Telemetry) -> None:
 def test_claim_refused_without_old_item_is_busy(telemetry: Telemetry) -> None:
     store, stub = stubbed(telemetry)
     stub.add_client_error("update_item", service_error_code="ConditionalCheckFailedException")
-    with stub, pytest.raises(FenceBusy):
+    with stub, pytest.raises(FenceBusy) as busy:
         store.claim(STEP, attempt_id="A", lease_seconds=LEASE)
+    assert str(busy.value) == f"fence {store.external_key(STEP)} refused the claim"
 
 
 def test_complete_failing_on_the_store_releases_the_claim(telemetry: Telemetry) -> None:
@@ -368,8 +371,9 @@ def test_read_maps_store_errors(telemetry: Telemetry) -> None:
 
 
 def test_a_lease_must_be_positive(fences: FenceStore) -> None:
-    with pytest.raises(ValueError, match="lease_seconds"):
+    with pytest.raises(ValueError, match=r"^lease_seconds must be positive, got 0$"):
         fences.claim(STEP, attempt_id="A", lease_seconds=0)
+    assert fences.claim(STEP, attempt_id="A", lease_seconds=0.5).won
 
 
 def claimed_response(store: FenceStore, token: int = 1) -> dict[str, Any]:
@@ -424,9 +428,9 @@ def test_leased_atomic_completion_failures_release_and_map(
     stub.assert_no_pending_responses()
 
 
-def test_a_failed_release_does_not_hide_the_original_exception(telemetry: Telemetry) -> None:
+def test_a_failed_release_does_not_hide_the_original_exception(capsys: pytest.CaptureFixture[str]) -> None:
     # Given the effect fails and the release is throttled too
-    store, stub = stubbed(telemetry)
+    store, stub = stubbed(make_telemetry())
     stub.add_response("update_item", claimed_response(store))
     stub.add_client_error("update_item", service_error_code="ThrottlingException")
     original = KeyError("the effect's own error")
@@ -438,6 +442,9 @@ def test_a_failed_release_does_not_hide_the_original_exception(telemetry: Teleme
     with stub, pytest.raises(KeyError) as raised:
         store.run_leased(STEP, attempt_id="A", lease_seconds=LEASE, effect=effect)
     assert raised.value is original
+    # And a line says the release failed, for which step
+    [line] = [line for line in read_emitted(capsys.readouterr().out).logs if "decision" not in line]
+    assert (line["message"], line["step"]) == ("fence release failed; the lease will expire", STEP.step)
 
 
 def test_lease_live_reflects_the_clock(fences: FenceStore, clock: FakeClock) -> None:
@@ -554,3 +561,59 @@ def test_read_many_reads_up_to_100_records_in_one_call(fences: FenceStore) -> No
     assert fences.read_many(steps[:100]) == {}
     with pytest.raises(ValueError, match=r"^read_many reads at most 100 records, got 101$"):
         fences.read_many(steps)
+
+
+class _Bare(BusinessError):
+    """A subclass that skips BusinessError.__init__ (no ``message``, no ``details``)."""
+
+    def __init__(self, text: str) -> None:
+        Exception.__init__(self, text)
+
+
+class _Unserialisable(BusinessError):
+    def __init__(self) -> None:
+        super().__init__("declined", details={"at": object()})
+
+
+@pytest.mark.parametrize(
+    ("error", "message"),
+    [(_Bare("declined by the bank"), "declined by the bank"), (_Unserialisable(), "declined")],
+)
+def test_a_business_error_without_json_details_is_recorded_with_its_text_and_no_details(
+    fences: FenceStore, error: BusinessError, message: str
+) -> None:
+    def decline(key: str) -> dict[str, Any]:
+        raise error
+
+    # When a step fails with it, and is replayed
+    with pytest.raises(type(error)):
+        fences.run_leased(STEP, attempt_id="A", lease_seconds=LEASE, effect=decline)
+    with pytest.raises(type(error)) as replayed:
+        fences.run_leased(STEP, attempt_id="B", lease_seconds=LEASE, effect=decline)
+    # Then the replay carries its class, its text, and details it can hold (none)
+    assert (str(replayed.value), replayed.value.details) == (message, {})
+    record = fences.read(STEP)
+    assert record is not None
+    assert (record.error_type, record.error_message, record.error_details) == (
+        type(error).__name__,
+        message,
+        {},
+    )
+
+
+class _Worded(BusinessError):
+    """A subclass whose str() dresses its message: the record keeps the message itself."""
+
+    def __str__(self) -> str:
+        return f"[{self.message}]"
+
+
+def test_a_failure_records_the_errors_message_not_its_dressed_text(fences: FenceStore) -> None:
+    def decline(key: str) -> dict[str, Any]:
+        raise _Worded("limit reached")
+
+    with pytest.raises(_Worded):
+        fences.run_leased(STEP, attempt_id="A", lease_seconds=LEASE, effect=decline)
+    record = fences.read(STEP)
+    assert record is not None
+    assert record.error_message == "limit reached"

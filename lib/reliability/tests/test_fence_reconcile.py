@@ -121,6 +121,12 @@ def test_a_first_claim_never_looks(fences: FenceStore, clock: FakeClock) -> None
     assert looked == []
 
 
+def test_an_external_effect_acts_with_the_steps_own_key(fences: FenceStore, clock: FakeClock) -> None:
+    provider = ForgetfulProvider(clock, key_lifetime=DAY)
+    fences.run_leased(STEP, attempt_id="a-1", lease_seconds=LEASE, effect=ExternalEffect(provider.charge))
+    assert [key for key, _ in provider.charges] == [fences.external_key(STEP)]
+
+
 def test_with_no_lookup_a_takeover_older_than_the_key_lifetime_stops_for_an_operator(
     crashing: FenceStore, clock: FakeClock
 ) -> None:

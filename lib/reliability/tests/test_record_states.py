@@ -8,7 +8,7 @@ from typing import Any
 
 import pytest
 
-from reliability import AtomicEffect, FenceStore
+from reliability import AtomicEffect, BusinessError, FenceStore
 from reliability.errors import FenceBusy, StaleFence
 from reliability.record import (
     CLAIM_REFUSED,
@@ -159,3 +159,18 @@ def test_a_lease_is_live_up_to_and_at_its_expiry_instant() -> None:
     record = FenceRecord(key="k", state=FenceState.IN_PROGRESS, fencing_token=1, lease_expires=100.0)
     assert record.lease_live(100.0)
     assert not record.lease_live(100.001)
+
+
+def test_a_failed_record_without_its_error_fields_replays_a_plain_business_error() -> None:
+    # (a record written by hand, or by a version that stored no error): still a BusinessError
+    error = FenceRecord(key="k", state=FenceState.FAILED, fencing_token=1).business_error()
+    assert isinstance(error, BusinessError)
+    assert type(error).__name__ == "BusinessError"  # what a Catch on the base name matches
+    assert (str(error), error.message, error.details) == ("", "", {})
+
+
+def test_the_terminal_states_are_the_stored_states_no_transition_leaves() -> None:
+    stored = {s for s in FenceState if s is not FenceState.ABSENT}
+    assert (
+        stored - {start for start, _ in TRANSITIONS} == TERMINAL == {FenceState.COMPLETED, FenceState.FAILED}
+    )
