@@ -31,6 +31,7 @@ from typing import IO, Any
 from botocore.exceptions import ClientError
 
 from ops.service import service
+from ops.stack_outputs import IDEMPOTENCY_TABLE_OUTPUT
 from ops.story.collect import FENCE_NAMESPACE, add_caller_argument, create_route, plain, record_location
 from ops.target import DEFAULT_STAGE, Target, local_state_dir
 from reliability import FenceRecord, FenceState
@@ -303,7 +304,7 @@ def main(argv: list[str] | None = None, declared: Service | None = None) -> int:
         )
         carried = table != target.output("FenceTableName")
     else:
-        table = target.output("IdempotencyTableName")
+        table = target.output(IDEMPOTENCY_TABLE_OUTPUT)
     idem = Idem(
         dynamodb=target.client("dynamodb"),
         table=table,

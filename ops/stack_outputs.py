@@ -36,6 +36,23 @@ def table_output(table: str) -> str:
     return "FenceTableName" if table == FENCES else f"{table.capitalize()}TableName"
 
 
+# The library's own table beside the service's (the HTTP idempotency records, reliability.http).
+IDEMPOTENCY_TABLE_OUTPUT = "IdempotencyTableName"
+
+
+def data_stack_outputs(declared: Service) -> frozenset[str]:
+    """Every output the data stack writes for a declared service (infra/stacks/data.py): the
+    idempotency and fence tables, each declared table, each declared queue and its DLQ. The ops
+    tools, the local cloud and e2e read these keys."""
+    return frozenset(
+        {
+            IDEMPOTENCY_TABLE_OUTPUT,
+            *(table_output(table) for table in (*declared.tables, FENCES)),
+            *(output(queue) for queue in declared.queues for output in (queue_output, dlq_output)),
+        }
+    )
+
+
 def table_names(declared: Service, outputs: Mapping[str, str]) -> dict[str, str]:
     """The physical name of each declared table found in the outputs (and the fence table's)."""
     return {

@@ -11,27 +11,6 @@ import json
 from collections.abc import Callable, Mapping
 from typing import Any
 
-# The data stack's outputs: ops tools, the local cloud and e2e
-# read these keys, so the template tier and the local cloud tier both pin them.
-DATA_STACK_OUTPUTS = frozenset(
-    {
-        "IdempotencyTableName",
-        "FenceTableName",
-        "OrdersTableName",
-        "InventoryTableName",
-        "PaymentsTableName",
-        "LedgerTableName",
-        "NotificationsTableName",
-        "AggregatesTableName",
-        "OrdersQueueUrl",
-        "OrdersDlqUrl",
-        "NotifyQueueUrl",
-        "NotifyDlqUrl",
-        "AnalyticsQueueUrl",
-        "AnalyticsDlqUrl",
-    }
-)
-
 _PHYSICAL_NAME = {
     "AWS::DynamoDB::Table": "TableName",
     "AWS::SQS::Queue": "QueueName",

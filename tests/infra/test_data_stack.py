@@ -10,9 +10,10 @@ from aws_cdk.assertions import Match, Template
 from infra.capacity import MAX_RECEIVE_COUNT
 from infra.config import DLQ_RETENTION_DAYS, SECONDS_PER_DAY
 from infra.sizing import FUNCTIONS, QUEUE_CONSUMERS, pascal
+from ops.service import service as declared_service
+from ops.stack_outputs import data_stack_outputs
 from orders import workflow
 from reliability.cdk.windows import VISIBILITY_TIMEOUT_FACTOR
-from simulator.templates import DATA_STACK_OUTPUTS
 
 TABLES = {
     "idempotency": ("id", None, "expiration"),
@@ -133,7 +134,8 @@ def test_an_alarm_fires_on_any_message_in_each_dlq(dev_data: Template) -> None:
 
 def test_outputs_are_the_contract(dev_data: Template) -> None:
     outputs = dev_data.find_outputs("*")
-    assert set(outputs) >= DATA_STACK_OUTPUTS
-    # plus each consumer's queue and DLQ (orders.workflow.CONSUMERS)
-    consumers = {f"{pascal(c.name)}{kind}Url" for c in workflow.CONSUMERS for kind in ("Queue", "Dlq")}
-    assert {k for k in outputs if not k.startswith("ExportsOutput")} == DATA_STACK_OUTPUTS | consumers
+    # Every table and queue the declaration names (each consumer's queue and DLQ included), the
+    # idempotency and fence tables, and nothing else
+    expected = data_stack_outputs(declared_service())
+    assert {f"{pascal(c.name)}{kind}Url" for c in workflow.CONSUMERS for kind in ("Queue", "Dlq")} <= expected
+    assert {k for k in outputs if not k.startswith("ExportsOutput")} == expected

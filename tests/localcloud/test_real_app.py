@@ -14,7 +14,8 @@ import pytest
 
 from localcloud import Config, LocalCloud
 from ops.seed import seed_inventory
-from simulator.templates import DATA_STACK_OUTPUTS
+from ops.service import service as declared_service
+from ops.stack_outputs import data_stack_outputs
 
 pytestmark = pytest.mark.slow
 
@@ -44,7 +45,7 @@ def cloud(local_assembly: Path, tmp_path_factory) -> Iterator[LocalCloud]:
 def test_every_contract_output_is_there(cloud):
     keys = set(cloud.outputs.outputs)
 
-    assert set(DATA_STACK_OUTPUTS) <= keys
+    assert data_stack_outputs(declared_service()) <= keys
     assert {"ApiUrl", "StateMachineArn"} <= keys
     assert {f"{name}FunctionName" for name in FUNCTIONS} <= keys
     assert cloud.outputs["ApiUrl"] == cloud.outputs.api_url

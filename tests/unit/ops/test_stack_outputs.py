@@ -14,7 +14,7 @@ from infra.sizing import pascal as infra_pascal
 from ops.invariants import Stores, check
 from ops.redrive import main as redrive_main
 from ops.service import service
-from ops.stack_outputs import dlq_output, pascal, table_output
+from ops.stack_outputs import data_stack_outputs, dlq_output, pascal, table_output
 from reliability.declaration import Consumer
 
 # The declaration with one more consumer (the recipe's "receipts"), built here, not in the sample
@@ -76,3 +76,13 @@ def test_redrive_dlq_offers_every_declared_queue(capsys: Any):
     shown = capsys.readouterr().out
     assert all(queue in shown for queue in WITH_RECEIPTS.queues)
     assert "receipts" in shown
+
+
+def test_the_data_stacks_outputs_follow_the_declaration() -> None:
+    # Given the declaration with one more consumer and its table
+    outputs = data_stack_outputs(WITH_RECEIPTS)
+    # Then the contract the tools, the local cloud and e2e read names them, beside the rest
+    receipts = {"ReceiptsQueueUrl", "ReceiptsDlqUrl", "ReceiptsTableName"}
+    assert receipts <= outputs
+    assert data_stack_outputs(service()) == outputs - receipts
+    assert {"IdempotencyTableName", "FenceTableName"} <= outputs
