@@ -25,6 +25,12 @@ from reliability.keys import Key, canonical_json
 if TYPE_CHECKING:
     from botocore.exceptions import ClientError
 
+# The record tables' key and TTL attribute: every record the library writes (fences, consumer
+# dedup) and Powertools' HTTP records (its defaults). `reliability.cdk.table` builds the tables
+# with these; nothing else names them.
+RECORD_KEY = "id"
+RECORD_TTL_ATTRIBUTE = "expiration"
+
 # Step Functions limits a state's payload to 256 KiB; a result that big can never be handed on.
 # DynamoDB's 400 KB item limit is then never the binding one for a fence record.
 MAX_RESULT_BYTES = 256 * 1024
@@ -134,7 +140,7 @@ class FenceRecord:
     def from_item(cls, item: Mapping[str, Any]) -> FenceRecord:
         data = {k: _DESERIALIZER.deserialize(v) for k, v in item.items()}
         return cls(
-            key=str(data["id"]),
+            key=str(data[RECORD_KEY]),
             state=FenceState(str(data["state"])),
             fencing_token=int(data.get("fencing_token", 0)),
             owner=data.get("owner"),
@@ -143,7 +149,7 @@ class FenceRecord:
             error_type=data.get("error_type"),
             error_message=data.get("error_message"),
             error_details=json.loads(data["error_details"]) if "error_details" in data else None,
-            expiration=int(data["expiration"]) if "expiration" in data else None,
+            expiration=int(data[RECORD_TTL_ATTRIBUTE]) if RECORD_TTL_ATTRIBUTE in data else None,
             label=data.get("label"),
             claimed_at=float(data["claimed_at"]) if "claimed_at" in data else None,
         )

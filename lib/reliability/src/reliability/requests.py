@@ -13,7 +13,7 @@ from typing import Any
 from reliability.effects import Write, dropped
 from reliability.errors import BusinessError
 from reliability.keys import canonical_json
-from reliability.record import Fence, FenceState, Refused
+from reliability.record import RECORD_KEY, RECORD_TTL_ATTRIBUTE, Fence, FenceState, Refused
 
 # A claim wins an absent record or an IN_PROGRESS one whose lease has passed.
 CLAIMABLE = "attribute_not_exists(#id) OR (#state = :in_progress AND #lease < :now)"
@@ -48,7 +48,7 @@ def meta_attributes(fence: Fence, now: float, ttl_seconds: int) -> dict[str, dic
         "token": {"S": fence.step.token},
         "step": {"S": fence.step.step},
         "updated_at": number(now),
-        "expiration": {"N": str(int(now + ttl_seconds))},
+        RECORD_TTL_ATTRIBUTE: {"N": str(int(now + ttl_seconds))},
     }
     if fence.step.item is not None:
         meta["item"] = {"S": fence.step.item}
@@ -78,11 +78,11 @@ def expression(
 
 
 # The record's attributes that conditions name.
-_NAMES = {"#id": "id", "#state": "state", "#lease": "lease_expires", "#fence": "fencing_token"}
+_NAMES = {"#id": RECORD_KEY, "#state": "state", "#lease": "lease_expires", "#fence": "fencing_token"}
 
 
 def record_key(fence: Fence) -> dict[str, Any]:
-    return {"id": {"S": fence.key.value}}
+    return {RECORD_KEY: {"S": fence.key.value}}
 
 
 def update_entry(
@@ -143,7 +143,7 @@ def carried_entry(update: Mapping[str, Any], record: Mapping[str, Any]) -> dict[
     included) on that item, only where no record is on it yet (ALL_OLD otherwise): the record
     carried by the item its step writes (``Write.carries_record``). No ``expiration``: the record
     lives as long as the item, and a business table has no TTL."""
-    names = {("#id" if name == "id" else f"#c{i}"): name for i, name in enumerate(record)}
+    names = {("#id" if name == RECORD_KEY else f"#c{i}"): name for i, name in enumerate(record)}
     sets = ", ".join(f"{placeholder} = :{placeholder[1:]}" for placeholder in names)
     text = str(update["UpdateExpression"]).strip()
     text = f"SET {sets}, {text[4:]}" if text.upper().startswith("SET ") else f"SET {sets} {text}".rstrip()

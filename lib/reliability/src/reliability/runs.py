@@ -55,6 +55,8 @@ from reliability.errors import (
 from reliability.faults import crash_point
 from reliability.record import (
     CLAIM_REFUSED,
+    RECORD_KEY,
+    RECORD_TTL_ATTRIBUTE,
     Claim,
     Fence,
     FenceRecord,
@@ -139,7 +141,7 @@ class FenceStore(FenceRecords):
     def _put(self, fence: Fence, attributes: Mapping[str, Any]) -> dict[str, Any]:
         """A terminal record for ``run_atomic``, only where none exists (the stored one is ALL_OLD)."""
         item = {
-            "id": {"S": fence.key.value},
+            RECORD_KEY: {"S": fence.key.value},
             "fencing_token": {"N": "0"},
             **attributes,
             **meta_attributes(fence, self._clock(), self._ttl),
@@ -148,7 +150,7 @@ class FenceStore(FenceRecords):
             "TableName": self._table,
             "Item": item,
             "ConditionExpression": "attribute_not_exists(#id)",
-            "ExpressionAttributeNames": {"#id": "id"},
+            "ExpressionAttributeNames": {"#id": RECORD_KEY},
             "ReturnValuesOnConditionCheckFailure": "ALL_OLD",
         }
 
@@ -156,8 +158,8 @@ class FenceStore(FenceRecords):
         """A terminal record's attributes on a business item: no ``expiration`` (it lives as long
         as the item; a business table has no TTL)."""
         meta = meta_attributes(fence, self._clock(), self._ttl)
-        meta.pop("expiration")
-        return {"id": {"S": fence.key.value}, "fencing_token": {"N": "0"}, **attributes, **meta}
+        meta.pop(RECORD_TTL_ATTRIBUTE)
+        return {RECORD_KEY: {"S": fence.key.value}, "fencing_token": {"N": "0"}, **attributes, **meta}
 
     def _put_failed(self, fence: Fence, failure: BusinessError, record_on: RecordOn | None = None) -> Outcome:
         """ABSENT -> FAILED (a second round trip, on the business-failure path only), then raise.

@@ -29,6 +29,7 @@ from reliability.keys import derive_key
 from reliability.record import (
     CLAIM_REFUSED,
     MAX_RESULT_BYTES,
+    RECORD_KEY,
     Claim,
     Fence,
     FenceRecord,
@@ -150,7 +151,7 @@ class FenceRecords:
         pending: Any = {}
         for value, step in by_key.items():
             on = carried.get(step)
-            table, item_key = (on.table, dict(on.key)) if on else (self._table, {"id": {"S": value}})
+            table, item_key = (on.table, dict(on.key)) if on else (self._table, {RECORD_KEY: {"S": value}})
             pending.setdefault(table, {"Keys": [], "ConsistentRead": True})["Keys"].append(item_key)
         found: dict[StepId, FenceRecord] = {}
         while pending:
@@ -159,7 +160,7 @@ class FenceRecords:
                 raise store_error(response.error) from response.error
             for items in response.get("Responses", {}).values():
                 for item in items:
-                    if "state" not in item or item.get("id", {}).get("S") not in by_key:
+                    if "state" not in item or item.get(RECORD_KEY, {}).get("S") not in by_key:
                         continue  # a business item without a record (yet)
                     record = FenceRecord.from_item(item)
                     found[by_key[record.key]] = record

@@ -14,10 +14,10 @@ from aws_cdk import aws_kms as kms
 from constructs import Construct
 
 from reliability.cdk.key import acknowledge_aws_key
+from reliability.record import RECORD_KEY, RECORD_TTL_ATTRIBUTE
 
-# The record tables' key and TTL attribute (what the runtime half writes).
-RECORD_KEY = "id"
-RECORD_TTL_ATTRIBUTE = "expiration"
+# The record tables' key and TTL attribute: the runtime half's (reliability.record), re-exported.
+__all__ = ["RECORD_KEY", "RECORD_TTL_ATTRIBUTE", "ServiceTable"]
 
 
 class ServiceTable(Construct):
