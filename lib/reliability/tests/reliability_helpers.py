@@ -16,8 +16,11 @@ from reliability.telemetry import Telemetry
 REGION = "us-east-1"
 FENCES = "retrysafe-test-fences"
 IDEMPOTENCY = "retrysafe-test-idempotency"
-LEDGER = "retrysafe-test-ledger"
-INVENTORY = "retrysafe-test-inventory"
+ENTRIES = "retrysafe-test-entries"
+STOCK = "retrysafe-test-stock"
+# The sample's own tests (tests/unit/ops/test_idem.py) import the stock table by its sample name;
+# kept until they import STOCK, then drop it.
+INVENTORY = STOCK
 
 
 def create_tables(ddb: Any) -> None:
@@ -28,7 +31,7 @@ def create_tables(ddb: Any) -> None:
             AttributeDefinitions=[{"AttributeName": "id", "AttributeType": "S"}],
             BillingMode="PAY_PER_REQUEST",
         )
-    for name in (LEDGER, INVENTORY):
+    for name in (ENTRIES, STOCK):
         ddb.create_table(
             TableName=name,
             KeySchema=[
@@ -93,22 +96,22 @@ def read_emitted(text: str) -> Emitted:
     return Emitted(metrics=metrics, logs=logs)
 
 
-def ledger_put(entry_id: str, amount: int) -> dict[str, Any]:
-    """An effect write: a ledger entry that must exist exactly once."""
+def entry_put(entry_id: str, amount: int) -> dict[str, Any]:
+    """An effect write: an entry that must exist exactly once."""
     return {
         "Put": {
-            "TableName": LEDGER,
+            "TableName": ENTRIES,
             "Item": {"pk": {"S": f"ENTRY#{entry_id}"}, "sk": {"S": "ENTRY"}, "amount": {"N": str(amount)}},
         }
     }
 
 
-def stock_decrement(sku: str, qty: int) -> dict[str, Any]:
+def stock_decrement(item: str, qty: int) -> dict[str, Any]:
     """An effect write with its own condition: stock must cover qty."""
     return {
         "Update": {
-            "TableName": INVENTORY,
-            "Key": {"pk": {"S": f"SKU#{sku}"}, "sk": {"S": "STOCK"}},
+            "TableName": STOCK,
+            "Key": {"pk": {"S": f"ITEM#{item}"}, "sk": {"S": "STOCK"}},
             "UpdateExpression": "SET stock = stock - :q",
             "ConditionExpression": "stock >= :q",
             "ExpressionAttributeValues": {":q": {"N": str(qty)}},
@@ -120,7 +123,7 @@ def counter_add(name: str) -> dict[str, Any]:
     """An effect write that is not idempotent by itself: an increment."""
     return {
         "Update": {
-            "TableName": LEDGER,
+            "TableName": ENTRIES,
             "Key": {"pk": {"S": f"COUNTER#{name}"}, "sk": {"S": "COUNTER"}},
             "UpdateExpression": "ADD applied :one",
             "ExpressionAttributeValues": {":one": {"N": "1"}},
@@ -129,7 +132,7 @@ def counter_add(name: str) -> dict[str, Any]:
 
 
 def counter_value(ddb: Any, name: str) -> int:
-    item = ddb.get_item(TableName=LEDGER, Key={"pk": {"S": f"COUNTER#{name}"}, "sk": {"S": "COUNTER"}}).get(
+    item = ddb.get_item(TableName=ENTRIES, Key={"pk": {"S": f"COUNTER#{name}"}, "sk": {"S": "COUNTER"}}).get(
         "Item"
     )
     return int(item["applied"]["N"]) if item else 0
@@ -150,16 +153,16 @@ class CallCounter:
         return calls
 
 
-def put_stock(ddb: Any, sku: str, stock: int) -> None:
+def put_stock(ddb: Any, item: str, stock: int) -> None:
     ddb.put_item(
-        TableName=INVENTORY,
-        Item={"pk": {"S": f"SKU#{sku}"}, "sk": {"S": "STOCK"}, "stock": {"N": str(stock)}},
+        TableName=STOCK,
+        Item={"pk": {"S": f"ITEM#{item}"}, "sk": {"S": "STOCK"}, "stock": {"N": str(stock)}},
     )
 
 
-def stock_of(ddb: Any, sku: str) -> int:
-    item = ddb.get_item(TableName=INVENTORY, Key={"pk": {"S": f"SKU#{sku}"}, "sk": {"S": "STOCK"}})["Item"]
-    return int(item["stock"]["N"])
+def stock_of(ddb: Any, item: str) -> int:
+    found = ddb.get_item(TableName=STOCK, Key={"pk": {"S": f"ITEM#{item}"}, "sk": {"S": "STOCK"}})["Item"]
+    return int(found["stock"]["N"])
 
 
 def make_telemetry(service: str = "retrysafe-test") -> Telemetry:

@@ -51,7 +51,7 @@ def sqs_event(*bodies: str) -> dict[str, Any]:
                 "messageAttributes": {},
                 "md5OfBody": "",
                 "eventSource": "aws:sqs",
-                "eventSourceARN": "arn:aws:sqs:us-east-1:123456789012:notify",
+                "eventSourceARN": "arn:aws:sqs:us-east-1:123456789012:announce",
                 "awsRegion": REGION,
             }
             for i, body in enumerate(bodies)
@@ -70,7 +70,7 @@ def sqs(aws: None) -> Any:
 
 @pytest.fixture
 def dlq(sqs: Any) -> str:
-    return str(sqs.create_queue(QueueName="notify-dlq")["QueueUrl"])
+    return str(sqs.create_queue(QueueName="announce-dlq")["QueueUrl"])
 
 
 def dead_lettered(sqs: Any, url: str) -> list[dict[str, Any]]:
@@ -120,7 +120,7 @@ def test_success_and_transient_failure_are_reported_per_record(
     response = process_batch(
         sqs_event(body("e0"), body("e1"), body("e2")),
         handler=handle,
-        dead_letters=DeadLetters(sqs, dlq, "notify"),
+        dead_letters=DeadLetters(sqs, dlq, "announce"),
         telemetry=telemetry,
     )
     # Then only that record is reported for redelivery; nothing went to the DLQ
@@ -139,7 +139,7 @@ def test_a_whole_failed_batch_is_reported_not_raised(ddb: Any, sqs: Any, dlq: st
     response = process_batch(
         sqs_event(body("e0"), body("e1")),
         handler=handle,
-        dead_letters=DeadLetters(sqs, dlq, "notify"),
+        dead_letters=DeadLetters(sqs, dlq, "announce"),
         telemetry=make_telemetry(),
     )
     assert [f["itemIdentifier"] for f in response["batchItemFailures"]] == ["m-0", "m-1"]
@@ -153,12 +153,12 @@ def test_poison_goes_to_the_dlq_with_reason_and_source_and_is_acknowledged(
     ddb: Any, sqs: Any, dlq: str, raw: str, reason: str, capsys: pytest.CaptureFixture[str]
 ) -> None:
     # Given a batch with one record that can never succeed
-    dedup = consumer(ddb, "notify", make_telemetry())
+    dedup = consumer(ddb, "announce", make_telemetry())
     # When it is processed
     response = process_batch(
         sqs_event(body("ok"), raw),
         handler=counting_handler(dedup),
-        dead_letters=DeadLetters(sqs, dlq, "notify"),
+        dead_letters=DeadLetters(sqs, dlq, "announce"),
         telemetry=make_telemetry(),
     )
     # Then it is not retried: it sits in the DLQ with its reason and source, the rest applied
@@ -166,8 +166,8 @@ def test_poison_goes_to_the_dlq_with_reason_and_source_and_is_acknowledged(
     [message] = dead_lettered(sqs, dlq)
     assert message["Body"] == raw
     assert message["MessageAttributes"]["reason"]["StringValue"].startswith(reason)
-    assert message["MessageAttributes"]["source"]["StringValue"] == "notify"
-    assert counter_value(ddb, "notify") == 1
+    assert message["MessageAttributes"]["source"]["StringValue"] == "announce"
+    assert counter_value(ddb, "announce") == 1
     assert "PoisonMessage" in read_emitted(capsys.readouterr().out).metric_names()
 
 
@@ -246,7 +246,7 @@ def test_a_failed_dlq_send_leaves_the_record_for_redelivery(ddb: Any) -> None:
         response = process_batch(
             sqs_event("x"),
             handler=handle,
-            dead_letters=DeadLetters(client, "url", "notify"),
+            dead_letters=DeadLetters(client, "url", "announce"),
             telemetry=make_telemetry(),
         )
     assert response == {"batchItemFailures": [{"itemIdentifier": "m-0"}]}
@@ -257,8 +257,8 @@ def test_a_redelivered_record_is_never_reapplied(
 ) -> None:
     # Given a record applied once
     telemetry = make_telemetry()
-    dedup = consumer(ddb, "analytics", telemetry)
-    letters = DeadLetters(sqs, dlq, "analytics")
+    dedup = consumer(ddb, "audit", telemetry)
+    letters = DeadLetters(sqs, dlq, "audit")
     process_batch(
         sqs_event(body("e-1")), handler=counting_handler(dedup), dead_letters=letters, telemetry=telemetry
     )
@@ -271,7 +271,7 @@ def test_a_redelivered_record_is_never_reapplied(
     )
     # Then the duplicate is a dedup hit and the counter moved only for the new event
     assert response == {"batchItemFailures": []}
-    assert counter_value(ddb, "analytics") == 2
+    assert counter_value(ddb, "audit") == 2
     names = read_emitted(capsys.readouterr().out).metric_names()
     assert names.count("DedupMiss") == 2
     assert names.count("DedupHit") == 1
@@ -280,20 +280,20 @@ def test_a_redelivered_record_is_never_reapplied(
 def test_consumers_are_independent(ddb: Any, sqs: Any, dlq: str) -> None:
     # Given two consumers of the same event on the same dedup table
     telemetry = make_telemetry()
-    notify, analytics = consumer(ddb, "notify", telemetry), consumer(ddb, "analytics", telemetry)
+    announce, audit = consumer(ddb, "announce", telemetry), consumer(ddb, "audit", telemetry)
     letters = DeadLetters(sqs, dlq, "x")
     event = sqs_event(body("e-1"))
     # When each processes it
-    process_batch(event, handler=counting_handler(notify), dead_letters=letters, telemetry=telemetry)
-    process_batch(event, handler=counting_handler(analytics), dead_letters=letters, telemetry=telemetry)
+    process_batch(event, handler=counting_handler(announce), dead_letters=letters, telemetry=telemetry)
+    process_batch(event, handler=counting_handler(audit), dead_letters=letters, telemetry=telemetry)
     # Then neither suppressed the other
-    assert counter_value(ddb, "notify") == 1
-    assert counter_value(ddb, "analytics") == 1
-    assert notify.step(fact("e-1")) != analytics.step(fact("e-1"))
+    assert counter_value(ddb, "announce") == 1
+    assert counter_value(ddb, "audit") == 1
+    assert announce.step(fact("e-1")) != audit.step(fact("e-1"))
 
 
 def test_leased_dedup_for_external_effects(ddb: Any) -> None:
-    dedup = consumer(ddb, "notify", make_telemetry())
+    dedup = consumer(ddb, "announce", make_telemetry())
     sent: list[str] = []
 
     def send(key: str) -> dict[str, Any]:
@@ -307,11 +307,11 @@ def test_leased_dedup_for_external_effects(ddb: Any) -> None:
 
 
 def test_an_empty_poison_body_still_reaches_the_dlq(ddb: Any, sqs: Any, dlq: str) -> None:
-    dedup = consumer(ddb, "notify", make_telemetry())
+    dedup = consumer(ddb, "announce", make_telemetry())
     response = process_batch(
         sqs_event(""),
         handler=counting_handler(dedup),
-        dead_letters=DeadLetters(sqs, dlq, "notify"),
+        dead_letters=DeadLetters(sqs, dlq, "announce"),
         telemetry=make_telemetry(),
     )
     assert response == {"batchItemFailures": []}
@@ -328,14 +328,14 @@ def test_the_dedup_key_is_the_facts_in_the_stores_stage_as_stored_before_the_fac
         table_name=IDEMPOTENCY,
         ttl_seconds=3600,
         telemetry=make_telemetry(),
-        namespace="notify",
+        namespace="announce",
         stage="dev",
     )
-    dedup = ConsumerDedup(fences=fences, consumer="notify", telemetry=make_telemetry())
+    dedup = ConsumerDedup(fences=fences, consumer="announce", telemetry=make_telemetry())
     stated = Fact(kind="OrderCompleted", subject="o-1", run=2)
     publishers_id = "OrderCompleted#dev#r2#v:o-1"
     assert dedup.fact_id(stated) == publishers_id
-    stored_before = derive_key("notify", stage="dev", identity={"token": publishers_id, "step": "notify"})
+    stored_before = derive_key("announce", stage="dev", identity={"token": publishers_id, "step": "announce"})
     assert fences.external_key(dedup.step(stated)) == stored_before.value
 
 
@@ -343,21 +343,23 @@ def test_a_consumers_miss_and_hit_are_told_by_the_fact_they_apply(
     ddb: Any, capsys: pytest.CaptureFixture[str]
 ) -> None:
     # Given a consumer whose decisions this test reads
-    dedup = consumer(ddb, "notify", make_telemetry())
+    dedup = consumer(ddb, "announce", make_telemetry())
     stated = fact("e-1")
     capsys.readouterr()
     # When the same fact is applied twice
     for _ in range(2):
-        dedup.apply_atomic(stated, lambda: AtomicEffect({"applied": 1}, [counter_add("notify")]))
+        dedup.apply_atomic(stated, lambda: AtomicEffect({"applied": 1}, [counter_add("announce")]))
     # Then a miss, then a hit, each naming the fact's token, the consumer and the record's key
     lines = [
         line for line in read_emitted(capsys.readouterr().out).decisions() if "Dedup" in line["decision"]
     ]
     expected = {
         "token": dedup.fact_id(stated),
-        "step": "notify",
+        "step": "announce",
         "key_hash": key_hash(
-            derive_key("notify", stage="-", identity={"token": dedup.fact_id(stated), "step": "notify"}).value
+            derive_key(
+                "announce", stage="-", identity={"token": dedup.fact_id(stated), "step": "announce"}
+            ).value
         ),
     }
     assert [line["decision"] for line in lines] == ["DedupMiss", "DedupHit"]

@@ -17,7 +17,7 @@ from reliability.errors import PoisonMessage
 from reliability.keys import Fact
 from reliability.runs import FenceStore
 from reliability.telemetry import Telemetry
-from reliability_helpers import FENCES, LEDGER, FakeClock
+from reliability_helpers import ENTRIES, FENCES, FakeClock
 
 STAGE = "dev"
 
@@ -78,7 +78,7 @@ def consumer(ddb: Any, telemetry: Telemetry, clock: FakeClock) -> CheckedAudit:
 
 
 def _audits(ddb: Any) -> list[dict[str, Any]]:
-    items: list[dict[str, Any]] = ddb.scan(TableName=LEDGER)["Items"]
+    items: list[dict[str, Any]] = ddb.scan(TableName=ENTRIES)["Items"]
     return items
 
 

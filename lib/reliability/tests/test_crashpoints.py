@@ -28,16 +28,16 @@ def test_off_unless_the_variable_is_set() -> None:
 def test_parse_entries_hits_and_scope() -> None:
     spec = ",".join(
         [
-            "after:DynamoDB.TransactWriteItems@charge-payment=2",
+            "after:DynamoDB.TransactWriteItems@pay=2",
             "fence:after-effect:x",
-            "before:SQS.SendMessage@notify",
+            "before:SQS.SendMessage@announce",
         ]
     )
     plan = CrashPlan.from_env(
         {
             "RETRYSAFE_CRASH_POINTS": spec,
             "RETRYSAFE_CRASH_MODE": "raise",
-            "AWS_LAMBDA_FUNCTION_NAME": "retrysafe-local-charge-payment",
+            "AWS_LAMBDA_FUNCTION_NAME": "retrysafe-local-pay",
         }
     )
     assert plan is not None
@@ -47,8 +47,8 @@ def test_parse_entries_hits_and_scope() -> None:
 
 def test_a_plan_scoped_to_other_functions_is_off() -> None:
     env = {
-        "RETRYSAFE_CRASH_POINTS": "fence:after-effect:x@notify",
-        "AWS_LAMBDA_FUNCTION_NAME": "svc-dev-analytics",
+        "RETRYSAFE_CRASH_POINTS": "fence:after-effect:x@announce",
+        "AWS_LAMBDA_FUNCTION_NAME": "svc-dev-audit",
     }
     assert CrashPlan.from_env(env) is None
 
@@ -91,11 +91,11 @@ def test_hits_are_counted_across_processes_with_a_state_dir(tmp_path: Path) -> N
     # Given a plan armed for 2 hits and a shared state dir
     code = (
         "from reliability.faults import crash_point\n"
-        "crash_point('fence:after-effect:charge-payment')\n"
+        "crash_point('fence:after-effect:pay')\n"
         "print('survived')\n"
     )
     env = {
-        "RETRYSAFE_CRASH_POINTS": "fence:after-effect:charge-payment=2",
+        "RETRYSAFE_CRASH_POINTS": "fence:after-effect:pay=2",
         "RETRYSAFE_CRASH_MODE": "exit",
         "RETRYSAFE_CRASH_STATE_DIR": str(tmp_path),
         "PATH": "/usr/bin:/bin",
@@ -109,7 +109,7 @@ def test_hits_are_counted_across_processes_with_a_state_dir(tmp_path: Path) -> N
     # Then the first two die for real (os._exit) and the others pass
     assert [r.returncode for r in results] == [EXIT_CODE, EXIT_CODE, 0, 0]
     assert [r.stdout.strip() for r in results] == ["", "", "survived", "survived"]
-    assert "simulated crash at fence:after-effect:charge-payment" in results[0].stderr
+    assert "simulated crash at fence:after-effect:pay" in results[0].stderr
     assert len(list(tmp_path.iterdir())) == 2
 
 

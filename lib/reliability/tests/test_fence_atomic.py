@@ -19,20 +19,20 @@ from reliability.errors import (
 from reliability.telemetry import Telemetry
 from reliability_demo import DemoOutOfStock
 from reliability_helpers import (
+    ENTRIES,
     FENCES,
-    LEDGER,
     REGION,
     CallCounter,
     FakeClock,
     counter_add,
     counter_value,
-    ledger_put,
+    entry_put,
     put_stock,
     stock_decrement,
     stock_of,
 )
 
-STEP = StepId(token="dev.order-1.r1", step="record-ledger")
+STEP = StepId(token="dev.order-1.r1", step="record-entry")
 
 
 def test_first_run_commits_effect_and_record_in_one_round_trip(fences: FenceStore, ddb: Any) -> None:
@@ -40,7 +40,7 @@ def test_first_run_commits_effect_and_record_in_one_round_trip(fences: FenceStor
     calls = CallCounter(ddb)
     # When it runs atomically
     outcome = fences.run_atomic(
-        STEP, lambda: AtomicEffect({"entry": "e1"}, [ledger_put("e1", 5), counter_add("c")])
+        STEP, lambda: AtomicEffect({"entry": "e1"}, [entry_put("e1", 5), counter_add("c")])
     )
     # Then one TransactWriteItems wrote the effect and the COMPLETED record
     assert calls.take() == ["TransactWriteItems"]
@@ -76,55 +76,56 @@ def test_effect_condition_failure_raises_the_attached_business_error_and_records
     fences: FenceStore, ddb: Any
 ) -> None:
     # Given stock of 1 and a reservation of 5
-    put_stock(ddb, "sku-1", 1)
-    step = StepId(token="dev.order-2.r1", step="reserve-inventory")
+    put_stock(ddb, "item-1", 1)
+    step = StepId(token="dev.order-2.r1", step="hold-items")
 
     def build() -> AtomicEffect:
         return AtomicEffect(
-            {"reserved": 5}, [Write(stock_decrement("sku-1", 5), on_condition_failed=DemoOutOfStock("sku-1"))]
+            {"reserved": 5},
+            [Write(stock_decrement("item-1", 5), on_condition_failed=DemoOutOfStock("item-1"))],
         )
 
     # When the step runs
-    with pytest.raises(DemoOutOfStock, match="sku-1"):
+    with pytest.raises(DemoOutOfStock, match="item-1"):
         fences.run_atomic(step, build)
     # Then nothing of the effect landed and the failure is recorded
-    assert stock_of(ddb, "sku-1") == 1
+    assert stock_of(ddb, "item-1") == 1
     record = fences.read(step)
     assert record is not None
     assert record.state is FenceState.FAILED
     assert record.error_type == "DemoOutOfStock"
     # And a replay raises the same class and message even though stock now suffices
-    put_stock(ddb, "sku-1", 100)
+    put_stock(ddb, "item-1", 100)
     with pytest.raises(DemoOutOfStock) as replayed:
         fences.run_atomic(step, build)
     assert type(replayed.value) is DemoOutOfStock
-    assert str(replayed.value) == "sku-1"
-    assert stock_of(ddb, "sku-1") == 100
+    assert str(replayed.value) == "item-1"
+    assert stock_of(ddb, "item-1") == 100
 
 
 def test_on_condition_failure_mapping_by_index(fences: FenceStore, ddb: Any) -> None:
     # Given an effect whose second write has a mapped business error
-    put_stock(ddb, "sku-2", 0)
+    put_stock(ddb, "item-2", 0)
     effect = AtomicEffect(
         {"ok": True},
-        [ledger_put("e2", 1), stock_decrement("sku-2", 1)],
-        on_condition_failure={1: DemoOutOfStock("sku-2")},
+        [entry_put("e2", 1), stock_decrement("item-2", 1)],
+        on_condition_failure={1: DemoOutOfStock("item-2")},
     )
     # When it runs, Then the mapped error is raised and the first write did not land either
     with pytest.raises(DemoOutOfStock):
         fences.run_atomic(StepId("dev.o.r1", "reserve"), lambda: effect)
-    assert "Item" not in ddb.get_item(TableName=LEDGER, Key={"pk": {"S": "ENTRY#e2"}, "sk": {"S": "ENTRY"}})
+    assert "Item" not in ddb.get_item(TableName=ENTRIES, Key={"pk": {"S": "ENTRY#e2"}, "sk": {"S": "ENTRY"}})
 
 
 def test_the_mapping_by_index_also_names_the_error_of_a_write_given_as_a_write(
     fences: FenceStore, ddb: Any
 ) -> None:
     # (a Write without an error of its own takes the one mapped to its index)
-    put_stock(ddb, "sku-5", 0)
+    put_stock(ddb, "item-5", 0)
     effect = AtomicEffect(
         {"ok": True},
-        [Write(ledger_put("e5", 1)), Write(stock_decrement("sku-5", 1))],
-        on_condition_failure={1: DemoOutOfStock("sku-5")},
+        [Write(entry_put("e5", 1)), Write(stock_decrement("item-5", 1))],
+        on_condition_failure={1: DemoOutOfStock("item-5")},
     )
     with pytest.raises(DemoOutOfStock):
         fences.run_atomic(StepId("dev.o.r1", "reserve"), lambda: effect)
@@ -139,19 +140,19 @@ def test_unmapped_effect_condition_failure_is_a_reliability_error_and_records_no
     fences: FenceStore, ddb: Any
 ) -> None:
     # Given an effect write with a condition but no business error attached
-    put_stock(ddb, "sku-3", 0)
+    put_stock(ddb, "item-3", 0)
     step = StepId("dev.o.r1", "reserve")
     # When it runs, Then EffectConditionFailed names the write, and no record is written
     with pytest.raises(EffectConditionFailed) as raised:
-        fences.run_atomic(step, lambda: AtomicEffect({}, [stock_decrement("sku-3", 1)]))
+        fences.run_atomic(step, lambda: AtomicEffect({}, [stock_decrement("item-3", 1)]))
     assert raised.value.index == 0
     assert fences.read(step) is None
 
 
 def test_an_unmapped_condition_failure_names_the_write_by_its_index(fences: FenceStore, ddb: Any) -> None:
     # Given an effect whose second write's condition fails with no business error attached
-    put_stock(ddb, "sku-4", 0)
-    effect = AtomicEffect({}, [ledger_put("e4", 1), stock_decrement("sku-4", 1)])
+    put_stock(ddb, "item-4", 0)
+    effect = AtomicEffect({}, [entry_put("e4", 1), stock_decrement("item-4", 1)])
     # When it runs, Then the error names that write, its code and why nothing says more
     with pytest.raises(EffectConditionFailed) as raised:
         fences.run_atomic(StepId("dev.o.r1", "reserve"), lambda: effect)
@@ -322,10 +323,10 @@ def test_a_refusal_without_the_old_item_is_busy(telemetry: Telemetry) -> None:
 
 def test_a_business_error_from_build_is_recorded_and_replayed(fences: FenceStore, ddb: Any) -> None:
     # Given a build that decides the order cannot be served
-    step = StepId("dev.o-b.r1", "reserve-inventory")
+    step = StepId("dev.o-b.r1", "hold-items")
 
     def build() -> AtomicEffect:
-        raise DemoOutOfStock("sku-9")
+        raise DemoOutOfStock("item-9")
 
     # When it runs, Then the error is recorded FAILED and raised, in one round trip
     calls = CallCounter(ddb)
@@ -336,7 +337,7 @@ def test_a_business_error_from_build_is_recorded_and_replayed(fences: FenceStore
     assert record is not None
     assert record.state is FenceState.FAILED
     # And a replay whose build would now succeed still raises the recorded error
-    with pytest.raises(DemoOutOfStock, match="sku-9"):
+    with pytest.raises(DemoOutOfStock, match="item-9"):
         fences.run_atomic(step, lambda: AtomicEffect({"reserved": 1}, [counter_add("c")]))
     assert counter_value(ddb, "c") == 0
 
@@ -344,7 +345,7 @@ def test_a_business_error_from_build_is_recorded_and_replayed(fences: FenceStore
 def test_a_replay_whose_build_now_fails_returns_the_stored_result(fences: FenceStore, ddb: Any) -> None:
     # Given a step that reserved the last unit
     put_stock(ddb, "last", 1)
-    step = StepId("dev.o-c.r1", "reserve-inventory")
+    step = StepId("dev.o-c.r1", "hold-items")
 
     def build() -> AtomicEffect:
         if stock_of(ddb, "last") < 1:
@@ -365,13 +366,13 @@ def test_a_replay_whose_build_now_fails_returns_the_stored_result(fences: FenceS
 def test_optional_writes_whose_conditions_fail_are_dropped_and_the_rest_commits(
     fences: FenceStore, ddb: Any
 ) -> None:
-    # Given stock of 1 on sku-1 and none on sku-2, and a step whose decrements are optional
-    put_stock(ddb, "sku-1", 1)
-    put_stock(ddb, "sku-2", 0)
-    step = StepId(token="dev.order-9.r1", step="release-inventory")
+    # Given stock of 1 on item-1 and none on item-2, and a step whose decrements are optional
+    put_stock(ddb, "item-1", 1)
+    put_stock(ddb, "item-2", 0)
+    step = StepId(token="dev.order-9.r1", step="release-items")
     writes: list[Write | dict[str, Any]] = [
-        Write(stock_decrement("sku-1", 1), optional=True),
-        Write(stock_decrement("sku-2", 1), optional=True),
+        Write(stock_decrement("item-1", 1), optional=True),
+        Write(stock_decrement("item-2", 1), optional=True),
         counter_add("c"),
     ]
     calls = CallCounter(ddb)
@@ -380,7 +381,7 @@ def test_optional_writes_whose_conditions_fail_are_dropped_and_the_rest_commits(
     # Then the transaction was sent again without the write that failed, and completed
     assert calls.take() == ["TransactWriteItems", "TransactWriteItems"]
     assert outcome.result == {"done": True}
-    assert (stock_of(ddb, "sku-1"), stock_of(ddb, "sku-2"), counter_value(ddb, "c")) == (0, 0, 1)
+    assert (stock_of(ddb, "item-1"), stock_of(ddb, "item-2"), counter_value(ddb, "c")) == (0, 0, 1)
     record = fences.read(step)
     assert record is not None
     assert record.state is FenceState.COMPLETED
@@ -389,13 +390,13 @@ def test_optional_writes_whose_conditions_fail_are_dropped_and_the_rest_commits(
 def test_a_required_write_failing_beside_an_optional_one_still_refuses_the_whole_effect(
     fences: FenceStore, ddb: Any
 ) -> None:
-    # Given no stock on either sku, one decrement optional and one required
-    put_stock(ddb, "sku-1", 0)
-    put_stock(ddb, "sku-2", 0)
-    step = StepId(token="dev.order-10.r1", step="release-inventory")
+    # Given no stock on either item, one decrement optional and one required
+    put_stock(ddb, "item-1", 0)
+    put_stock(ddb, "item-2", 0)
+    step = StepId(token="dev.order-10.r1", step="release-items")
     writes: list[Write | dict[str, Any]] = [
-        Write(stock_decrement("sku-1", 1), optional=True),
-        Write(stock_decrement("sku-2", 1)),
+        Write(stock_decrement("item-1", 1), optional=True),
+        Write(stock_decrement("item-2", 1)),
         counter_add("c"),
     ]
     # When it runs, then nothing is dropped: the required write's failure is the answer

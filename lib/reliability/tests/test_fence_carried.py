@@ -11,9 +11,9 @@ from reliability import AtomicEffect, BusinessError, FenceStore, RecordOn, StepI
 from reliability.errors import StoreError
 from reliability_demo import DemoOutOfStock
 from reliability_helpers import (
+    ENTRIES,
     FENCES,
-    INVENTORY,
-    LEDGER,
+    STOCK,
     CallCounter,
     counter_add,
     counter_value,
@@ -21,7 +21,7 @@ from reliability_helpers import (
     read_emitted,
 )
 
-STEP = StepId(token="OrderCompleted#dev#r1#v:o-1", step="notify")
+STEP = StepId(token="OrderCompleted#dev#r1#v:o-1", step="announce")
 ITEM = {"pk": {"S": "order#o-1"}, "sk": {"S": "notification#1"}}
 
 
@@ -30,7 +30,7 @@ def sent_once() -> Write:
     return Write(
         entry={
             "Update": {
-                "TableName": LEDGER,
+                "TableName": ENTRIES,
                 "Key": ITEM,
                 "UpdateExpression": "SET channel = :c ADD sends :one",
                 "ExpressionAttributeValues": {":c": {"S": "email"}, ":one": {"N": "1"}},
@@ -41,7 +41,7 @@ def sent_once() -> Write:
 
 
 def item(ddb: Any) -> dict[str, Any]:
-    found: dict[str, Any] = ddb.get_item(TableName=LEDGER, Key=ITEM, ConsistentRead=True)["Item"]
+    found: dict[str, Any] = ddb.get_item(TableName=ENTRIES, Key=ITEM, ConsistentRead=True)["Item"]
     return found
 
 
@@ -60,7 +60,7 @@ def test_the_first_run_is_one_update_of_the_item_that_carries_the_record(
     assert stored["id"] == {"S": fences.external_key(STEP)}
     assert (stored["state"], stored["step"], stored["token"]) == (
         {"S": "COMPLETED"},
-        {"S": "notify"},
+        {"S": "announce"},
         {"S": STEP.token},
     )
     assert "expiration" not in stored  # the record lives as long as the item
@@ -121,9 +121,9 @@ def test_a_leased_completion_carries_no_record(fences: FenceStore) -> None:
 
 # --- a step's record on the item its effect writes (RecordOn) -----------------------------------
 
-STEP_ON = StepId(token="dev.o-1.r1", step="ReserveInventory")
+STEP_ON = StepId(token="dev.o-1.r1", step="HoldItems")
 RESERVED = {"pk": {"S": "order#o-1"}, "sk": {"S": "reservation#dev.o-1.r1"}}
-ON = RecordOn(INVENTORY, RESERVED)
+ON = RecordOn(STOCK, RESERVED)
 
 
 def reservation_put() -> Write:
@@ -131,7 +131,7 @@ def reservation_put() -> Write:
     return Write(
         entry={
             "Put": {
-                "TableName": INVENTORY,
+                "TableName": STOCK,
                 "Item": {**RESERVED, "kind": {"S": "reservation"}, "token": {"S": STEP_ON.token}},
                 "ConditionExpression": "attribute_not_exists(pk)",
             }
@@ -144,7 +144,7 @@ def take_stock(limit: int) -> Write:
     return Write(
         entry={
             "Update": {
-                "TableName": LEDGER,
+                "TableName": ENTRIES,
                 "Key": {"pk": {"S": "COUNTER#stock"}, "sk": {"S": "COUNTER"}},
                 "UpdateExpression": "ADD applied :one",
                 "ConditionExpression": "attribute_not_exists(applied) OR applied < :limit",
@@ -156,7 +156,7 @@ def take_stock(limit: int) -> Write:
 
 
 def stored(ddb: Any) -> dict[str, Any] | None:
-    found: dict[str, Any] | None = ddb.get_item(TableName=INVENTORY, Key=RESERVED, ConsistentRead=True).get(
+    found: dict[str, Any] | None = ddb.get_item(TableName=STOCK, Key=RESERVED, ConsistentRead=True).get(
         "Item"
     )
     return found
@@ -193,7 +193,7 @@ def test_a_business_failure_is_recorded_at_the_items_key_and_outlives_a_change(
 ) -> None:
     # Given a step that fails its business condition (no stock left)
     ddb.update_item(
-        TableName=LEDGER,
+        TableName=ENTRIES,
         Key={"pk": {"S": "COUNTER#stock"}, "sk": {"S": "COUNTER"}},
         UpdateExpression="SET applied = :n",
         ExpressionAttributeValues={":n": {"N": "5"}},
@@ -289,7 +289,7 @@ def test_an_atomic_failure_says_what_failed(ddb: Any, capsys: pytest.CaptureFixt
     assert (line["error_type"], line["mode"], line["step"]) == (
         "DemoOutOfStock",
         "atomic",
-        "ReserveInventory",
+        "HoldItems",
     )
 
 
@@ -300,13 +300,13 @@ def test_read_many_answers_only_the_steps_whose_items_carry_their_own_record(
     # record yet (an attribute of its own named like the record's state), the second carries
     # another step's record, the third its own
     def on(n: int) -> RecordOn:
-        return RecordOn(INVENTORY, {"pk": {"S": "order#o-1"}, "sk": {"S": f"reservation#{n}"}})
+        return RecordOn(STOCK, {"pk": {"S": "order#o-1"}, "sk": {"S": f"reservation#{n}"}})
 
     steps = [StepId(token="dev.o-1.r1", step=f"Reserve{n}") for n in range(3)]
-    ddb.put_item(TableName=INVENTORY, Item={**on(0).key, "state": {"S": "pending"}})
+    ddb.put_item(TableName=STOCK, Item={**on(0).key, "state": {"S": "pending"}})
 
     def reserve(n: int) -> AtomicEffect:
-        put = {"Put": {"TableName": INVENTORY, "Item": {**on(n).key, "kind": {"S": "reservation"}}}}
+        put = {"Put": {"TableName": STOCK, "Item": {**on(n).key, "kind": {"S": "reservation"}}}}
         return AtomicEffect({"n": n}, [put])
 
     fences.run_atomic(StepId(token="dev.o-1.r1", step="Other"), lambda: reserve(1), record_on=on(1))
@@ -319,7 +319,7 @@ def test_read_many_answers_only_the_steps_whose_items_carry_their_own_record(
 
 
 def carrier(expression: str, **fields: Any) -> Write:
-    entry = {"Update": {"TableName": LEDGER, "Key": ITEM, "UpdateExpression": expression, **fields}}
+    entry = {"Update": {"TableName": ENTRIES, "Key": ITEM, "UpdateExpression": expression, **fields}}
     return Write(entry=entry, carries_record=True)
 
 
@@ -339,7 +339,7 @@ def test_any_update_of_the_item_carries_the_record(
     fences: FenceStore, ddb: Any, expression: str, fields: dict[str, Any], expected: dict[str, Any]
 ) -> None:
     # Given the item exists with a draft attribute
-    ddb.put_item(TableName=LEDGER, Item={**ITEM, "draft": {"S": "yes"}})
+    ddb.put_item(TableName=ENTRIES, Item={**ITEM, "draft": {"S": "yes"}})
     # When a step whose one write is that Update runs
     fences.run_atomic(STEP, lambda: AtomicEffect({"ok": 1}, [carrier(expression, **fields)]))
     # Then the Update applied, and the item carries the COMPLETED record
@@ -360,7 +360,7 @@ def test_a_carrier_with_a_condition_of_its_own_is_refused_saying_why(fences: Fen
 
 def test_an_item_that_holds_an_id_of_its_own_cannot_carry_the_record(fences: FenceStore, ddb: Any) -> None:
     # Given the item already has an `id` attribute (the record's key attribute) and no record
-    ddb.put_item(TableName=LEDGER, Item={**ITEM, "id": {"S": "its-own"}})
+    ddb.put_item(TableName=ENTRIES, Item={**ITEM, "id": {"S": "its-own"}})
     # When a step whose record it would carry runs, Then a store error says so; nothing applied
     with pytest.raises(StoreError) as refused:
         fences.run_atomic(STEP, lambda: AtomicEffect({}, [sent_once()]))

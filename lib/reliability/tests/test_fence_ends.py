@@ -15,7 +15,7 @@ from reliability.errors import FenceBusy, StaleFence
 from reliability_demo import DemoOutOfStock, DemoPaymentDeclined
 from reliability_helpers import FENCES, FakeClock, make_telemetry, read_emitted
 
-STEP = StepId(token="dev.order-7.r1", step="charge-payment")
+STEP = StepId(token="dev.order-7.r1", step="pay")
 LEASE = 30.0
 
 
@@ -84,7 +84,7 @@ def test_a_failure_says_which_attempt_failed_with_what(
     assert (line["attempt"], line["error_type"], line["step"]) == (
         "A",
         "DemoPaymentDeclined",
-        "charge-payment",
+        "pay",
     )
 
 
@@ -126,7 +126,7 @@ def test_a_stale_attempt_is_told_who_holds_the_fence_now(
     with pytest.raises(StaleFence) as stale:
         store.complete(STEP, fencing_token=1, result={"by": "A"}, attempt_id="A")
     assert str(stale.value) == (
-        "step charge-payment: fencing token 1 is no longer current; this attempt's effect was not recorded"
+        "step pay: fencing token 1 is no longer current; this attempt's effect was not recorded"
     )
     [line] = lines(capsys, "FenceStale")
     assert (line["attempt"], line["fencing_token"], line["current_token"], line["current_state"]) == (
@@ -155,7 +155,7 @@ def test_every_decision_line_names_the_attempt_and_what_it_found(
     ddb: Any, clock: FakeClock, capsys: pytest.CaptureFixture[str]
 ) -> None:
     store = logging(ddb, clock)
-    atomic, held, flaky = (StepId(STEP.token, name) for name in ("record-ledger", "ship", "publish"))
+    atomic, held, flaky = (StepId(STEP.token, name) for name in ("record-entry", "ship", "publish"))
     capsys.readouterr()
     # Given a leased step: claimed, refused while held, taken over, completed, replayed
     store.claim(STEP, attempt_id="A", lease_seconds=LEASE)
@@ -183,13 +183,13 @@ def test_every_decision_line_names_the_attempt_and_what_it_found(
     assert {line["token"] for line in decided} == {STEP.token}  # every line names its run's token
     found = [(line["decision"], line["step"], *(line.get(name) for name in fields)) for line in decided]
     assert found == [
-        ("FenceClaimed", "charge-payment", "A", 1, None, None, None, None),
-        ("FenceBusy", "charge-payment", "B", None, "A", None, None, None),
-        ("FenceTakeover", "charge-payment", "B", 2, None, None, None, None),
-        ("FenceCompleted", "charge-payment", "B", 2, None, None, None, None),
-        ("FenceSkipped", "charge-payment", "C", None, None, "COMPLETED", None, None),
-        ("FenceCompleted", "record-ledger", None, None, None, None, "atomic", None),
-        ("FenceSkipped", "record-ledger", None, None, None, "COMPLETED", "atomic", None),
+        ("FenceClaimed", "pay", "A", 1, None, None, None, None),
+        ("FenceBusy", "pay", "B", None, "A", None, None, None),
+        ("FenceTakeover", "pay", "B", 2, None, None, None, None),
+        ("FenceCompleted", "pay", "B", 2, None, None, None, None),
+        ("FenceSkipped", "pay", "C", None, None, "COMPLETED", None, None),
+        ("FenceCompleted", "record-entry", None, None, None, None, "atomic", None),
+        ("FenceSkipped", "record-entry", None, None, None, "COMPLETED", "atomic", None),
         ("FenceClaimed", "ship", "D", 1, None, None, None, None),
         ("FenceBusy", "ship", None, None, "D", None, "atomic", None),
         ("FenceClaimed", "publish", "E", 1, None, None, None, None),
@@ -197,7 +197,7 @@ def test_every_decision_line_names_the_attempt_and_what_it_found(
         ("FenceReleased", "publish", "E", 1, None, None, None, None),
     ]
     # And the refusals say until when, and by what
-    assert str(busy.value) == f"step charge-payment is held by another attempt until {clock() - 1}"
+    assert str(busy.value) == f"step pay is held by another attempt until {clock() - 1}"
     assert str(busy_atomic.value) == "step ship is held by a leased attempt"
 
 
@@ -206,7 +206,7 @@ def test_a_decision_on_a_long_item_names_its_item_and_label(
 ) -> None:
     # Given a step of one item whose identity is too long for a readable key (the key is hashed)
     store = logging(ddb, clock)
-    step = StepId(STEP.token, "reserve", item="sku-" + "9" * 300)
+    step = StepId(STEP.token, "reserve", item="item-" + "9" * 300)
     capsys.readouterr()
     store.claim(step, attempt_id="A", lease_seconds=LEASE)
     # Then the line carries what the hashed key no longer spells: the item and the label (the
@@ -216,7 +216,7 @@ def test_a_decision_on_a_long_item_names_its_item_and_label(
     assert line["item"] == step.item
     assert "namespace" not in line
     assert line["label"] == store.fence(step).key.label
-    assert line["label"].startswith('{"item":"sku-999')
+    assert line["label"].startswith('{"item":"item-999')
 
 
 def test_a_release_ends_the_lease_and_touches_nothing_else(

@@ -28,7 +28,7 @@ from reliability_helpers import (
     stock_of,
 )
 
-STEP = StepId(token="dev.order-1.r1", step="charge-payment")
+STEP = StepId(token="dev.order-1.r1", step="pay")
 LEASE = 30.0
 
 
@@ -37,12 +37,12 @@ class Provider:
 
     def __init__(self) -> None:
         self.calls: list[str] = []
-        self.charges: dict[str, int] = {}
+        self.payments: dict[str, int] = {}
 
-    def charge(self, key: str, amount: int = 100) -> dict[str, Any]:
+    def pay(self, key: str, amount: int = 100) -> dict[str, Any]:
         self.calls.append(key)
-        self.charges.setdefault(key, amount)
-        return {"charge_id": f"ch-{len(self.charges)}", "amount": self.charges[key]}
+        self.payments.setdefault(key, amount)
+        return {"payment_id": f"pay-{len(self.payments)}", "amount": self.payments[key]}
 
 
 def test_first_run_claims_calls_the_effect_with_the_step_key_and_completes(
@@ -52,7 +52,7 @@ def test_first_run_claims_calls_the_effect_with_the_step_key_and_completes(
     provider = Provider()
     calls = CallCounter(ddb)
     # When the step runs leased
-    outcome = fences.run_leased(STEP, attempt_id="req-1", lease_seconds=LEASE, effect=provider.charge)
+    outcome = fences.run_leased(STEP, attempt_id="req-1", lease_seconds=LEASE, effect=provider.pay)
     # Then claim + complete are two round trips, and the effect saw the step's stable key
     assert calls.take() == ["UpdateItem", "UpdateItem"]
     assert outcome.skipped is False
@@ -68,10 +68,10 @@ def test_first_run_claims_calls_the_effect_with_the_step_key_and_completes(
 def test_replay_returns_the_identical_result_in_one_round_trip(fences: FenceStore, ddb: Any) -> None:
     # Given a completed leased step
     provider = Provider()
-    first = fences.run_leased(STEP, attempt_id="req-1", lease_seconds=LEASE, effect=provider.charge)
+    first = fences.run_leased(STEP, attempt_id="req-1", lease_seconds=LEASE, effect=provider.pay)
     calls = CallCounter(ddb)
     # When a retry runs it
-    replay = fences.run_leased(STEP, attempt_id="req-2", lease_seconds=LEASE, effect=provider.charge)
+    replay = fences.run_leased(STEP, attempt_id="req-2", lease_seconds=LEASE, effect=provider.pay)
     # Then the stored result comes from ALL_OLD of the refused claim; the effect did not run
     assert calls.take() == ["UpdateItem"]
     assert replay.skipped is True
@@ -87,10 +87,10 @@ def test_two_attempts_racing_one_wins(fences: FenceStore) -> None:
 
     def effect_a(key: str) -> dict[str, Any]:
         try:
-            fences.run_leased(STEP, attempt_id="B", lease_seconds=LEASE, effect=provider.charge)
+            fences.run_leased(STEP, attempt_id="B", lease_seconds=LEASE, effect=provider.pay)
         except FenceBusy as busy:
             seen.append(busy)
-        return provider.charge(key)
+        return provider.pay(key)
 
     # When both run
     outcome_a = fences.run_leased(STEP, attempt_id="A", lease_seconds=LEASE, effect=effect_a)
@@ -99,7 +99,7 @@ def test_two_attempts_racing_one_wins(fences: FenceStore) -> None:
     assert outcome_a.skipped is False
     assert len(provider.calls) == 1
     # And B's retry gets A's result
-    outcome_b = fences.run_leased(STEP, attempt_id="B", lease_seconds=LEASE, effect=provider.charge)
+    outcome_b = fences.run_leased(STEP, attempt_id="B", lease_seconds=LEASE, effect=provider.pay)
     assert outcome_b.skipped is True
     assert outcome_b.result == outcome_a.result
 
@@ -118,16 +118,18 @@ def test_takeover_after_lease_expiry_and_the_zombie_is_fenced_off(
         STEP,
         attempt_id="B",
         lease_seconds=LEASE,
-        effect=lambda key: AtomicEffect(provider.charge(key), [counter_add("charge")]),
+        effect=lambda key: AtomicEffect(provider.pay(key), [counter_add("payment")]),
     )
     # Then B took over with a higher fencing token and the same external key
     assert b.fencing_token == 2
     assert provider.calls == [fences.external_key(STEP)]
-    assert counter_value(ddb, "charge") == 1
+    assert counter_value(ddb, "payment") == 1
     # And A, resuming as a zombie, cannot complete, and its effect writes do not land
     with pytest.raises(StaleFence):
-        fences.complete(STEP, fencing_token=1, result=AtomicEffect({"zombie": True}, [counter_add("charge")]))
-    assert counter_value(ddb, "charge") == 1
+        fences.complete(
+            STEP, fencing_token=1, result=AtomicEffect({"zombie": True}, [counter_add("payment")])
+        )
+    assert counter_value(ddb, "payment") == 1
     record = fences.read(STEP)
     assert record is not None
     assert record.result == b.result
@@ -220,7 +222,7 @@ def test_crash_between_effect_and_record_reruns_with_the_same_key(
     ddb: Any, telemetry: Telemetry, clock: FakeClock
 ) -> None:
     # Given a crash armed between the effect and its record
-    plan = CrashPlan.parse("fence:after-effect:charge-payment=1", mode="raise")
+    plan = CrashPlan.parse("fence:after-effect:pay=1", mode="raise")
     store = FenceStore(
         client=ddb,
         table_name=FENCES,
@@ -233,16 +235,16 @@ def test_crash_between_effect_and_record_reruns_with_the_same_key(
     provider = Provider()
     # When the first attempt dies there (a BaseException, not swallowed by except Exception)
     with pytest.raises(SimulatedCrash):
-        store.run_leased(STEP, attempt_id="A", lease_seconds=LEASE, effect=provider.charge)
+        store.run_leased(STEP, attempt_id="A", lease_seconds=LEASE, effect=provider.pay)
     # Then the record is still held until the lease passes
     with pytest.raises(FenceBusy):
-        store.run_leased(STEP, attempt_id="B", lease_seconds=LEASE, effect=provider.charge)
+        store.run_leased(STEP, attempt_id="B", lease_seconds=LEASE, effect=provider.pay)
     # And after it the retry re-runs the effect with the same key, which the provider dedupes
     clock.advance(LEASE + 1)
-    outcome = store.run_leased(STEP, attempt_id="C", lease_seconds=LEASE, effect=provider.charge)
+    outcome = store.run_leased(STEP, attempt_id="C", lease_seconds=LEASE, effect=provider.pay)
     assert provider.calls == [store.external_key(STEP)] * 2
-    assert len(provider.charges) == 1
-    assert outcome.result == {"charge_id": "ch-1", "amount": 100}
+    assert len(provider.payments) == 1
+    assert outcome.result == {"payment_id": "pay-1", "amount": 100}
 
 
 def test_result_too_large_releases_and_raises(ddb: Any, telemetry: Telemetry, clock: FakeClock) -> None:
@@ -268,27 +270,27 @@ def test_leased_atomic_effect_condition_failure_is_recorded_as_business_error(
     fences: FenceStore, ddb: Any
 ) -> None:
     # Given stock of 0 and a leased step whose effect ends with a conditional stock write
-    put_stock(ddb, "sku", 0)
+    put_stock(ddb, "item", 0)
 
     def effect(key: str) -> AtomicEffect:
-        return AtomicEffect({"reserved": 1}, [Write(stock_decrement("sku", 1), DemoOutOfStock("sku"))])
+        return AtomicEffect({"reserved": 1}, [Write(stock_decrement("item", 1), DemoOutOfStock("item"))])
 
     # When it runs, Then the mapped error is raised, recorded, and the stock is untouched
     with pytest.raises(DemoOutOfStock):
         fences.run_leased(STEP, attempt_id="A", lease_seconds=LEASE, effect=effect)
-    assert stock_of(ddb, "sku") == 0
+    assert stock_of(ddb, "item") == 0
     record = fences.read(STEP)
     assert record is not None
     assert record.state is FenceState.FAILED
     # And it is recorded as the error raised, so a Catch on its name matches every retry
-    assert (record.error_type, record.error_message) == ("DemoOutOfStock", "sku")
-    with pytest.raises(DemoOutOfStock, match=r"^sku$"):
+    assert (record.error_type, record.error_message) == ("DemoOutOfStock", "item")
+    with pytest.raises(DemoOutOfStock, match=r"^item$"):
         fences.run_leased(STEP, attempt_id="B", lease_seconds=LEASE, effect=effect)
 
 
 def test_items_of_one_step_are_fenced_independently(fences: FenceStore) -> None:
-    one = StepId("dev.o.r1", "reserve", item="sku-1")
-    two = StepId("dev.o.r1", "reserve", item="sku-2")
+    one = StepId("dev.o.r1", "reserve", item="item-1")
+    two = StepId("dev.o.r1", "reserve", item="item-2")
     assert fences.external_key(one) != fences.external_key(two)
     assert (
         fences.run_leased(one, attempt_id="A", lease_seconds=LEASE, effect=lambda k: {"k": k}).skipped
@@ -463,7 +465,7 @@ def test_a_fence_write_the_sdk_sent_again_after_it_landed_is_the_attempts_own(
     provider = Provider()
     # When the step runs; Then it completes once (no FenceBusy from its own lease, no StaleFence
     # from its own completion), with one effect
-    outcome = fences.run_leased(STEP, attempt_id="A", lease_seconds=LEASE, effect=provider.charge)
+    outcome = fences.run_leased(STEP, attempt_id="A", lease_seconds=LEASE, effect=provider.pay)
     assert len(attempts) == 3, call  # claim, completion, and the lost one sent again
     assert outcome.fencing_token == 1
     assert provider.calls == [fences.external_key(STEP)]

@@ -54,11 +54,11 @@ class Provider:
     """An external system that dedupes on the idempotency key."""
 
     calls: int = 0
-    charges: dict[str, str] = field(default_factory=dict)
+    payments: dict[str, str] = field(default_factory=dict)
 
-    def charge(self, key: str) -> str:
+    def pay(self, key: str) -> str:
         self.calls += 1
-        return self.charges.setdefault(key, f"ch-{len(self.charges) + 1}")
+        return self.payments.setdefault(key, f"pay-{len(self.payments) + 1}")
 
 
 @dataclass
@@ -83,10 +83,10 @@ class World:
                 raise ConnectionError("provider timeout")
             if crash == "declined":
                 raise DemoPaymentDeclined("card")
-            charge = self.provider.charge(key)
+            payment = self.provider.pay(key)
             if crash == "after-provider":
                 raise SimulatedCrash("after-provider")
-            return AtomicEffect({"charge": charge, "by": attempt}, [counter_add(self.counter)])
+            return AtomicEffect({"payment": payment, "by": attempt}, [counter_add(self.counter)])
 
         return effect
 
@@ -94,7 +94,7 @@ class World:
         self.attempts += 1
         attempt = f"a{self.attempts}"
         self.plan.points = {
-            "after-effect": {"fence:after-effect:charge-payment": 1},
+            "after-effect": {"fence:after-effect:pay": 1},
             "after-claim": {"after:DynamoDB.UpdateItem": 1},
             "before-commit": {"before:DynamoDB.TransactWriteItems": 1},
             "after-commit": {"after:DynamoDB.TransactWriteItems": 1},
@@ -125,13 +125,13 @@ class World:
         if not self.paused:
             return
         attempt, token = self.paused.pop(index % len(self.paused))
-        charge = self.provider.charge(self.store.external_key(self.step))
+        payment = self.provider.pay(self.store.external_key(self.step))
         with contextlib.suppress(StaleFence):
             self.store.complete(
                 self.step,
                 fencing_token=token,
                 result=AtomicEffect(
-                    {"charge": charge, "by": attempt, "token": token}, [counter_add(self.counter)]
+                    {"payment": payment, "by": attempt, "token": token}, [counter_add(self.counter)]
                 ),
             )
 
@@ -140,7 +140,7 @@ class World:
         record = self.store.read(self.step)
         # No effect applies twice; the external system saw one idempotency key
         assert applied <= 1
-        assert len(self.provider.charges) <= 1
+        assert len(self.provider.payments) <= 1
         if record is None:
             assert applied == 0
             return
@@ -209,7 +209,7 @@ def test_no_effect_applies_twice_and_completed_results_never_change(
         clock=clock,
         crash_plan=shared.plan,
     )
-    step = StepId(f"dev.order-{run}.r1", "charge-payment")
+    step = StepId(f"dev.order-{run}.r1", "pay")
     world = World(step=step, counter=run, store=store, ddb=shared.ddb, clock=clock, plan=shared.plan)
     # When the operations run in this order
     for op, arg in ops:

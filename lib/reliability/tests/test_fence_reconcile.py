@@ -14,27 +14,27 @@ from reliability.telemetry import Telemetry
 from reliability.testing.crashpoints import CrashPlan, SimulatedCrash
 from reliability_helpers import FENCES, FakeClock, make_telemetry, read_emitted
 
-STEP = StepId(token="dev.order-1.r1", step="ChargePayment")
+STEP = StepId(token="dev.order-1.r1", step="Pay")
 LEASE = 30.0
 DAY = 86400.0
 
 
 class ForgetfulProvider:
-    """Dedupes on the key only while it remembers it; keeps every charge findable by reference."""
+    """Dedupes on the key only while it remembers it; keeps every payment findable by reference."""
 
     def __init__(self, clock: FakeClock, key_lifetime: float) -> None:
         self.clock = clock
         self.key_lifetime = key_lifetime
-        self.charges: list[tuple[str, float]] = []  # (key, at)
+        self.payments: list[tuple[str, float]] = []  # (key, at)
 
-    def charge(self, key: str) -> dict[str, Any]:
-        live = [c for c in self.charges if c[0] == key and c[1] + self.key_lifetime > self.clock()]
+    def pay(self, key: str) -> dict[str, Any]:
+        live = [c for c in self.payments if c[0] == key and c[1] + self.key_lifetime > self.clock()]
         if not live:
-            self.charges.append((key, self.clock()))
-        return {"charge": len(self.charges)}
+            self.payments.append((key, self.clock()))
+        return {"payment": len(self.payments)}
 
     def find(self) -> dict[str, Any] | None:
-        return {"charge": 1} if self.charges else None
+        return {"payment": 1} if self.payments else None
 
 
 @pytest.fixture
@@ -47,21 +47,21 @@ def crashing(ddb: Any, telemetry: Telemetry, clock: FakeClock) -> FenceStore:
         telemetry=telemetry,
         namespace="saga",
         clock=clock,
-        crash_plan=CrashPlan.parse("fence:after-effect:ChargePayment=1", mode="raise"),
+        crash_plan=CrashPlan.parse("fence:after-effect:Pay=1", mode="raise"),
     )
 
 
 def _die_after_the_effect(fences: FenceStore, provider: ForgetfulProvider, **guards: Any) -> None:
     with pytest.raises(SimulatedCrash):
         fences.run_leased(
-            STEP, attempt_id="a-1", lease_seconds=LEASE, effect=ExternalEffect(provider.charge, **guards)
+            STEP, attempt_id="a-1", lease_seconds=LEASE, effect=ExternalEffect(provider.pay, **guards)
         )
 
 
 def test_a_takeover_after_the_key_expired_records_the_charge_it_finds(
     crashing: FenceStore, clock: FakeClock
 ) -> None:
-    # Given an attempt that charged and died before completing
+    # Given an attempt that paid and died before completing
     provider = ForgetfulProvider(clock, key_lifetime=DAY)
     _die_after_the_effect(crashing, provider, reconcile=provider.find)
     # When a takeover comes two days later, after the provider forgot the key
@@ -70,11 +70,11 @@ def test_a_takeover_after_the_key_expired_records_the_charge_it_finds(
         STEP,
         attempt_id="a-2",
         lease_seconds=LEASE,
-        effect=ExternalEffect(provider.charge, reconcile=provider.find),
+        effect=ExternalEffect(provider.pay, reconcile=provider.find),
     )
-    # Then it records the charge it found instead of charging again
-    assert len(provider.charges) == 1
-    assert (outcome.result, outcome.skipped) == ({"charge": 1}, False)
+    # Then it records the payment it found instead of paying again
+    assert len(provider.payments) == 1
+    assert (outcome.result, outcome.skipped) == ({"payment": 1}, False)
     assert crashing.read(STEP).state is FenceState.COMPLETED  # type: ignore[union-attr]
 
 
@@ -83,8 +83,8 @@ def test_without_reconcile_the_same_takeover_charges_twice(crashing: FenceStore,
     provider = ForgetfulProvider(clock, key_lifetime=DAY)
     _die_after_the_effect(crashing, provider)
     clock.advance(2 * DAY)
-    crashing.run_leased(STEP, attempt_id="a-2", lease_seconds=LEASE, effect=provider.charge)
-    assert len(provider.charges) == 2
+    crashing.run_leased(STEP, attempt_id="a-2", lease_seconds=LEASE, effect=provider.pay)
+    assert len(provider.payments) == 2
 
 
 def test_a_takeover_that_finds_nothing_acts(fences: FenceStore, clock: FakeClock) -> None:
@@ -102,29 +102,29 @@ def test_a_takeover_that_finds_nothing_acts(fences: FenceStore, clock: FakeClock
     with pytest.raises(ConnectionError):
         fences.run_leased(STEP, attempt_id="a-1", lease_seconds=LEASE, effect=unreachable)
     outcome = fences.run_leased(
-        STEP, attempt_id="a-2", lease_seconds=LEASE, effect=ExternalEffect(provider.charge, reconcile=find)
+        STEP, attempt_id="a-2", lease_seconds=LEASE, effect=ExternalEffect(provider.pay, reconcile=find)
     )
     # Then it looked, found nothing and acted once
     assert looked == [True]
-    assert outcome.result == {"charge": 1}
+    assert outcome.result == {"payment": 1}
 
 
 def test_a_first_claim_never_looks(fences: FenceStore, clock: FakeClock) -> None:
     provider = ForgetfulProvider(clock, key_lifetime=DAY)
     looked: list[bool] = []
     fences.run_leased(
-        StepId(token="t-2", step="ChargePayment"),
+        StepId(token="t-2", step="Pay"),
         attempt_id="a-1",
         lease_seconds=LEASE,
-        effect=ExternalEffect(provider.charge, reconcile=lambda: looked.append(True)),
+        effect=ExternalEffect(provider.pay, reconcile=lambda: looked.append(True)),
     )
     assert looked == []
 
 
 def test_an_external_effect_acts_with_the_steps_own_key(fences: FenceStore, clock: FakeClock) -> None:
     provider = ForgetfulProvider(clock, key_lifetime=DAY)
-    fences.run_leased(STEP, attempt_id="a-1", lease_seconds=LEASE, effect=ExternalEffect(provider.charge))
-    assert [key for key, _ in provider.charges] == [fences.external_key(STEP)]
+    fences.run_leased(STEP, attempt_id="a-1", lease_seconds=LEASE, effect=ExternalEffect(provider.pay))
+    assert [key for key, _ in provider.payments] == [fences.external_key(STEP)]
 
 
 def test_with_no_lookup_a_takeover_older_than_the_key_lifetime_stops_for_an_operator(
@@ -134,14 +134,14 @@ def test_with_no_lookup_a_takeover_older_than_the_key_lifetime_stops_for_an_oper
     _die_after_the_effect(crashing, provider, key_lifetime_seconds=DAY)
     # When a takeover comes after the key's lifetime, Then it refuses to act blind
     clock.advance(DAY + 60)
-    with pytest.raises(ExternalKeyExpired, match=r"ChargePayment.*86400 s"):
+    with pytest.raises(ExternalKeyExpired, match=r"Pay.*86400 s"):
         crashing.run_leased(
             STEP,
             attempt_id="a-2",
             lease_seconds=LEASE,
-            effect=ExternalEffect(provider.charge, key_lifetime_seconds=DAY),
+            effect=ExternalEffect(provider.pay, key_lifetime_seconds=DAY),
         )
-    assert len(provider.charges) == 1
+    assert len(provider.payments) == 1
     # And the fence is released for the operator's redrive (still IN_PROGRESS, no live lease)
     record = crashing.read(STEP)
     assert record is not None
@@ -158,9 +158,9 @@ def test_with_no_lookup_a_takeover_inside_the_key_lifetime_acts(
         STEP,
         attempt_id="a-2",
         lease_seconds=LEASE,
-        effect=ExternalEffect(provider.charge, key_lifetime_seconds=DAY),
+        effect=ExternalEffect(provider.pay, key_lifetime_seconds=DAY),
     )
-    assert len(provider.charges) == 1  # the provider deduped the key
+    assert len(provider.payments) == 1  # the provider deduped the key
 
 
 def test_a_reconciled_takeover_says_so_in_its_decision(
@@ -174,9 +174,9 @@ def test_a_reconciled_takeover_says_so_in_its_decision(
         telemetry=make_telemetry(f"reconcile-{uuid.uuid4().hex}"),
         namespace="saga",
         clock=clock,
-        crash_plan=CrashPlan.parse("fence:after-effect:ChargePayment=1", mode="raise"),
+        crash_plan=CrashPlan.parse("fence:after-effect:Pay=1", mode="raise"),
     )
-    # Given an attempt that charged and died, and a takeover that finds the charge
+    # Given an attempt that paid and died, and a takeover that finds the payment
     provider = ForgetfulProvider(clock, key_lifetime=DAY)
     _die_after_the_effect(crashing, provider, reconcile=provider.find)
     clock.advance(2 * DAY)
@@ -185,7 +185,7 @@ def test_a_reconciled_takeover_says_so_in_its_decision(
         STEP,
         attempt_id="a-2",
         lease_seconds=LEASE,
-        effect=ExternalEffect(provider.charge, reconcile=provider.find),
+        effect=ExternalEffect(provider.pay, reconcile=provider.find),
     )
     # Then the operator reads a takeover that reconciled, by which attempt, under which token
     reconciled = [
@@ -209,9 +209,9 @@ def test_with_no_lookup_a_takeover_exactly_at_the_key_lifetime_still_acts(
         STEP,
         attempt_id="a-2",
         lease_seconds=LEASE,
-        effect=ExternalEffect(provider.charge, key_lifetime_seconds=DAY),
+        effect=ExternalEffect(provider.pay, key_lifetime_seconds=DAY),
     )
-    assert len(provider.charges) == 1
+    assert len(provider.payments) == 1
 
 
 def test_a_takeover_refused_for_an_expired_key_tells_the_operator_what_to_do(
@@ -225,10 +225,10 @@ def test_a_takeover_refused_for_an_expired_key_tells_the_operator_what_to_do(
             STEP,
             attempt_id="a-2",
             lease_seconds=LEASE,
-            effect=ExternalEffect(provider.charge, key_lifetime_seconds=DAY),
+            effect=ExternalEffect(provider.pay, key_lifetime_seconds=DAY),
         )
     assert str(refused.value) == (
-        "step ChargePayment: taking over an attempt first claimed 86460 s ago, but the external system "
+        "step Pay: taking over an attempt first claimed 86460 s ago, but the external system "
         "keeps its idempotency key only 86400 s and offers no lookup; acting again could repeat the "
         "effect. Check the external system by hand before redriving."
     )

@@ -64,7 +64,7 @@ class Api:
 
     def call(
         self,
-        payload: Any = '{"sku": "a", "qty": 1}',
+        payload: Any = '{"item": "a", "qty": 1}',
         key: str | None = "key-1",
         header: str = "Idempotency-Key",
         route: str = ROUTE,
@@ -123,10 +123,10 @@ def test_same_key_same_payload_replays_the_stored_response(
     api: Api, capsys: pytest.CaptureFixture[str]
 ) -> None:
     # Given a first request
-    first = api.call(payload='{"sku": "a", "qty": 1}')
+    first = api.call(payload='{"item": "a", "qty": 1}')
     # When the client retries with the same JSON, differently spaced and ordered
-    second = api.call(payload='{ "qty":1,\n "sku":"a" }')
-    third = api.call(payload={"qty": 1, "sku": "a"})
+    second = api.call(payload='{ "qty":1,\n "item":"a" }')
+    third = api.call(payload={"qty": 1, "item": "a"})
     # Then the stored response comes back with the replay header; execute ran once
     assert api.runs == 1
     assert (first.status, first.body) == (201, {"order_id": "o-1"})
@@ -139,8 +139,8 @@ def test_same_key_same_payload_replays_the_stored_response(
 
 
 def test_same_key_different_payload_is_422(api: Api, capsys: pytest.CaptureFixture[str]) -> None:
-    api.call(payload='{"sku": "a", "qty": 1}')
-    response = api.call(payload='{"sku": "a", "qty": 2}')
+    api.call(payload='{"item": "a", "qty": 1}')
+    response = api.call(payload='{"item": "a", "qty": 2}')
     assert response.status == 422
     assert response.body["error"] == "IdempotencyKeyReused"
     assert api.runs == 1
@@ -355,11 +355,11 @@ def test_a_payload_json_cannot_parse_is_hashed_as_text(payload: str) -> None:
 
 def test_two_callers_with_one_key_never_meet(api: Api, ddb: Any) -> None:
     # Given caller A's request with key key-1
-    first = api.call(payload='{"sku": "a"}', caller=CALLER)
+    first = api.call(payload='{"item": "a"}', caller=CALLER)
     # When caller B sends the same key and body, and then the same key with another body
     bob = "arn:aws:iam::123456789012:user/bob"
-    same_body = api.call(payload='{"sku": "a"}', caller=bob)
-    other_body = api.call(payload='{"sku": "b"}', caller=bob)
+    same_body = api.call(payload='{"item": "a"}', caller=bob)
+    other_body = api.call(payload='{"item": "b"}', caller=bob)
     # Then B's request executes on its own (A's answer is never replayed to it), and only B's own
     # key, reused with another body, is refused: nothing tells B that A holds key-1
     assert (first.status, same_body.status) == (201, 201)

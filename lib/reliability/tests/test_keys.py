@@ -30,11 +30,11 @@ def test_mappings_are_canonical() -> None:
 
 
 def test_every_dimension_separates_keys() -> None:
-    base = derive_key("notify", stage="dev", identity="evt-1", run=1)
-    assert base != derive_key("analytics", stage="dev", identity="evt-1", run=1)
-    assert base != derive_key("notify", stage="prod", identity="evt-1", run=1)
-    assert base != derive_key("notify", stage="dev", identity="evt-1", run=2)
-    assert base != derive_key("notify", stage="dev", identity="evt-2", run=1)
+    base = derive_key("announce", stage="dev", identity="evt-1", run=1)
+    assert base != derive_key("audit", stage="dev", identity="evt-1", run=1)
+    assert base != derive_key("announce", stage="prod", identity="evt-1", run=1)
+    assert base != derive_key("announce", stage="dev", identity="evt-1", run=2)
+    assert base != derive_key("announce", stage="dev", identity="evt-2", run=1)
 
 
 def test_long_identity_is_hashed_to_a_bounded_key_with_a_readable_label() -> None:

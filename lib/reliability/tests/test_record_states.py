@@ -24,7 +24,7 @@ from reliability.record import (
 from reliability_demo import DemoOutOfStock, DemoPaymentDeclined
 from reliability_helpers import FakeClock, put_stock, stock_decrement
 
-STEP = StepId("dev.order-9.r1", "charge-payment")
+STEP = StepId("dev.order-9.r1", "pay")
 LEASE = 10.0
 
 

@@ -15,7 +15,7 @@ from reliability.effects import RecordOn
 from reliability.saga import SAGA_NAMESPACE, AtomicStep, LeasedStep, Saga, StepRequest
 from reliability.telemetry import Telemetry
 from reliability.testing.crashpoints import CrashPlan, SimulatedCrash
-from reliability_helpers import FENCES, INVENTORY, FakeClock
+from reliability_helpers import FENCES, STOCK, FakeClock
 
 TOKEN = "dev.v-1.r1"
 
@@ -90,7 +90,7 @@ def test_an_atomic_step_applies_once_and_its_record_rides_on_its_item(ddb: Any, 
     first = saga.run_step(desk, store, "Hold", StepRequest(_state(), "a-1", 10))
     replay = saga.run_step(desk, store, "Hold", StepRequest(_state(), "a-2", 10))
     assert first == replay == {"held": 2}
-    [hold] = _items(ddb, INVENTORY)
+    [hold] = _items(ddb, STOCK)
     assert (hold["pk"]["S"], hold["sk"]["S"]) == ("visit#v-1", f"hold#{TOKEN}")
     assert hold["state"]["S"] == FenceState.COMPLETED
     assert _items(ddb, FENCES) == []  # carried: no record in the fence table
@@ -101,7 +101,7 @@ def test_a_business_error_is_recorded_failed_and_raised_on_a_replay(ddb: Any, st
     for attempt in ("a-1", "a-2"):
         with pytest.raises(TooManySeats):
             saga.run_step(desk, store, "Hold", StepRequest(_state(seats=5), attempt, 10))
-    [record] = _items(ddb, INVENTORY)
+    [record] = _items(ddb, STOCK)
     assert (record["sk"]["S"], record["state"]["S"]) == (f"hold#{TOKEN}", FenceState.FAILED)
 
 
@@ -161,7 +161,7 @@ def test_step_statuses_follow_the_fences_and_a_completed_compensation() -> None:
 def test_record_on_names_the_carrying_item_under_the_entitys_partition() -> None:
     saga = _saga()
     assert saga.record_on(Desk(), "Hold", "v-1", TOKEN) == RecordOn(
-        INVENTORY, {"pk": {"S": "visit#v-1"}, "sk": {"S": f"hold#{TOKEN}"}}
+        STOCK, {"pk": {"S": "visit#v-1"}, "sk": {"S": f"hold#{TOKEN}"}}
     )
     assert saga.record_on(Desk(), "Pay", "v-1", TOKEN) is None
     with pytest.raises(RuntimeError, match="holds table"):

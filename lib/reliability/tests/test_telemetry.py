@@ -31,7 +31,7 @@ def test_a_decision_logs_structured_fields_and_emits_a_dimensioned_metric(
     # Given telemetry
     telemetry = make_telemetry()
     # When a decision is recorded
-    telemetry.decision(Decision.FENCE_SKIPPED, key="k", token="t", step="charge-payment", attempt="req-1")
+    telemetry.decision(Decision.FENCE_SKIPPED, key="k", token="t", step="pay", attempt="req-1")
     # Then one INFO log line carries key, token, step, attempt, outcome
     emitted = read_emitted(capsys.readouterr().out)
     [line] = emitted.decisions()
@@ -40,18 +40,18 @@ def test_a_decision_logs_structured_fields_and_emits_a_dimensioned_metric(
         "decision": "FenceSkipped",
         "key": "k",
         "token": "t",
-        "step": "charge-payment",
+        "step": "pay",
         "attempt": "req-1",
     }
     # And one EMF metric with service and step as dimensions, in the service's namespace
     assert emitted.metric_names() == ["FenceSkipped"]
-    assert emitted.dimensions_of("FenceSkipped") == [{"service": "orders-svc", "step": "charge-payment"}]
+    assert emitted.dimensions_of("FenceSkipped") == [{"service": "orders-svc", "step": "pay"}]
     assert emitted.metrics[0]["_aws"]["CloudWatchMetrics"][0]["Namespace"] == "retrysafe"
 
 
 def test_a_retry_is_an_info_event_not_an_error(capsys: pytest.CaptureFixture[str]) -> None:
     telemetry = make_telemetry()
-    telemetry.retry(reason="ThrottlingException", step="reserve-inventory")
+    telemetry.retry(reason="ThrottlingException", step="hold-items")
     emitted = read_emitted(capsys.readouterr().out)
     assert [line["level"] for line in emitted.logs] == ["INFO"]
     assert emitted.logs[0]["reason"] == "ThrottlingException"
@@ -69,7 +69,7 @@ def test_every_fence_decision_is_emitted(ddb: Any, capsys: pytest.CaptureFixture
         namespace="fence",
         clock=clock,
     )
-    step = StepId("dev.o.r1", "charge-payment")
+    step = StepId("dev.o.r1", "pay")
     capsys.readouterr()
     store.claim(step, attempt_id="A", lease_seconds=5)  # claimed
     with pytest.raises(FenceBusy):
@@ -85,7 +85,7 @@ def test_every_fence_decision_is_emitted(ddb: Any, capsys: pytest.CaptureFixture
 
     with pytest.raises(DemoPaymentDeclined):
         store.run_leased(step, attempt_id="C", lease_seconds=5, effect=fail)  # takeover + failed
-    other = StepId("dev.o.r1", "record-ledger")
+    other = StepId("dev.o.r1", "record-entry")
     store.run_atomic(other, lambda: AtomicEffect({"ok": 1}))  # completed
     store.run_atomic(other, lambda: AtomicEffect({"ok": 1}))  # skipped
 
@@ -108,7 +108,7 @@ def test_every_fence_decision_is_emitted(ddb: Any, capsys: pytest.CaptureFixture
         "FenceSkipped",
         "Retry",
     } <= names
-    assert {"service": "orders-svc", "step": "charge-payment"} in emitted.dimensions_of("FenceBusy")
+    assert {"service": "orders-svc", "step": "pay"} in emitted.dimensions_of("FenceBusy")
     assert all(line["level"] == "INFO" for line in emitted.logs)
 
 
@@ -118,7 +118,7 @@ def test_metrics_without_a_namespace_fall_back_to_the_service(capsys: pytest.Cap
         logger=Logger(service=f"x-{uuid.uuid4().hex}"), metrics=Metrics(service="orders-svc")
     )
     # When a decision is recorded, Then the metric still goes out, in the service's namespace
-    telemetry.decision(Decision.DEDUP_HIT, step="notify")
+    telemetry.decision(Decision.DEDUP_HIT, step="announce")
     emitted = read_emitted(capsys.readouterr().out)
     assert emitted.metrics[0]["_aws"]["CloudWatchMetrics"][0]["Namespace"] == "orders-svc"
 
@@ -131,10 +131,10 @@ def test_inside_a_handler_the_decisions_go_out_as_one_metric_document(
 
     @metrics_per_invocation
     def handler(_event: Any, _context: Any) -> str:
-        telemetry.decision(Decision.FENCE_CLAIMED, token="dev.o-1.r1", step="ChargePayment")
-        telemetry.decision(Decision.FENCE_COMPLETED, token="dev.o-1.r1", step="ChargePayment")
-        telemetry.retry(reason="ThrottlingException", step="ChargePayment")
-        telemetry.retry(reason="ThrottlingException", step="ChargePayment")
+        telemetry.decision(Decision.FENCE_CLAIMED, token="dev.o-1.r1", step="Pay")
+        telemetry.decision(Decision.FENCE_COMPLETED, token="dev.o-1.r1", step="Pay")
+        telemetry.retry(reason="ThrottlingException", step="Pay")
+        telemetry.retry(reason="ThrottlingException", step="Pay")
         assert read_emitted(capsys.readouterr().out).metrics == []  # nothing before the end
         return "ok"
 
@@ -147,7 +147,7 @@ def test_inside_a_handler_the_decisions_go_out_as_one_metric_document(
         "FenceCompleted": [1.0],
         "Retry": [2.0],
     }
-    assert {document["service"], document["step"]} == {"orders-svc", "ChargePayment"}
+    assert {document["service"], document["step"]} == {"orders-svc", "Pay"}
 
 
 def test_an_attempt_logs_its_first_routine_decision_and_every_unusual_one(
@@ -157,17 +157,17 @@ def test_an_attempt_logs_its_first_routine_decision_and_every_unusual_one(
 
     @metrics_per_invocation
     def leased_step(_event: Any, _context: Any) -> None:
-        telemetry.decision(Decision.FENCE_CLAIMED, token="dev.o-1.r1", step="ChargePayment")  # line
-        telemetry.decision(Decision.FENCE_COMPLETED, token="dev.o-1.r1", step="ChargePayment")  # count
-        telemetry.decision(Decision.FENCE_COMPLETED, token="dev.o-1.r1", step="RecordLedger")  # line
-        telemetry.decision(Decision.FENCE_SKIPPED, token="dev.o-1.r1", step="ChargePayment")  # line
+        telemetry.decision(Decision.FENCE_CLAIMED, token="dev.o-1.r1", step="Pay")  # line
+        telemetry.decision(Decision.FENCE_COMPLETED, token="dev.o-1.r1", step="Pay")  # count
+        telemetry.decision(Decision.FENCE_COMPLETED, token="dev.o-1.r1", step="RecordEntry")  # line
+        telemetry.decision(Decision.FENCE_SKIPPED, token="dev.o-1.r1", step="Pay")  # line
 
     leased_step({}, None)
     lines = [(line["decision"], line["step"]) for line in read_emitted(capsys.readouterr().out).decisions()]
     assert lines == [
-        ("FenceClaimed", "ChargePayment"),
-        ("FenceCompleted", "RecordLedger"),
-        ("FenceSkipped", "ChargePayment"),
+        ("FenceClaimed", "Pay"),
+        ("FenceCompleted", "RecordEntry"),
+        ("FenceSkipped", "Pay"),
     ]
 
 
@@ -177,9 +177,9 @@ def test_a_consumer_dedup_attempt_is_one_line_its_own_outcome(capsys: pytest.Cap
     @metrics_per_invocation
     def consumer(_event: Any, _context: Any) -> None:
         with telemetry.summarised():
-            telemetry.decision(Decision.FENCE_CLAIMED, token="dev.o-1.r1.completed", step="notify")
-            telemetry.decision(Decision.FENCE_COMPLETED, token="dev.o-1.r1.completed", step="notify")
-        telemetry.decision(Decision.DEDUP_MISS, token="dev.o-1.r1.completed", step="notify")
+            telemetry.decision(Decision.FENCE_CLAIMED, token="dev.o-1.r1.completed", step="announce")
+            telemetry.decision(Decision.FENCE_COMPLETED, token="dev.o-1.r1.completed", step="announce")
+        telemetry.decision(Decision.DEDUP_MISS, token="dev.o-1.r1.completed", step="announce")
 
     consumer({}, None)
     emitted = read_emitted(capsys.readouterr().out)
@@ -189,10 +189,10 @@ def test_a_consumer_dedup_attempt_is_one_line_its_own_outcome(capsys: pytest.Cap
 
 def test_a_line_with_the_key_does_not_repeat_what_the_key_spells(capsys: pytest.CaptureFixture[str]) -> None:
     telemetry = make_telemetry()
-    key = 'saga#dev#r1#v:{"step":"ChargePayment","token":"dev.o-1.r1"}'
-    label = '{"step":"ChargePayment","token":"dev.o-1.r1"}'
-    telemetry.decision(Decision.FENCE_SKIPPED, key=key, step="ChargePayment", label=label, namespace="saga")
-    telemetry.decision(Decision.FENCE_SKIPPED, step="ChargePayment", label=label, namespace="saga")
+    key = 'saga#dev#r1#v:{"step":"Pay","token":"dev.o-1.r1"}'
+    label = '{"step":"Pay","token":"dev.o-1.r1"}'
+    telemetry.decision(Decision.FENCE_SKIPPED, key=key, step="Pay", label=label, namespace="saga")
+    telemetry.decision(Decision.FENCE_SKIPPED, step="Pay", label=label, namespace="saga")
     with_key, without_key = read_emitted(capsys.readouterr().out).decisions()
     assert with_key["key"] == key
     assert "label" not in with_key
@@ -220,9 +220,9 @@ def test_a_step_decision_line_does_not_repeat_what_the_invocation_and_its_keys_s
     def step(_event: Any, _context: Any) -> None:
         telemetry.decision(
             Decision.FENCE_SKIPPED,
-            key='saga#dev#r1#v:{"step":"ChargePayment","token":"dev.o-1.r1"}',
+            key='saga#dev#r1#v:{"step":"Pay","token":"dev.o-1.r1"}',
             token="dev.o-1.r1",
-            step="ChargePayment",
+            step="Pay",
         )
 
     # When it decides
@@ -230,7 +230,7 @@ def test_a_step_decision_line_does_not_repeat_what_the_invocation_and_its_keys_s
     # Then its line names the function, the request, the decision and its keys, once each
     [line] = read_emitted(capsys.readouterr().out).decisions()
     named = ("function_name", "function_request_id", "message", "token", "step", "order_id", "run")
-    expected = ["fn", "req-1", "FenceSkipped", "dev.o-1.r1", "ChargePayment", "o-1", 1]
+    expected = ["fn", "req-1", "FenceSkipped", "dev.o-1.r1", "Pay", "o-1", 1]
     assert [line[k] for k in named] == expected
     for repeated in ("function_arn", "function_memory_size", "correlation_id", "key"):
         assert repeated not in line

@@ -52,15 +52,15 @@ def test_a_step_fence_decision_carries_every_key_in_the_log_line_and_the_trace(
     token = execution_token(stage="dev", business_id="o-1", run=2)
     capsys.readouterr()
     # When an attempt claims it
-    store.claim(StepId(token, "ChargePayment"), attempt_id="req-9", lease_seconds=5)
+    store.claim(StepId(token, "Pay"), attempt_id="req-9", lease_seconds=5)
     # Then the log line carries order id, key hash, token, step, attempt and run
     (line,) = read_emitted(capsys.readouterr().out).decisions()
-    stored = derive_key("saga", stage="dev", identity={"token": token, "step": "ChargePayment"}).value
+    stored = derive_key("saga", stage="dev", identity={"token": token, "step": "Pay"}).value
     expected = {
         "order_id": "o-1",
         "key_hash": key_hash(stored),
         "token": token,
-        "step": "ChargePayment",
+        "step": "Pay",
         "attempt": "req-9",
         "run": 2,
     }
@@ -75,7 +75,7 @@ def test_a_step_fence_decision_carries_every_key_in_the_log_line_and_the_trace(
 def test_a_consumer_event_id_names_its_order_and_run() -> None:
     telemetry = make()
     event_id = derive_key("OrderCompleted", stage="dev", identity="o-7", run=3).value
-    keys = telemetry.keys(key=None, token=event_id, step="notify", attempt=None)
+    keys = telemetry.keys(key=None, token=event_id, step="announce", attempt=None)
     assert (keys["order_id"], keys["run"]) == ("o-7", 3)
 
 

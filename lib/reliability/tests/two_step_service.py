@@ -13,7 +13,7 @@ from reliability import BusinessError, Write
 from reliability.declaration import EVENTS, Consumer, Entity, Item, Service, Step
 from reliability.effects import AtomicEffect
 from reliability.saga import StepRequest, WorkflowRun
-from reliability_helpers import INVENTORY, LEDGER
+from reliability_helpers import ENTRIES, STOCK
 
 MAX_SEATS = 4
 HOLDS = "holds"  # the short name of the table the hold items live in
@@ -51,7 +51,7 @@ class Desk:
     """The service's context: its ports and its tables' physical names."""
 
     provider: FakeProvider = field(default_factory=FakeProvider)
-    tables: Mapping[str, str] = field(default_factory=lambda: {HOLDS: INVENTORY})
+    tables: Mapping[str, str] = field(default_factory=lambda: {HOLDS: STOCK})
     event_dedup_seconds: float | None = 600.0
 
 
@@ -64,7 +64,7 @@ def _hold_item(terms: Terms, kind: str, token: str) -> Write:
     return Write(
         {
             "Put": {
-                "TableName": INVENTORY,
+                "TableName": STOCK,
                 "Item": {
                     "pk": {"S": f"visit#{terms.visit_id}"},
                     "sk": {"S": f"{kind}#{token}"},
@@ -107,7 +107,7 @@ def audit(ports: Any, event: Mapping[str, Any]) -> list[Write]:
         Write(
             {
                 "Put": {
-                    "TableName": LEDGER,
+                    "TableName": ENTRIES,
                     "Item": {
                         "pk": {"S": f"visit#{event['visit_id']}"},
                         "sk": {"S": f"audit#{event['event_id']}"},

@@ -43,7 +43,7 @@ class Write:
 
     ``optional``: the write applies only where its condition holds. A transaction cannot skip one
     entry, so when optional writes alone fail their conditions the whole transaction is sent again
-    without them: a second round trip, on that path only (e.g. stock returned to a sku an operator
+    without them: a second round trip, on that path only (e.g. stock returned to an item an operator
     removed meanwhile: docs/how-it-works.md, "No stranded order, runs guarded by the order").
 
     ``carries_record``: an ``Update`` of the business item that IS the step's once-only effect

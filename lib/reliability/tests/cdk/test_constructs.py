@@ -27,7 +27,7 @@ from reliability.errors import BusinessError, FenceBusy, StaleFence, TransientEr
 
 pytestmark = pytest.mark.slow
 
-LEASES = {"Hold": 20, "Charge": 40, "Release": 8}
+LEASES = {"Hold": 20, "Pay": 40, "Release": 8}
 CONSUMER_TIMEOUT = 30
 MAX_RECEIVES = 7
 
@@ -61,11 +61,11 @@ def _stack(workflow_type: sfn.StateMachineType = sfn.StateMachineType.STANDARD) 
             StepSpec(
                 name="Hold",
                 function=functions["Hold"],
-                next="Charge",
+                next="Pay",
             ),
             StepSpec(
-                name="Charge",
-                function=functions["Charge"],
+                name="Pay",
+                function=functions["Pay"],
                 next=None,
                 catch={"Release": [Declined.__name__]},
             ),
@@ -133,12 +133,12 @@ def test_every_task_retries_transient_error_by_its_class_name_and_the_lambda_ser
 
 
 def test_a_business_error_is_caught_by_its_class_name_into_the_compensation(states: dict[str, Any]) -> None:
-    assert states["Charge"]["Catch"] == [
+    assert states["Pay"]["Catch"] == [
         {"ErrorEquals": ["Declined"], "ResultPath": "$.error", "Next": "Release"}
     ]
     assert "Catch" not in states["Hold"]
-    assert states["Hold"]["Next"] == "Charge"
-    assert states["Charge"]["Next"] == states["Release"]["Next"] == "Done"
+    assert states["Hold"]["Next"] == "Pay"
+    assert states["Pay"]["Next"] == states["Release"]["Next"] == "Done"
 
 
 def test_failed_executions_are_alarmed(template: Template) -> None:

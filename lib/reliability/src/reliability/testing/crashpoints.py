@@ -3,14 +3,14 @@
 
 Syntax (comma separated entries)::
 
-    RETRYSAFE_CRASH_POINTS="after:DynamoDB.TransactWriteItems@reserve-inventory,fence:after-effect:ChargePayment=2"
+    RETRYSAFE_CRASH_POINTS="after:DynamoDB.TransactWriteItems@hold-items,fence:after-effect:Pay=2"
     RETRYSAFE_CRASH_POINTS="error:SQS.SendMessage:InternalError@publish-events,error-after:DynamoDB.PutItem:ReadTimeout"
 
     entry  := point ["@" scope] ["=" hits]
     point  := "before:<Service>.<Operation>" | "after:<Service>.<Operation>" | "fence:after-effect:<step>"
               | "error:<Service>.<Operation>[:<code>]" | "error-after:<Service>.<Operation>[:<code>]"
               (<Service> is botocore's service id, <step> the fence's step name as in the state
-              machine, e.g. ChargePayment; any other name reached with ``crash_point(name)`` works too)
+              machine, e.g. Pay; any other name reached with ``crash_point(name)`` works too)
     code   := an AWS error code, optionally "/<HTTP status>" (default: the status AWS uses for that
               code, ``ERROR_STATUS``, else 400; no code: ``InternalFailure``, 500), or a transport
               failure: ``ReadTimeout``, ``ConnectTimeout``, ``EndpointConnectionError``,
