@@ -18,9 +18,6 @@ FENCES = "retrysafe-test-fences"
 IDEMPOTENCY = "retrysafe-test-idempotency"
 ENTRIES = "retrysafe-test-entries"
 STOCK = "retrysafe-test-stock"
-# The sample's own tests (tests/unit/ops/test_idem.py) import the stock table by its sample name;
-# kept until they import STOCK, then drop it.
-INVENTORY = STOCK
 
 
 def create_tables(ddb: Any) -> None:

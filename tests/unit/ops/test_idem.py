@@ -22,13 +22,16 @@ from reliability.http import ANONYMOUS, HttpIdempotency, HttpResponse
 from reliability_helpers import (
     FENCES,
     IDEMPOTENCY,
-    INVENTORY,
     REGION,
+    STOCK,
     FakeClock,
     create_tables,
     lose_answer,
     make_telemetry,
 )
+
+# The sample's inventory table is the library helpers' stock table here.
+INVENTORY = STOCK
 
 STAGE = "dev"
 
