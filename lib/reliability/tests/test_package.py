@@ -30,6 +30,18 @@ def _imported_roots(modules: list[Path]) -> set[str]:
     return imported
 
 
+def _fresh_python(code: str, cwd: Path) -> subprocess.CompletedProcess[str]:
+    """`code` run by a fresh interpreter that sees only this library's source (nothing imported yet)."""
+    return subprocess.run(
+        [sys.executable, "-c", code],
+        cwd=cwd,
+        capture_output=True,
+        text=True,
+        check=False,
+        env={"PATH": "/usr/bin:/bin", "AWS_DEFAULT_REGION": "us-east-1", "PYTHONPATH": str(SRC)},
+    )
+
+
 def test_the_library_imports_only_itself_its_dependencies_and_the_standard_library() -> None:
     everything = list((SRC / "reliability").rglob("*.py"))
     runtime = [module for module in everything if CDK_PACKAGE not in module.parents]
@@ -52,14 +64,7 @@ def test_the_runtime_half_loads_no_cdk(tmp_path: Path) -> None:
         "print(len(names), cdk)\n"
     )
     # When they are all imported
-    result = subprocess.run(
-        [sys.executable, "-c", code],
-        cwd=tmp_path,
-        capture_output=True,
-        text=True,
-        check=False,
-        env={"PATH": "/usr/bin:/bin", "AWS_DEFAULT_REGION": "us-east-1", "PYTHONPATH": str(SRC)},
-    )
+    result = _fresh_python(code, tmp_path)
     # Then none of them loads aws_cdk, constructs, cdk-nag or jsii
     assert result.returncode == 0, result.stderr
     count, cdk = result.stdout.split(" ", 1)
@@ -80,14 +85,7 @@ def test_importing_builds_no_client_and_pulls_in_no_cdk(tmp_path: Path) -> None:
         "assert 'orders' not in roots, 'orders imported'\n"
     )
     # When the whole package is imported, Then it succeeds
-    result = subprocess.run(
-        [sys.executable, "-c", code],
-        cwd=tmp_path,
-        capture_output=True,
-        text=True,
-        check=False,
-        env={"PATH": "/usr/bin:/bin", "AWS_DEFAULT_REGION": "us-east-1", "PYTHONPATH": str(SRC)},
-    )
+    result = _fresh_python(code, tmp_path)
     assert result.returncode == 0, result.stderr
 
 
@@ -134,14 +132,7 @@ def test_production_modules_load_no_test_seam(tmp_path: Path) -> None:
         "print(len(names), seams)\n"
     )
     # When they are all imported with no plan armed
-    result = subprocess.run(
-        [sys.executable, "-c", code],
-        cwd=tmp_path,
-        capture_output=True,
-        text=True,
-        check=False,
-        env={"PATH": "/usr/bin:/bin", "AWS_DEFAULT_REGION": "us-east-1", "PYTHONPATH": str(SRC)},
-    )
+    result = _fresh_python(code, tmp_path)
     # Then none of them is, or loads, a module that defines the crash or the plan
     assert result.returncode == 0, result.stderr
     count, seams = result.stdout.split(" ", 1)
