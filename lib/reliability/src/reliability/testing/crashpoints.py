@@ -4,7 +4,7 @@
 Syntax (comma separated entries)::
 
     RETRYSAFE_CRASH_POINTS="after:DynamoDB.TransactWriteItems@hold-items,fence:after-effect:Pay=2"
-    RETRYSAFE_CRASH_POINTS="error:SQS.SendMessage:InternalError@publish-events,error-after:DynamoDB.PutItem:ReadTimeout"
+    RETRYSAFE_CRASH_POINTS="error:SQS.SendMessage:InternalError@announce,error-after:DynamoDB.PutItem:ReadTimeout"
 
     entry  := point ["@" scope] ["=" hits]
     point  := "before:<Service>.<Operation>" | "after:<Service>.<Operation>" | "fence:after-effect:<step>"
