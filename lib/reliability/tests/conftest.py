@@ -14,7 +14,7 @@ from moto import mock_aws
 
 from reliability import FenceStore
 from reliability.telemetry import Telemetry
-from reliability_helpers import FENCES, REGION, FakeClock, create_tables
+from reliability_helpers import REGION, FakeClock, create_tables, fence_store
 
 
 def pytest_configure(config: pytest.Config) -> None:
@@ -62,6 +62,4 @@ def clock() -> FakeClock:
 
 @pytest.fixture
 def fences(ddb: Any, telemetry: Telemetry, clock: FakeClock) -> FenceStore:
-    return FenceStore(
-        client=ddb, table_name=FENCES, ttl_seconds=3600, telemetry=telemetry, namespace="fence", clock=clock
-    )
+    return fence_store(ddb, telemetry, clock, ttl_seconds=3600)

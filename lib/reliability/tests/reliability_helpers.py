@@ -11,6 +11,7 @@ from aws_lambda_powertools import Logger, Metrics
 from botocore.exceptions import ReadTimeoutError
 from moto.core.models import botocore_stubber
 
+from reliability.runs import FenceStore
 from reliability.telemetry import Telemetry
 
 REGION = "us-east-1"
@@ -160,6 +161,18 @@ def put_stock(ddb: Any, item: str, stock: int) -> None:
 def stock_of(ddb: Any, item: str) -> int:
     found = ddb.get_item(TableName=STOCK, Key={"pk": {"S": f"ITEM#{item}"}, "sk": {"S": "STOCK"}})["Item"]
     return int(found["stock"]["N"])
+
+
+def fence_store(client: Any, telemetry: Telemetry, clock: Any, **settings: Any) -> FenceStore:
+    """The tests' fence store: the fence table, namespace "fence", a 60 s TTL unless `settings`
+    say otherwise (ttl_seconds, max_result_bytes, crash_plan, ...)."""
+    return FenceStore(
+        client=client,
+        table_name=FENCES,
+        telemetry=telemetry,
+        clock=clock,
+        **{"ttl_seconds": 60, "namespace": "fence", **settings},
+    )
 
 
 def make_telemetry(service: str = "retrysafe-test") -> Telemetry:

@@ -27,6 +27,7 @@ from reliability_helpers import (
     counter_add,
     counter_value,
     entry_put,
+    fence_store,
     put_stock,
     stock_decrement,
     stock_of,
@@ -170,15 +171,7 @@ def test_an_in_progress_leased_record_makes_an_atomic_run_busy(fences: FenceStor
 
 def test_result_too_large_writes_nothing(ddb: Any, telemetry: Telemetry, clock: FakeClock) -> None:
     # Given a store with a small result limit
-    small = FenceStore(
-        client=ddb,
-        table_name=FENCES,
-        ttl_seconds=60,
-        telemetry=telemetry,
-        namespace="fence",
-        clock=clock,
-        max_result_bytes=100,
-    )
+    small = fence_store(ddb, telemetry, clock, max_result_bytes=100)
     # When a step's result exceeds it
     with pytest.raises(ResultTooLarge):
         small.run_atomic(STEP, lambda: AtomicEffect({"blob": "x" * 200}, [counter_add("c")]))
@@ -218,14 +211,7 @@ def test_build_contract_is_checked(fences: FenceStore) -> None:
 def stubbed(telemetry: Telemetry) -> tuple[FenceStore, Stubber]:
     client = boto3.client("dynamodb", region_name=REGION)
     stub = Stubber(client)
-    store = FenceStore(
-        client=client,
-        table_name=FENCES,
-        ttl_seconds=60,
-        telemetry=telemetry,
-        namespace="fence",
-        clock=FakeClock(),
-    )
+    store = fence_store(client, telemetry, FakeClock())
     return store, stub
 
 

@@ -20,6 +20,7 @@ from reliability_helpers import (
     FakeClock,
     counter_add,
     counter_value,
+    fence_store,
     lose_answer,
     make_telemetry,
     put_stock,
@@ -223,15 +224,7 @@ def test_crash_between_effect_and_record_reruns_with_the_same_key(
 ) -> None:
     # Given a crash armed between the effect and its record
     plan = CrashPlan.parse("fence:after-effect:pay=1", mode="raise")
-    store = FenceStore(
-        client=ddb,
-        table_name=FENCES,
-        ttl_seconds=60,
-        telemetry=telemetry,
-        namespace="fence",
-        clock=clock,
-        crash_plan=plan,
-    )
+    store = fence_store(ddb, telemetry, clock, crash_plan=plan)
     provider = Provider()
     # When the first attempt dies there (a BaseException, not swallowed by except Exception)
     with pytest.raises(SimulatedCrash):
@@ -248,15 +241,7 @@ def test_crash_between_effect_and_record_reruns_with_the_same_key(
 
 
 def test_result_too_large_releases_and_raises(ddb: Any, telemetry: Telemetry, clock: FakeClock) -> None:
-    store = FenceStore(
-        client=ddb,
-        table_name=FENCES,
-        ttl_seconds=60,
-        telemetry=telemetry,
-        namespace="fence",
-        clock=clock,
-        max_result_bytes=50,
-    )
+    store = fence_store(ddb, telemetry, clock, max_result_bytes=50)
     with pytest.raises(ResultTooLarge):
         store.run_leased(STEP, attempt_id="A", lease_seconds=LEASE, effect=lambda key: {"x": "y" * 100})
     record = store.read(STEP)
@@ -315,14 +300,7 @@ def test_non_mapping_result_is_a_type_error_and_releases(fences: FenceStore) -> 
 
 def stubbed(telemetry: Telemetry) -> tuple[FenceStore, Stubber]:
     client = boto3.client("dynamodb", region_name=REGION)
-    store = FenceStore(
-        client=client,
-        table_name=FENCES,
-        ttl_seconds=60,
-        telemetry=telemetry,
-        namespace="fence",
-        clock=FakeClock(),
-    )
+    store = fence_store(client, telemetry, FakeClock())
     return store, Stubber(client)
 
 
@@ -540,14 +518,7 @@ def test_read_many_reads_the_keys_dynamodb_left_unprocessed(
     # Given three completed steps
     steps = [StepId(token="dev.order-1.r1", step=name) for name in ("a", "b", "c")]
     client = _LeavesKeysUnprocessed(ddb)
-    store = FenceStore(
-        client=client,
-        table_name=FENCES,
-        ttl_seconds=3600,
-        telemetry=telemetry,
-        namespace="fence",
-        clock=clock,
-    )
+    store = fence_store(client, telemetry, clock, ttl_seconds=3600)
     for step in steps:
         store.run_atomic(step, lambda: AtomicEffect({"ok": True}, []))
     # When they are read together and DynamoDB answers only part of the batch at first
