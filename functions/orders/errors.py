@@ -10,12 +10,33 @@ Two families:
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+# The run model's errors are the library's (reliability.workflow_runs), named here for the lab.
+from reliability.errors import (
+    KEY_REUSED,
+    BusinessError,
+    ExecutionConflict,
+    ExecutionFailed,
+    RerunRefused,
+    RunNotCurrent,
+    UnknownEntity,
+)
 
-from reliability.errors import KEY_REUSED, BusinessError, TransientError
-
-if TYPE_CHECKING:
-    from orders.domain import ExecutionEnd
+__all__ = [
+    "ExecutionConflict",
+    "ExecutionFailed",
+    "InvalidRequest",
+    "MalformedBody",
+    "OrderConflict",
+    "OrderError",
+    "OrderNotFound",
+    "OutOfStock",
+    "PaymentDeclined",
+    "RerunRefused",
+    "RunNotCurrent",
+    "UnknownOrder",
+    "UnknownSku",
+    "UnverifiedEvent",
+]
 
 
 class OrderError(Exception):
@@ -69,34 +90,10 @@ class OutOfStock(BusinessError):
     """A sku has less stock than the order needs: fail the order, do not retry."""
 
 
-class UnknownOrder(Exception):
+class UnknownOrder(UnknownEntity):
     """A workflow or queue message names an order that does not exist (a poison input)."""
 
 
 class UnverifiedEvent(Exception):
     """An event a consumer cannot verify (a poison input): another stage's, or one whose run or
     terms are not its order's (orders.consumers)."""
-
-
-class RunNotCurrent(Exception):
-    """A queue message for a run after the order's current run (a poison input: nobody decided
-    on it): runs after the first start only through `Reruns.start_next_run`, never from a message
-    alone. (A message for an earlier run is a duplicate, not this.)"""
-
-
-class ExecutionFailed(TransientError):
-    """An Express execution of the run ended FAILED or TIMED_OUT: the worker keeps the message, and
-    the orders queue brings it back to run again under the same token (the fences skip what is
-    done); on its last receive it is dead-lettered with `end.reason` (orders.handlers.worker)."""
-
-    def __init__(self, end: ExecutionEnd) -> None:
-        self.end = end
-        super().__init__(end.reason)
-
-
-class ExecutionConflict(Exception):
-    """A workflow execution with this name exists with a different input: the message is poison."""
-
-
-class RerunRefused(Exception):
-    """A new run was asked for an order whose current run did not end FAILED."""

@@ -15,6 +15,7 @@ from orders.handlers import init_done
 from orders.observability import logger, tracer
 from orders.runs import Reruns
 from orders.runtime import current
+from orders.workflow import SERVICE
 from reliability.telemetry import Decision, metrics_per_invocation
 
 if TYPE_CHECKING:  # annotations only: the module is not loaded at run time
@@ -29,7 +30,7 @@ SETTINGS = SweepSettings
 @tracer.capture_lambda_handler(capture_response=False)
 def handler(_event: dict[str, Any], _context: LambdaContext) -> dict[str, Any]:
     runtime = current(SETTINGS)
-    reruns = Reruns(orders=runtime.orders, queue=runtime.queue("orders"))
+    reruns = Reruns(entity=SERVICE.entity, store=runtime.orders, queue=runtime.queue(SERVICE.queue))
     stranded = reruns.resend_stranded(
         now=runtime.now(), bound_seconds=runtime.settings.stranded_after_seconds
     )

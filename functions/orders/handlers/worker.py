@@ -28,10 +28,11 @@ from botocore.exceptions import ClientError
 # Every message goes to the workflow starter; orders.runtime imports it only where it builds it,
 # so this function imports it here, at init: its cold start.
 import orders.runs  # noqa: F401
+import reliability.workflow_runs  # noqa: F401
 from orders.config import WorkerSettings
 from orders.errors import ExecutionFailed
 from orders.handlers import init_done
-from orders.messages import OrderMessageModel
+from orders.messages import ORDER_MESSAGES
 from reliability.batch import parse_body
 from reliability.errors import PoisonMessage, TransientError, error_code
 
@@ -80,7 +81,7 @@ def _back_off(runtime: Runtime[WorkerSettings], record: SQSRecord) -> None:
 
 
 def _start(runtime: Runtime[WorkerSettings], record: SQSRecord, _context: LambdaContext) -> None:
-    message = parse_body(record, OrderMessageModel)
+    message = parse_body(record, ORDER_MESSAGES)
     try:
         runtime.workflow_starter.start_once(message)
     except ExecutionFailed as failed:
