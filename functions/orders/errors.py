@@ -1,8 +1,8 @@
 """Domain errors.
 
 Two families:
-- `OrderError` subclasses are client-facing problems; `orders.handlers.api` maps them to HTTP in
-  one place (`status` and `code`).
+- `OrderError` subclasses are client-facing problems: the library's `RequestError`, which the API
+  (`reliability.api`) maps to HTTP in one place (`status` and `code`).
 - `PaymentDeclined` and `OutOfStock` are permanent saga failures. They subclass reliability's
   `BusinessError`, so a fence replay re-raises the same class and Step Functions' Catch matches
   on the class name (docs/how-it-works.md, "The workflow contract").
@@ -16,6 +16,8 @@ from reliability.errors import (
     BusinessError,
     ExecutionConflict,
     ExecutionFailed,
+    MalformedBody,
+    RequestError,
     RerunRefused,
     RunNotCurrent,
     UnknownEntity,
@@ -39,21 +41,13 @@ __all__ = [
 ]
 
 
-class OrderError(Exception):
-    """A problem with a client's request; carries its HTTP status and error code."""
-
-    status = 400
-    code = "BadRequest"
+class OrderError(RequestError):
+    """A problem with a client's order request; carries its HTTP status and error code."""
 
 
 class InvalidRequest(OrderError):
     status = 422
     code = "InvalidRequest"
-
-
-class MalformedBody(OrderError):
-    status = 400
-    code = "MalformedBody"
 
 
 class UnknownSku(OrderError):

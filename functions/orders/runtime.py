@@ -33,8 +33,8 @@ from orders.config import (
     QueueFedSettings,
     WorkerSettings,
 )
-from orders.observability import logger, metrics
 from reliability import faults
+from reliability.observability import logger, metrics
 from reliability.sqs import SqsQueue
 from reliability.stepfunctions import ExpressStepFunctionsWorkflow, StepFunctionsWorkflow
 from reliability.telemetry import Telemetry
@@ -49,7 +49,7 @@ if TYPE_CHECKING:
     from reliability.faults import FaultPlan
     from reliability.http import HttpIdempotency
     from reliability.runs import FenceStore
-    from reliability.workflow_runs import WorkflowStarter
+    from reliability.workflow_runs import Reruns, WorkflowStarter
 
 # Cold start: a function imports only what it uses (bench/coldstart.py). The fences (not the
 # worker's), the saga (steps and the API's fences only), the use cases, consumer dedup, dead
@@ -274,6 +274,15 @@ class Runtime(Generic[S_co]):
                 if settings.express
                 else None
             ),
+        )
+
+    @cached_property
+    def reruns(self) -> Reruns[Order]:
+        """The sweep's and the operator's re-sends of an order's message."""
+        from reliability.workflow_runs import Reruns  # noqa: PLC0415 - cold start, see the imports
+
+        return Reruns(
+            entity=declared.SERVICE.entity, store=self.orders, queue=self.queue(declared.SERVICE.queue)
         )
 
     def consumer_dedup(self, consumer: str) -> ConsumerDedup:

@@ -2,11 +2,12 @@
 
 Keys, HTTP idempotency, consumer dedup, step fences, fault hook points, telemetry, the
 declaration a service writes of its capabilities (`reliability.declaration`), the runner of its
-fenced steps (`reliability.saga`), its event consumer (`reliability.consumers`), and its business
+fenced steps (`reliability.saga`), its event consumer (`reliability.consumers`), its business
 entity's runs (`reliability.workflow_runs`: the worker's one start per run, reruns, the sweep; the
-entity table's run state, `reliability.run_store`; the SQS and Step Functions adapters). The test
-seams (crash plans, simulated crashes) are `reliability.testing`, which production code never
-imports.
+entity table's run state, `reliability.run_store`; the SQS and Step Functions adapters), and the
+Lambda handlers built from the declaration (`reliability.api`, `reliability.queue_handlers`,
+`reliability.handlers`). The test seams (crash plans, simulated crashes) are
+`reliability.testing`, which production code never imports.
 
 No aws_cdk imports; every AWS client is injected. See the module docstrings for the contracts.
 
@@ -21,6 +22,7 @@ import importlib
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
+    from reliability.api import RestApi
     from reliability.batch import DeadLetters, parse_body, process_batch
     from reliability.calltoken import CallToken, with_attempt
     from reliability.consumers import EventConsumer
@@ -35,8 +37,10 @@ if TYPE_CHECKING:
         ExecutionFailed,
         ExternalKeyExpired,
         FenceBusy,
+        MalformedBody,
         PoisonMessage,
         ReliabilityError,
+        RequestError,
         RerunRefused,
         ResultTooLarge,
         RetryableError,
@@ -49,8 +53,15 @@ if TYPE_CHECKING:
         transient_errors,
     )
     from reliability.faults import FaultPlan, active_plan, crash_point, instrument
+    from reliability.handlers import step_handler, sweep_handler
     from reliability.http import HttpIdempotency, HttpResponse, error_response, header_value
     from reliability.keys import Fact, Key, canonical_json, derive_key, execution_token
+    from reliability.queue_handlers import (
+        StartExecutionThrottled,
+        consumer_handler,
+        sqs_handler,
+        worker_handler,
+    )
     from reliability.record import TRANSITIONS, Claim, FenceEvent, FenceRecord, FenceState, Outcome, StepId
     from reliability.run_store import DynamoRunStore
     from reliability.runs import FenceStore
@@ -72,7 +83,6 @@ if TYPE_CHECKING:
 
 # Each public name and the submodule that defines it.
 _SOURCES = {
-    "TRANSITIONS": "record",
     "AtomicEffect": "effects",
     "BusinessError": "errors",
     "CallToken": "calltoken",
@@ -104,12 +114,15 @@ _SOURCES = {
     "HttpResponse": "http",
     "Item": "declaration",
     "Key": "keys",
+    "MalformedBody": "errors",
     "Outcome": "record",
     "PoisonMessage": "errors",
     "RecordOn": "effects",
     "ReliabilityError": "errors",
+    "RequestError": "errors",
     "RerunRefused": "errors",
     "Reruns": "workflow_runs",
+    "RestApi": "api",
     "ResultTooLarge": "errors",
     "RetrySafeLockWrites": "http",
     "RetryableError": "errors",
@@ -123,12 +136,14 @@ _SOURCES = {
     "Service": "declaration",
     "SqsQueue": "sqs",
     "StaleFence": "errors",
+    "StartExecutionThrottled": "queue_handlers",
     "Step": "declaration",
     "StepFunctionsWorkflow": "stepfunctions",
     "StepId": "record",
     "StepRequest": "saga",
     "StepStatus": "declaration",
     "StoreError": "errors",
+    "TRANSITIONS": "record",
     "Telemetry": "telemetry",
     "TransientError": "errors",
     "UnknownEntity": "errors",
@@ -137,6 +152,7 @@ _SOURCES = {
     "Write": "effects",
     "active_plan": "faults",
     "canonical_json": "keys",
+    "consumer_handler": "queue_handlers",
     "crash_point": "faults",
     "derive_key": "keys",
     "error_response": "http",
@@ -147,9 +163,13 @@ _SOURCES = {
     "metrics_per_invocation": "telemetry",
     "parse_body": "batch",
     "process_batch": "batch",
+    "sqs_handler": "queue_handlers",
+    "step_handler": "handlers",
     "store_error": "errors",
+    "sweep_handler": "handlers",
     "transient_errors": "errors",
     "with_attempt": "calltoken",
+    "worker_handler": "queue_handlers",
 }
 
 __all__ = [
@@ -185,12 +205,15 @@ __all__ = [
     "HttpResponse",
     "Item",
     "Key",
+    "MalformedBody",
     "Outcome",
     "PoisonMessage",
     "RecordOn",
     "ReliabilityError",
+    "RequestError",
     "RerunRefused",
     "Reruns",
+    "RestApi",
     "ResultTooLarge",
     "RetrySafeLockWrites",
     "RetryableError",
@@ -204,6 +227,7 @@ __all__ = [
     "Service",
     "SqsQueue",
     "StaleFence",
+    "StartExecutionThrottled",
     "Step",
     "StepFunctionsWorkflow",
     "StepId",
@@ -218,6 +242,7 @@ __all__ = [
     "Write",
     "active_plan",
     "canonical_json",
+    "consumer_handler",
     "crash_point",
     "derive_key",
     "error_response",
@@ -228,9 +253,13 @@ __all__ = [
     "metrics_per_invocation",
     "parse_body",
     "process_batch",
+    "sqs_handler",
+    "step_handler",
     "store_error",
+    "sweep_handler",
     "transient_errors",
     "with_attempt",
+    "worker_handler",
 ]
 
 

@@ -102,6 +102,23 @@ class PoisonMessage(Exception):
         self.reason = reason
 
 
+# --- a client's request (reliability.api) -----------------------------------------------------
+class RequestError(Exception):
+    """A problem with a client's request; carries its HTTP status and error code (a service's
+    own client errors subclass it, each with its `status` and `code`): the API answers it in the
+    error shape, `{"error": code, "message": str(error)}`."""
+
+    status = 400
+    code = "BadRequest"
+
+
+class MalformedBody(RequestError):
+    """A request body that is not what any route accepts (not JSON, not UTF-8, empty, too big)."""
+
+    status = 400
+    code = "MalformedBody"
+
+
 # --- a business entity's runs (reliability.workflow_runs) -------------------------------------
 class UnknownEntity(Exception):
     """A queue message or a workflow input names an entity that does not exist, or whose key
