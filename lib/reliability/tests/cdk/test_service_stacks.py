@@ -183,9 +183,25 @@ def test_a_physical_name_for_an_undeclared_table_is_refused(tmp_path: Path) -> N
         )
 
 
-def test_a_stage_with_its_own_key_encrypts_with_it(tmp_path: Path) -> None:
-    app, stacks = _stacks(tmp_path, stage="live")
+def test_the_stage_and_its_values_come_from_the_apps_context_by_default(tmp_path: Path) -> None:
+    # Given an app whose context holds the service's block and picks a stage, as cdk.json and
+    # `-c stage=live` do
+    declaration = wallet_service.write(tmp_path)
+    app = App(
+        outdir=str(tmp_path / "cdk.out"),
+        context={**FEATURE_FLAGS, "retrysafe": wallet_service.CONTEXT, "stage": "live"},
+    )
+    stacks = ServiceStacks(
+        app,
+        service=load_service(declaration),
+        openapi=wallet_service.OPENAPI,
+        code_root=tmp_path,
+        handler_package=wallet_service.HANDLER_PACKAGE,
+        code=lambda_.Code.from_inline("def handler(event, context):\n    return None\n"),
+    )
+    # Then that stage is built, with its own key
     app.synth()
+    assert stacks.data.stack_name == "wallet-live-data"
     Template.from_stack(stacks.data).resource_count_is("AWS::KMS::Key", 1)
 
 

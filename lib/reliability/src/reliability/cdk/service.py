@@ -1,9 +1,10 @@
 """A service's whole CDK assembly from its declaration: both stacks of one stage, tagged, with
 cdk-nag attached.
 
-    stacks = ServiceStacks(app, service=SERVICE, openapi=document, code_root=functions_dir,
-                           handler_package="things.handlers", context=app.node.try_get_context("retrysafe"),
-                           stage=app.node.try_get_context("stage"))
+    app = App()
+    ServiceStacks(app, service=load_service(Path("functions/things/workflow.py")), openapi=document,
+                  code_root=Path("functions"), handler_package="things.handlers")
+    app.synth()
 
 What a service writes: its declaration (`reliability.declaration.Service`), its OpenAPI document,
 its stage values in `cdk.json` (`retrysafe.service`, `retrysafe.stages.<stage>` with its
@@ -24,7 +25,7 @@ from aws_cdk import aws_lambda as lambda_
 from reliability.cdk import asset
 from reliability.cdk.app_stack import ServiceAppStack
 from reliability.cdk.capacity import CapacityPlan, plan, stage_capacity
-from reliability.cdk.config import StageConfig, load_config
+from reliability.cdk.config import CONTEXT_KEY, StageConfig, load_config
 from reliability.cdk.data_stack import ServiceDataStack
 from reliability.cdk.declared import check
 from reliability.cdk.function import ARCHITECTURE, POWERTOOLS_LAYER_PARAMETER, RUNTIME
@@ -61,8 +62,9 @@ def check_feature_flags(app: App) -> None:
 class ServiceStacks:
     """`data` (`{service}-{stage}-data`) and `app` (`{service}-{stage}-app`) of one stage.
 
-    `context`: the service's block of the CDK context (`retrysafe` in cdk.json); `stage`: the
-    stage to build (None: the default). `code_root`: the Lambda asset root, where the declaration's
+    `context`: the service's block of the CDK context (None: the app's `retrysafe` entry, from
+    cdk.json); `stage`: the stage to build (None: the app's `stage` context, `-c stage=...`, else
+    the default). `code_root`: the Lambda asset root, where the declaration's
     dotted paths and `handler_package` live (checked at synth); `code`: the asset, by default that
     tree with this library beside it. `own_limits`: the service's own downstream limits in runs a
     second (reliability.cdk.capacity.plan); `physical_names`: a declared table's name suffix when
@@ -76,7 +78,7 @@ class ServiceStacks:
         openapi: Mapping[str, Any],
         code_root: Path,
         handler_package: str,
-        context: Mapping[str, Any],
+        context: Mapping[str, Any] | None = None,
         stage: str | None = None,
         code: lambda_.Code | None = None,
         own_limits: Mapping[str, float] | None = None,
@@ -88,7 +90,9 @@ class ServiceStacks:
     ) -> None:
         check_feature_flags(app)
         check(service, code_root=code_root, reserved_functions=set(OWN_FUNCTIONS), source=declaration_source)
-        self.config: StageConfig = load_config(context, stage)
+        if context is None:
+            context = app.node.try_get_context(CONTEXT_KEY) or {}
+        self.config: StageConfig = load_config(context, stage or app.node.try_get_context("stage"))
         config = self.config
         self.capacity: CapacityPlan = plan(
             service, stage_capacity(context, config.stage), config.workflow, own_limits=own_limits
