@@ -35,7 +35,7 @@ class FunctionSizing:
 
 
 def plural(service: Service) -> str:
-    """The entity's name in the plural, as descriptions and alarm names say it (`orders`)."""
+    """The entity's name in the plural, as descriptions and alarm names say it (`transfers`)."""
     return f"{service.entity.name}s"
 
 
