@@ -20,7 +20,7 @@ from reliability.cdk.capacity import (
     worker_seconds_per_message,
 )
 from reliability.cdk.config import WorkflowType
-from reliability.cdk.declared import ManifestError, check, load_service, provider_steps
+from reliability.cdk.declared import IDEMPOTENCY, ManifestError, check, load_service, provider_steps
 from reliability.cdk.sizing import OWN_FUNCTIONS, functions_of, queue_consumers
 from reliability.declaration import FENCES, Service
 
@@ -54,18 +54,18 @@ def test_a_module_without_a_service_is_refused(tmp_path: Path) -> None:
 
 
 def test_every_problem_is_named_at_once(service: Service, root: Path) -> None:
-    # Given an effect that names no function, a port that is no table, and the fence table declared
+    # Given an effect that names no function, a port that is no table, and a record table declared
     debit, *others = service.steps
     broken = dataclasses.replace(
         service,
-        tables=service.tables | {FENCES},
+        tables=service.tables | {FENCES, IDEMPOTENCY},
         steps=(dataclasses.replace(debit, effect="transfers.effects:nowhere", ports=("vaults",)), *others),
     )
     with pytest.raises(ManifestError) as refused:
         _check(broken, root)
     message = str(refused.value)
     assert message.startswith("workflow.py:\n- ")
-    assert "'fences' is the fence table every service has" in message
+    assert "['fences', 'idempotency'] are record tables every service has" in message
     assert "step Debit: effect 'transfers.effects:nowhere' is not a function" in message
     assert "step Debit: unknown ports ['vaults']" in message
 

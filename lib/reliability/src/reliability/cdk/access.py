@@ -6,8 +6,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from reliability.cdk.data_stack import IDEMPOTENCY
-from reliability.cdk.declared import step_function
+from reliability.cdk.declared import IDEMPOTENCY, step_function
 from reliability.cdk.sizing import API, SWEEPER, WORKER
 from reliability.declaration import FENCES, Consumer, Service, Step
 

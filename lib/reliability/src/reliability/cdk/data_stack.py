@@ -15,15 +15,12 @@ from constructs import Construct
 
 from reliability.cdk.capacity import BATCH_WINDOW_SECONDS, MAX_RECEIVE_COUNT
 from reliability.cdk.config import DLQ_RETENTION_DAYS, QUEUE_RETENTION_DAYS, StageConfig
-from reliability.cdk.declared import pascal
+from reliability.cdk.declared import IDEMPOTENCY, pascal
 from reliability.cdk.key import stage_key
 from reliability.cdk.queue import QueueWithDlq
 from reliability.cdk.sizing import FunctionSizing, queue_consumers
 from reliability.cdk.table import RECORD_KEY, RECORD_TTL_ATTRIBUTE, ServiceTable
 from reliability.declaration import FENCES, Service
-
-# The record table of HTTP idempotency and consumer dedup records (the fence table is FENCES).
-IDEMPOTENCY = "idempotency"
 
 
 @dataclass(frozen=True, kw_only=True)

@@ -15,6 +15,11 @@ from pathlib import Path
 
 from reliability.declaration import FENCES, Consumer, Service, Step, function_name
 
+# The record table of HTTP idempotency and consumer dedup records; with the fence table (FENCES),
+# the tables every service has besides those it declares.
+IDEMPOTENCY = "idempotency"
+RECORD_TABLES = (IDEMPOTENCY, FENCES)
+
 
 class ManifestError(ValueError):
     """An entry of the service's declaration is incomplete or inconsistent."""
@@ -156,8 +161,8 @@ def check(service: Service, *, code_root: Path, reserved_functions: set[str], so
     problems = []
     if len(names) != len(service.steps):
         problems.append("two steps share a name")
-    if FENCES in service.tables:
-        problems.append(f"{FENCES!r} is the fence table every service has: not a table to declare")
+    if taken_tables := sorted(set(RECORD_TABLES) & service.tables):
+        problems.append(f"{taken_tables} are record tables every service has: not tables to declare")
     for step in service.steps:
         problems += _problems_of_step(service, step, code_root)
     consumer_names = [c.name for c in service.consumers]
