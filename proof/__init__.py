@@ -6,6 +6,9 @@
   (`proof.invariants`).
 - `seed(dynamodb, tables, reset=)`: the reference data its workflow needs (the catalog,
   `proof.catalog`).
+- `request(outcome, index, variant=0)`, `prepare`, `CHANGES`, `change`, `world_changed`: the
+  requests that lead to each outcome of its workflow and the catalog changes its clients' retries
+  may meet (`proof.requests`; the lab's `ops.outcomes` derives the outcomes).
 
 Not part of the Lambda asset (only functions/ is bundled) and imported by nothing of the service:
 only the lab and tests load it.
@@ -13,5 +16,14 @@ only the lab and tests load it.
 
 from proof.catalog import seed
 from proof.invariants import violations
+from proof.requests import CHANGES, change, prepare, request, world_changed
 
-__all__ = ["seed", "violations"]
+__all__ = [
+    "CHANGES",
+    "change",
+    "prepare",
+    "request",
+    "seed",
+    "violations",
+    "world_changed",
+]
