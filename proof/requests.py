@@ -13,8 +13,9 @@ from collections.abc import Mapping
 from typing import Any
 
 from orders.items import catalog_key
+from proof.catalog import SeedItem, seed_inventory
 
-_LAST_SKU = "sku-20"  # prepare leaves it 1 in stock
+_SCARCE = SeedItem(sku="sku-scarce", name="The last one", price_cents=990, stock=1)  # prepare adds it
 _BODIES: dict[str, dict[str, Any]] = {
     "completed": {"customer_id": "customer-1", "currency": "EUR", "items": [{"sku": "sku-5", "quantity": 2}]},
     "payment-declined": {
@@ -25,7 +26,7 @@ _BODIES: dict[str, dict[str, Any]] = {
     "out-of-stock": {
         "customer_id": "customer-2",
         "currency": "EUR",
-        "items": [{"sku": _LAST_SKU, "quantity": 2}],
+        "items": [{"sku": _SCARCE.sku, "quantity": 2}],
     },
 }
 # How the catalog may change between a client's retries: a price up by 100 cents, a sku removed.
@@ -43,13 +44,8 @@ def request(outcome: str, index: int = 0, variant: int = 0) -> dict[str, Any]:
 
 
 def prepare(dynamodb: Any, tables: Mapping[str, str]) -> None:
-    """The last sku gets stock 1 (and `seeded_stock` 1), so an order of 2 is out of stock."""
-    dynamodb.update_item(
-        TableName=tables["inventory"],
-        Key=catalog_key(_LAST_SKU),
-        UpdateExpression="SET stock = :one, seeded_stock = :one",
-        ExpressionAttributeValues={":one": {"N": "1"}},
-    )
+    """The scarce sku in the catalog with stock 1 (and `seeded_stock` 1) unless it is there."""
+    seed_inventory(dynamodb, tables["inventory"], items=[_SCARCE])
 
 
 def change(dynamodb: Any, tables: Mapping[str, str], body: Mapping[str, Any], kind: str) -> None:
@@ -74,3 +70,19 @@ def world_changed(dynamodb: Any, tables: Mapping[str, str], body: Mapping[str, A
     """The order's first sku left the catalog (a completed order may then fail, compensated)."""
     key = catalog_key(body["items"][0]["sku"])
     return "Item" not in dynamodb.get_item(TableName=tables["inventory"], Key=key)
+
+
+def observe(dynamodb: Any, tables: Mapping[str, str], body: Mapping[str, Any]) -> dict[str, int]:
+    """The stock of each sku the order names (absent: -1)."""
+    stock = {}
+    for item in body["items"]:
+        found = dynamodb.get_item(
+            TableName=tables["inventory"], Key=catalog_key(item["sku"]), ConsistentRead=True
+        ).get("Item")
+        stock[item["sku"]] = int(found["stock"]["N"]) if found else -1
+    return stock
+
+
+def provider_effects(view: Mapping[str, Any]) -> tuple[int, int]:
+    """(calls the payment provider received, charges it made) for the order, as its view shows them."""
+    return len(view.get("provider_calls", [])), len(view.get("charges", []))

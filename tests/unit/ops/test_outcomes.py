@@ -1,6 +1,6 @@
 """The workflow's outcomes come from its declaration (the happy path, one per catch route), the
-requests for each from the service's proof, and the fault search draws those; the fault search
-and the API fuzz name no route, body or reference data of the sample."""
+requests for each from the service's proof, and the fault search draws those; the fault search,
+the API fuzz and the demo name no route, body or reference data of the sample."""
 
 from __future__ import annotations
 
@@ -23,6 +23,7 @@ GENERIC = (
     "chaos/callers.py",
     "chaos/draw.py",
     *(str(path.relative_to(ROOT)) for path in sorted((ROOT / "ops" / "fuzz").glob("*.py"))),
+    *(str(path.relative_to(ROOT)) for path in sorted((ROOT / "ops" / "demo").glob("*.py"))),
 )
 
 
