@@ -1,7 +1,7 @@
 """Drawing fault schedules so that rare combinations are common: swarm testing, effects left at
 their boundaries across the windows, and coverage of (fault kind, point) pairs.
 
-The guards this project proves act across time: a charge made by an attempt that died, taken
+The guards this project proves act across time: an effect made by an attempt that died, taken
 over after the provider forgot its key; a fence deleted by TTL before a late redrive; an
 execution failed on an error nobody retried, found after the redrive window. A schedule catches
 such a bug only when several things line up (an effect left without its record, nobody
@@ -212,9 +212,9 @@ class Catalogue:
             aim=tuple(k for k in ACTIONS if any(keep(f) for f in self.reaches.get(k, ()))),
         )
 
-    def points(self, orders: Sequence[str]) -> list[PointHit]:
-        """The points the runs of these orders reach (every kind's if none of them reaches one)."""
-        found = sorted({hit for kind in set(orders) for hit in self.by_kind.get(kind, ())})
+    def points(self, kinds: Sequence[str]) -> list[PointHit]:
+        """The points the runs of these outcomes reach (every kind's if none of them reaches one)."""
+        found = sorted({hit for kind in set(kinds) for hit in self.by_kind.get(kind, ())})
         return found or sorted({hit for hits in self.by_kind.values() for hit in hits})
 
 
@@ -253,10 +253,10 @@ class Drawer:
             return self._swarm(rng)
         kind = rng.choice(kinds)
         boundary = rng.choice(_least_covered(by_kind[kind], "stop", self.covered))
-        orders = (kind, *(rng.choice(ORDER_KINDS) for _ in range(rng.randint(0, MAX_ORDERS - 1))))
-        tail = [self.action(rng, self._kind(rng, ACTIONS), len(orders)) for _ in range(rng.randint(0, 3))]
+        drawn = (kind, *(rng.choice(ORDER_KINDS) for _ in range(rng.randint(0, MAX_ORDERS - 1))))
+        tail = [self.action(rng, self._kind(rng, ACTIONS), len(drawn)) for _ in range(rng.randint(0, 3))]
         return Schedule(
-            orders=orders,
+            orders=drawn,
             crashes=(),
             stops=(boundary,),
             gives_up=(0,) if boundary.function == "api" else (),
@@ -272,8 +272,8 @@ class Drawer:
             swarm.add(rng.choice(faults))
         if self.catalogue.aim and not swarm & set(self.catalogue.aim):
             swarm.add(rng.choice(self.catalogue.aim))
-        orders = tuple(rng.choice(ORDER_KINDS) for _ in range(rng.randint(1, MAX_ORDERS)))
-        points = self.catalogue.points(orders)
+        drawn = tuple(rng.choice(ORDER_KINDS) for _ in range(rng.randint(1, MAX_ORDERS)))
+        points = self.catalogue.points(drawn)
         calls = [h for h in points if h.at_call]
         answers = [h for h in calls if h.point.startswith("after:") and self.catalogue.function_faults]
         answers += self.catalogue.operator_calls
@@ -284,15 +284,15 @@ class Drawer:
         errors = some("error", calls, 3)
         actions = [k for k in ACTIONS if k in swarm] or ["wait"]
         return Schedule(
-            orders=orders,
+            orders=drawn,
             crashes=some("crash", points, 3),
             errors=tuple((hit, rng.choice(errors_at(hit))) for hit in errors),
             lost=some("lost-answer", answers, 3),
             timeouts=some("timeout", points, 1),
             stops=some("stop", points, 1),
-            gives_up=(rng.randrange(len(orders)),) if "gives-up" in swarm else (),
+            gives_up=(rng.randrange(len(drawn)),) if "gives-up" in swarm else (),
             actions=tuple(
-                self.action(rng, self._kind(rng, actions), len(orders))
+                self.action(rng, self._kind(rng, actions), len(drawn))
                 for _ in range(rng.randint(1, MAX_ACTIONS))
             ),
         )
@@ -304,7 +304,7 @@ class Drawer:
             return rng.choice(aimed)
         return rng.choice(kinds)
 
-    def action(self, rng: random.Random, kind: str, orders: int) -> Action:
+    def action(self, rng: random.Random, kind: str, requests: int) -> Action:
         if kind == "time-travel":
             return Action(kind, seconds=self.catalogue.windows.jump(rng))
         if kind in ("deliver", "throttled-poll"):
@@ -314,7 +314,7 @@ class Drawer:
             )
         if kind not in _OF_AN_ORDER:
             return Action(kind)
-        order = rng.randrange(orders)
+        order = rng.randrange(requests)
         if kind == "foreign-event":
             consumers = [q for q in self.catalogue.queues if q != queue_output(SERVICE.queue)] or list(
                 self.catalogue.queues
@@ -326,7 +326,7 @@ class Drawer:
         return Action(kind, order=order, variant=rng.choice(variants) if variants else "")
 
 
-# The actions about one of the schedule's orders, and the forms some take.
+# The actions about one of the schedule's requests, and the forms some take.
 _OF_AN_ORDER = frozenset(
     {"retry", "change-body", "stray-run", "rerun", "late-copy", *callers.CHANGES}
     | {"another-caller", "late-retry", "foreign-event"}
