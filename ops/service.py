@@ -93,6 +93,20 @@ def seed_hook(declared: Service) -> SeedHook:
     return hook
 
 
+# `story_facts(items)`: (table short name, sort key prefix) -> the items there in one entity's
+# partition; returns, per provider port it calls, what the story of that entity shows of the
+# provider (a dict with a one-line `summary`).
+StoryItems = Callable[[str, str], list[dict[str, Any]]]
+StoryFacts = Callable[[StoryItems], dict[str, dict[str, Any]]]
+
+
+def story_facts(declared: Service) -> StoryFacts:
+    """The service's provider facts for an entity's story (its proof's `story_facts`); none
+    declared: the story shows the declared effects only."""
+    hook: StoryFacts | None = getattr(proof(declared), "story_facts", None)
+    return hook or (lambda _items: {})
+
+
 def record_at(
     declared: Service, step: str, *, entity_id: str, token: str, fence_id: str
 ) -> tuple[str, dict[str, Any]]:

@@ -10,6 +10,7 @@
   requests that lead to each outcome of its workflow and the catalog changes its clients' retries
   may meet (`proof.requests`; the lab's `ops.outcomes` derives the outcomes); `observe` and
   `provider_effects`, what the demo shows of a request's world and of its provider.
+- `story_facts(items)`: what the story of one order shows of its payment provider (`proof.story`).
 - `valid_bodies()`, `invalid_bodies()`, `MAX_BODY_BYTES`, `within_contract`, `refusal_problem`:
   its bodies for the API fuzz and its business rules for schemathesis (`proof.fuzz`).
 
@@ -21,6 +22,7 @@ from proof.catalog import seed
 from proof.fuzz import MAX_BODY_BYTES, invalid_bodies, refusal_problem, valid_bodies, within_contract
 from proof.invariants import violations
 from proof.requests import CHANGES, change, observe, prepare, provider_effects, request, world_changed
+from proof.story import story_facts
 
 __all__ = [
     "CHANGES",
@@ -33,6 +35,7 @@ __all__ = [
     "refusal_problem",
     "request",
     "seed",
+    "story_facts",
     "valid_bodies",
     "violations",
     "within_contract",

@@ -21,7 +21,7 @@ from boto3.dynamodb.types import TypeDeserializer
 from botocore.exceptions import ClientError
 
 from ops.invariants import Stores, check
-from ops.service import record_at, service, step_statuses
+from ops.service import record_at, service, step_statuses, story_facts
 from ops.stack_outputs import function_output, table_output
 from ops.story.entries import (
     API_FUNCTION,
@@ -37,7 +37,6 @@ from ops.story.entries import (
 )
 from ops.story.logs import LogSource
 from ops.story.model import Story
-from orders import items as layout
 from reliability.declaration import Service
 from reliability.http import ANONYMOUS
 from reliability.keys import derive_key
@@ -137,9 +136,10 @@ class Collector:
             raise OrderNotFound(f"no {entity.name} {order_id!r} in {table}")
         return plain(item)
 
-    def _query(self, table: str, order_id: str, prefix: str) -> list[dict[str, Any]]:
+    def items(self, table: str, order_id: str, prefix: str) -> list[dict[str, Any]]:
+        """The items under `prefix` in the entity's partition of a table (by its short name)."""
         items = self.ddb.query(
-            TableName=table,
+            TableName=self.outputs[table_output(table)],
             KeyConditionExpression="pk = :pk AND begins_with(sk, :prefix)",
             ExpressionAttributeValues={
                 ":pk": {"S": self.declared.entity.partition(order_id)},
@@ -148,6 +148,17 @@ class Collector:
             ConsistentRead=True,
         )["Items"]
         return [plain(i) for i in items]
+
+    def effects(self, order_id: str) -> dict[str, int]:
+        """Each declared effect's items in the entity's partition, by the step or consumer that
+        writes them (their `writes`): how many of them the entity has."""
+        writes = {s.name: s.writes for s in self.declared.steps}
+        writes |= {c.name: c.writes for c in self.declared.consumers}
+        return {
+            entry: sum(len(self.items(item.table, order_id, item.prefix)) for item in items)
+            for entry, items in writes.items()
+            if items
+        }
 
     def workflow(self) -> Workflow:
         described = self.sfn.describe_state_machine(stateMachineArn=self.outputs["StateMachineArn"])
@@ -223,8 +234,7 @@ class Collector:
         entries += compensations(steps, entries, catch_targets)
         assign_executions(entries, executions)
         entries.sort(key=lambda e: (e.at is None, e.at or 0))
-        charges = self._query(self.outputs["PaymentsTableName"], order_id, layout.CHARGE)
-        calls = self._query(self.outputs["PaymentsTableName"], order_id, layout.CALL)
+        effects = self.effects(order_id)
         report = check(self.stores, allow_in_flight=True)
         row = next((r for r in report.orders if r.order_id == order_id), None)
         return Story(
@@ -242,8 +252,10 @@ class Collector:
             facts={
                 "stored_key": stored_key,
                 "tokens": tokens,
-                "charges": [{"status": c.get("status"), "sk": c["sk"]} for c in charges],
-                "provider_calls": len(calls),
+                "effects": effects,
+                "providers": story_facts(self.declared)(
+                    lambda table, prefix: self.items(table, order_id, prefix)
+                ),
                 "step_statuses": dict(statuses),
                 "fences": {
                     step: {k: f[k] for k in ("state", "fencing_token") if k in f}

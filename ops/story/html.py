@@ -292,8 +292,9 @@ def _timeline(story: Story, lay: Layout) -> list[str]:
 
 def render(story: Story) -> str:
     lay = layout(story)
-    charges = story.facts.get("charges", [])
-    succeeded = sum(1 for c in charges if c.get("status") == "SUCCEEDED")
+    providers = " · ".join(
+        f"{port}: {facts.get('summary', '')}" for port, facts in story.facts.get("providers", {}).items()
+    )
     verdict = story.verdict if not story.violations else "VIOLATED: " + "; ".join(story.violations)
     svg = [
         f'<svg xmlns="http://www.w3.org/2000/svg" width="{WIDTH}" height="{lay.height:.0f}" '
@@ -303,8 +304,8 @@ def render(story: Story) -> str:
         _text(
             GRAPH_LEFT,
             58,
-            f"Idempotency-Key {story.client_key or '-'} · run {story.run} · {story.total} · "
-            f"{succeeded} charge(s), {story.facts.get('provider_calls', 0)} provider call(s)",
+            f"Idempotency-Key {story.client_key or '-'} · run {story.run} · {story.total}"
+            + (f" · {providers}" if providers else ""),
             size=13,
         ),
         _text(

@@ -97,7 +97,7 @@ class Story:
     start_at: str | None
     verdict: str
     violations: list[str] = field(default_factory=list)
-    facts: dict[str, Any] = field(default_factory=dict)  # charges, provider calls, fences ...
+    facts: dict[str, Any] = field(default_factory=dict)  # effects, providers, fences ...
 
     def attempts(self, step: str) -> list[Entry]:
         return [e for e in self.entries if e.lane is Lane.STEP and e.subject == step]

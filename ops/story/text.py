@@ -98,12 +98,12 @@ def render(story: Story, *, color: bool) -> str:
             f"  {step:<18} {paint(f'{state.value:<12}', STATE_STYLE[state])} "
             f"{story.invocations(step)} invocation(s): {outcomes}{fence_text}"
         )
-    charges = story.facts.get("charges", [])
-    succeeded = sum(1 for c in charges if c.get("status") == "SUCCEEDED")
+    lines.append("")
+    effects = story.facts.get("effects", {})
+    if effects:
+        lines.append("effects: " + ", ".join(f"{entry} {n}" for entry, n in effects.items()))
     lines += [
-        "",
-        f"payments: {succeeded} charge(s) succeeded, {len(charges) - succeeded} declined, "
-        f"{story.facts.get('provider_calls', 0)} provider call(s)",
+        f"{port}: {facts.get('summary', '')}" for port, facts in story.facts.get("providers", {}).items()
     ]
     verdict_style = _BAD if story.violations else _GOOD
     lines.append("invariants: " + paint(story.verdict if not story.violations else "VIOLATED", verdict_style))

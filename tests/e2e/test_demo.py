@@ -61,7 +61,7 @@ def test_the_demo_scenario_ends_with_invariants_ok(e2e: E2ETarget, local_control
     assert set(charge_attempts[1:-1]) <= {Outcome.BUSY}, charge_attempts
     assert any(e.outcome is Outcome.REDRIVEN for e in crash.entries)
     assert [e.outcome for e in crash.attempts("ReserveInventory")] == [Outcome.RAN, Outcome.SKIPPED]
-    assert [c["status"] for c in crash.facts["charges"]] == ["SUCCEEDED"]
+    assert [c["status"] for c in crash.facts["providers"]["payments"]["charges"]] == ["SUCCEEDED"]
     assert crash.verdict == "completed"
     # And its picture, as headless Chromium shows it, colours the two steps by what happened
     if browser.find() is None:

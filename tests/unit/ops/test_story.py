@@ -38,8 +38,8 @@ def test_the_crash_and_redrive_story_shows_the_dead_attempt_redrive_skip_takeove
     assert crash.step_state("ReserveInventory") is StepState.SKIPPED
     assert crash.step_state("ChargePayment") is StepState.RETRIED
     assert crash.step_state("MarkFailed") is StepState.NOT_RUN
-    assert [c["status"] for c in crash.facts["charges"]] == ["SUCCEEDED"]
-    assert crash.facts["provider_calls"] == 2
+    assert [c["status"] for c in crash.facts["providers"]["payments"]["charges"]] == ["SUCCEEDED"]
+    assert crash.facts["providers"]["payments"]["calls"] == 2
     assert crash.verdict == "completed"
 
 

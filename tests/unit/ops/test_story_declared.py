@@ -20,7 +20,7 @@ from ops.story.collect import Collector
 from ops.story.logs import Invocation
 from ops.story.model import StepState
 from ops.story.text import render
-from reliability.declaration import Item, Service, Step, function_name
+from reliability.declaration import Entity, Item, Service, Step, function_name
 
 STAGE_TOKEN = "dev.o-1.r1"
 MACHINE = "arn:aws:states:us-east-1:1:stateMachine:sm"
@@ -148,3 +148,47 @@ def test_fence_show_offers_every_declared_step(capsys: Any):
     with pytest.raises(SystemExit):
         idem_main(["fence-show", "--help"], declared=_with_screen())
     assert "ScreenOrder" in capsys.readouterr().out
+
+
+class _DynamoWithItems(_Dynamo):
+    """As `_Dynamo`, and one item under every sort key prefix a query asks for."""
+
+    def query(self, **kwargs: Any) -> dict[str, Any]:
+        prefix = kwargs["ExpressionAttributeValues"][":prefix"]["S"]
+        return {"Items": [{"pk": {"S": "transfer#t-1"}, "sk": {"S": f"{prefix}r1"}}]}
+
+
+def test_a_service_without_the_samples_tables_gets_its_declared_effects_in_its_story():
+    # Given a service of another domain (no payments table, no proof hooks) whose step writes a debit
+    debit = Step(
+        name="DebitWallet",
+        kind="atomic",
+        effect="wallets.effects:debit",
+        description="debit the source wallet",
+        ports=("wallets",),
+        next=None,
+        writes=(Item("wallets", "debit#"),),
+    )
+    declared = replace(
+        service(),
+        name="wallet",
+        entity=Entity(name="transfer", id_prefix="t-", table="transfers"),
+        tables=frozenset({"wallets", "transfers"}),
+        steps=(debit,),
+        consumers=(),
+        proof=None,
+    )
+    clients = {
+        "dynamodb": _DynamoWithItems("transfers"),
+        "stepfunctions": _StepFunctions(declared),
+        "sqs": _Sqs(),
+    }
+    # When its story is collected
+    collector = Collector(
+        outputs=_outputs(declared), client=clients.__getitem__, logs=_Logs(), declared=declared
+    )
+    story = collector.collect("t-1")
+    # Then its facts are its declared effect's items, and no provider it does not have
+    assert story.facts["effects"] == {"DebitWallet": 1}
+    assert story.facts["providers"] == {}
+    assert "effects: DebitWallet 1" in render(story, color=False)
