@@ -31,18 +31,44 @@ import boto3
 from localcloud import control, process
 from ops.api_client import ApiClient
 from ops.invariants import Stores, check
+from ops.outcomes import outcomes, request_factory
 from ops.redrive import redrive_failed_executions
+from ops.roles import events_step, final_step, first_atomic_step, provider_step
 from ops.seed import seed_service
+from ops.service import proof, service
+from reliability.declaration import Service, function_name
 
 T = TypeVar("T")
 RESULTS = Path(__file__).resolve().parent / "results"
-ORDER = {"customer_id": "customer-local", "currency": "EUR", "items": [{"sku": "sku-5", "quantity": 1}]}
-POINTS = (
-    "fence:after-effect:ChargePayment@charge-payment",  # the provider charged; the fence never completed
-    "after:DynamoDB.TransactWriteItems@reserve-inventory",  # committed; the response was lost
-    "after:SQS.SendMessage@publish-events",  # one of two events sent
-    "after:DynamoDB.TransactWriteItems@mark-completed",
-)
+SERVICE = service()
+HAPPY = outcomes(SERVICE)[0]
+FINAL_STATUSES = frozenset(s.status for s in SERVICE.steps if s.status)
+
+
+def crash_points(declared: Service) -> tuple[str, ...]:
+    """The faults, each at a role the declaration gives a step (`ops.roles`; the sample's step in
+    brackets): the provider's step after its effect, the fence never completed (ChargePayment);
+    the first atomic step's transaction committed and its response lost (ReserveInventory); one of
+    the events sent (PublishEvents); the last step's transaction committed (MarkCompleted)."""
+    provider, atomic, events, final = (
+        provider_step(declared),
+        first_atomic_step(declared),
+        events_step(declared),
+        final_step(declared),
+    )
+    points = []
+    if provider is not None:
+        points.append(f"fence:after-effect:{provider.name}@{function_name(provider.name)}")
+    if atomic is not None:
+        points.append(f"after:DynamoDB.TransactWriteItems@{function_name(atomic.name)}")
+    if events is not None:
+        points.append(f"after:SQS.SendMessage@{function_name(events.name)}")
+    if final.kind == "atomic" and final is not atomic:
+        points.append(f"after:DynamoDB.TransactWriteItems@{function_name(final.name)}")
+    return tuple(points)
+
+
+POINTS = crash_points(SERVICE)
 WAIT_SECONDS = 150.0
 STEP_LEASE_SECONDS = 21.0
 
@@ -54,7 +80,7 @@ class LocalResult:
     exit_errors: int = 0
     redrives: int = 0
     status: str = ""
-    charges: int = 0
+    provider_effects: int = 0  # the provider's applied effects for the entity (the proof's hook)
     seconds: float = 0.0
     violations: list[str] = field(default_factory=list)
 
@@ -109,9 +135,7 @@ def _one(
     result = LocalResult(point)
     state_dir.mkdir(parents=True)
     control.set_crash_points(out.endpoint, f"{point}=1", state_dir=str(state_dir), mode="exit")
-    created = api.post_order(
-        {**ORDER, "customer_id": f"customer-local-{n}"}, key=f"local-{uuid.uuid4().hex[:12]}"
-    )
+    created = api.post_order(request_factory(SERVICE)(HAPPY.name, n), key=f"local-{uuid.uuid4().hex[:12]}")
     if created.status != 202:
         result.violations.append(f"POST /orders answered {created.status}: {created.text}")
         return result
@@ -119,7 +143,7 @@ def _one(
 
     def final() -> str | None:
         status = str(api.get_order(order_id).json["status"])
-        return status if status in ("COMPLETED", "FAILED") else None
+        return status if status in FINAL_STATUSES else None
 
     sfn = client("stepfunctions")
     status = _wait(final, timeout=60)
@@ -132,7 +156,8 @@ def _one(
         status = _wait(final, timeout=60)
     result.status = status or "UNFINISHED"
     view = api.get_order(order_id).json
-    result.charges = len(view["charges"])
+    hook = getattr(proof(SERVICE), "provider_effects", None)
+    result.provider_effects = hook(view)[1] if hook else 0
     for execution in sfn.list_executions(stateMachineArn=out.outputs["StateMachineArn"])["executions"]:
         if execution["name"].startswith(order_id):
             history = sfn.get_execution_history(executionArn=execution["executionArn"], maxResults=1000)
@@ -144,7 +169,7 @@ def _one(
         time.sleep(1.0)
         report = check(stores)
     result.violations.extend(report.violations)
-    if result.status != "COMPLETED":
+    if result.status != HAPPY.status:
         result.violations.append(f"order ended {result.status}")
     if not result.fired:
         result.violations.append("the crash point never fired")
@@ -169,13 +194,13 @@ def write(results: list[LocalResult], directory: Path = RESULTS) -> None:
         "",
         f"`{data['command']}`: {data['faults']} faults, {data['violations']} invariant violations.",
         "",
-        "| crash point | fired | Runtime.ExitError | operator redrives | order | charges | seconds | "
-        "violations |",
+        "| crash point | fired | Runtime.ExitError | operator redrives | status | provider effects "
+        "| seconds | violations |",
         "| --- | --- | --- | --- | --- | --- | --- | --- |",
     ]
     lines += [
-        f"| `{r.point}` | {r.fired} | {bool(r.exit_errors)} | {r.redrives} | {r.status} | {r.charges} | "
-        f"{r.seconds} | {len(r.violations)} |"
+        f"| `{r.point}` | {r.fired} | {bool(r.exit_errors)} | {r.redrives} | {r.status} "
+        f"| {r.provider_effects} | {r.seconds} | {len(r.violations)} |"
         for r in results
     ]
     (directory / "localcloud.md").write_text("\n".join(lines) + "\n")

@@ -31,6 +31,9 @@ from chaos.points import PointHit
 from chaos.report import Report
 from chaos.schedules import run_random
 from chaos.single import ScheduleResult, catalogue, record_operators, run_all
+from ops.roles import events_step, final_step, provider_step
+from ops.service import service
+from reliability.declaration import function_name
 
 Points = dict[str, list[PointHit]]
 RESULTS = Path(__file__).resolve().parent / "results"
@@ -42,8 +45,16 @@ def results_dir(workflow: str) -> Path:
     return RESULTS if workflow == "standard" else RESULTS / workflow
 
 
-CONTROL_PAIRS = (Pair("ChargePayment", late=True), Pair("PublishEvents", late=True))
-QUICK_PAIRS = (Pair("MarkCompleted"), Pair("api"))
+# The control's late pairs: the provider's step and the events' (the sample's ChargePayment,
+# PublishEvents); the quick run's: the last step and the API.
+_SERVICE = service()
+_PROVIDER = provider_step(_SERVICE)
+CONTROL_PAIRS = tuple(
+    Pair(step.name, late=True) for step in (_PROVIDER, events_step(_SERVICE)) if step is not None
+)
+QUICK_PAIRS = (Pair(final_step(_SERVICE).name), Pair("api"))
+# The quick run's crash points: the first of each `after:` point in the API and the provider's step.
+QUICK_FUNCTIONS = frozenset({"api", *((function_name(_PROVIDER.name),) if _PROVIDER else ())})
 
 
 def _every(_kind: str, _hit: PointHit) -> bool:
@@ -55,9 +66,7 @@ def _after_points(_kind: str, hit: PointHit) -> bool:
 
 
 def _quick_points(_kind: str, hit: PointHit) -> bool:
-    return (
-        hit.occurrence == 1 and hit.point.startswith("after:") and hit.function in ("api", "charge-payment")
-    )
+    return hit.occurrence == 1 and hit.point.startswith("after:") and hit.function in QUICK_FUNCTIONS
 
 
 @contextlib.contextmanager
