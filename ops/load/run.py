@@ -2,19 +2,21 @@
 
 Each client is a thread with one keep-alive HTTP connection (a new one after any failure). It keeps
 at most `window` orders of its own in flight: it POSTs the next order while it has room, and GETs
-each order it placed once per `poll` seconds until the order reads COMPLETED or FAILED. An order's
-end-to-end latency runs from the start of its POST to the GET that first read it final (so it is
-rounded up to the poll interval). A request that got no answer (connection reset, refused, dropped:
-counted), a 429 (the stage's throttle) or a 5xx is sent again after a short pause, the POST with
-the same Idempotency-Key, as a client would, at most `RESENDS` times. Every loop is bounded: by the
-round's deadline, and by `stall` seconds without any order accepted or final.
+each order it placed once per `poll` seconds until the order reads a status a step of the
+workflow sets (the sample's COMPLETED or FAILED). Its bodies are the proof's requests for the
+happy outcome (`ops.outcomes`). An order's end-to-end latency runs from the start of its POST to
+the GET that first read it final (so it is rounded up to the poll interval). A request that got no
+answer (connection reset, refused, dropped: counted), a 429 (the stage's throttle) or a 5xx is sent
+again after a short pause, the POST with the same Idempotency-Key, as a client would, at most
+`RESENDS` times. Every loop is bounded: by the round's deadline, and by `stall` seconds without any
+order accepted or final.
 """
 
 from __future__ import annotations
 
+import functools
 import http.client
 import json
-import random
 import statistics
 import threading
 import time
@@ -24,10 +26,12 @@ from dataclasses import dataclass, field
 from typing import Any
 from urllib.parse import urlsplit
 
-FINAL = frozenset({"COMPLETED", "FAILED"})
+from ops.outcomes import entity_route, id_field, outcomes, request_factory, starting_route
+from ops.service import service
+from reliability.declaration import Service
+
 RESEND_PAUSE_SECONDS = 0.5
 RESENDS = 5
-SKUS = 20  # the catalog seed's sku-1..sku-20
 
 
 @dataclass(frozen=True)
@@ -102,9 +106,19 @@ class _Connection:
 class Round:
     """Runs one round of a plan against the API base URL (`http://127.0.0.1:<port>/<stage>/`)."""
 
-    def __init__(self, base_url: str, plan: Plan, *, label: str) -> None:
+    def __init__(self, base_url: str, plan: Plan, *, label: str, declared: Service | None = None) -> None:
         if urlsplit(base_url).hostname != "127.0.0.1":
             raise ValueError(f"load only goes to the local cloud on 127.0.0.1, not {base_url}")
+        declared = declared or service()
+        # Each request is the service's own for its happy outcome (its proof's `request`)
+        self._body = functools.partial(request_factory(declared), outcomes(declared)[0].name)
+        self._create_path = starting_route(declared).path.lstrip("/")
+        reading = entity_route(declared)
+        self._id_field = id_field(declared)
+        self._final = frozenset(
+            s.status for s in declared.steps if s.status
+        )  # the sample's COMPLETED, FAILED
+        self._read_path = (reading.path if reading else "").lstrip("/")
         self.base_url = base_url
         self.plan = plan
         self.label = label
@@ -141,32 +155,29 @@ class Round:
         return status, document, elapsed
 
     def _post(self, conn: _Connection, number: int, pending: list[_Pending]) -> None:
-        order = {
-            "customer_id": f"load-{self.label}-{number}",
-            "currency": "EUR",
-            "items": [{"sku": f"sku-{random.randint(1, SKUS)}", "quantity": 1}],  # noqa: S311 - not crypto
-        }
         posted = time.monotonic()
         status, document, elapsed = self._timed(
-            conn, "POST", "orders", json.dumps(order).encode(), str(uuid.uuid4())
+            conn, "POST", self._create_path, json.dumps(self._body(number)).encode(), str(uuid.uuid4())
         )
-        if status == 202 and isinstance(document, dict) and document.get("order_id"):
+        if status == 202 and isinstance(document, dict) and document.get(self._id_field):
             with self.tally.lock:
                 self.tally.post_ms.append(elapsed)
                 self.tally.last_progress = time.monotonic()
-            pending.append(_Pending(str(document["order_id"]), posted, time.monotonic() + self.plan.poll))
+            pending.append(_Pending(str(document[self._id_field]), posted, time.monotonic() + self.plan.poll))
         else:
             with self.tally.lock:
                 self.tally.not_accepted += 1
 
     def _poll(self, conn: _Connection, order: _Pending, pending: list[_Pending]) -> None:
-        status, document, elapsed = self._timed(conn, "GET", f"orders/{order.order_id}")
+        status, document, elapsed = self._timed(
+            conn, "GET", self._read_path.replace("{" + self._id_field + "}", order.order_id)
+        )
         now = time.monotonic()
         if status == 200:
             with self.tally.lock:
                 self.tally.get_ms.append(elapsed)
         state = document.get("status") if status == 200 and isinstance(document, dict) else None
-        if state in FINAL:
+        if state in self._final:
             pending.remove(order)
             with self.tally.lock:
                 self.tally.order_ms.append((now - order.posted) * 1000)

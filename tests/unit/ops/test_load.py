@@ -13,6 +13,8 @@ import pytest
 
 from ops.load import __main__ as load_main
 from ops.load.run import Plan, Round, percentiles
+from ops.outcomes import outcomes, request_factory
+from ops.service import service
 
 
 class _StandInApi(ThreadingHTTPServer):
@@ -24,6 +26,7 @@ class _StandInApi(ThreadingHTTPServer):
     def __init__(self) -> None:
         self.reads: Counter[str] = Counter()
         self.keys: Counter[str] = Counter()
+        self.bodies: list[Any] = []
         self.lock = threading.Lock()
         super().__init__(("127.0.0.1", 0), _Handler)
 
@@ -43,9 +46,10 @@ class _Handler(BaseHTTPRequestHandler):
         self.wfile.write(body)
 
     def do_POST(self) -> None:
-        self.rfile.read(int(self.headers["Content-Length"]))
+        body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
         key = self.headers["Idempotency-Key"]
         with self.server.lock:
+            self.server.bodies.append(body)
             self.server.keys[key] += 1
             throttled = self.server.keys[key] == 1 and len(self.server.keys) % 3 == 0
         if throttled:
@@ -89,6 +93,18 @@ def test_a_round_places_every_order_once_and_follows_it_until_final(api):
     assert figures["order_ms"]["p50"] >= 50
     assert set(figures["post_ms"]) == {"p50", "p95", "p99", "max"}
     assert figures["orders_per_second"] > 0
+
+
+def test_a_rounds_bodies_are_the_proofs_requests_for_the_happy_outcome(api):
+    # Given the service's own request for its happy outcome (the sample's: an order of a seeded sku)
+    request, happy = request_factory(service()), outcomes(service())[0].name
+    # When a round places 6 orders
+    Round(
+        f"http://127.0.0.1:{api.server_address[1]}/local/", Plan(orders=6, clients=2, poll=0.05), label="t"
+    ).run()
+    # Then the bodies (a 429 resent as it was) are the proof's, one per order number
+    expected = [request(happy, n) for n in range(1, 7)]
+    assert set(map(json.dumps, api.bodies)) == set(map(json.dumps, expected))
 
 
 def test_a_round_goes_only_to_127_0_0_1():
