@@ -7,8 +7,9 @@ Markers are replaced when a page is built, so the site cannot retype what the co
   or not such a constant fails the build;
 - `<!-- api-errors -->`: every error status and code the published OpenAPI document
   (functions/orders/openapi.json, written by `make openapi` from the route list) says an answer may
-  carry, with the operations that may get it and what it means. A code the document has and
-  `ERROR_MEANINGS` lacks, or the other way round, fails the build.
+  carry, with the operations that may get it and what it means (the library's codes here, in
+  `ERROR_MEANINGS`; the service's own in its proof's, `service_meanings`). A code the document
+  has and neither explains, or the other way round, fails the build.
 
 Standard library only: MkDocs loads this file in .venv-docs, which has none of the project's packages.
 """
@@ -21,6 +22,7 @@ import operator
 import os
 import re
 import subprocess
+import tomllib
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
@@ -32,8 +34,9 @@ API_ERRORS = "<!-- api-errors -->"
 # Where the site serves mermaid.js (mkdocs.yml's extra_javascript names it).
 MERMAID_PAGE_PATH = "javascripts/mermaid.min.js"
 
-# What each error code means to a client; the statuses and operations come from the document, the
-# limits from the code (the table is filled in before the page's constants).
+# What each of the library's error codes means to a client; the service's own codes are its proof's
+# `ERROR_MEANINGS` (`meanings()`). The statuses and operations come from the document, the limits
+# from the code (the table is filled in before the page's constants).
 ERROR_MEANINGS: dict[str, str] = {
     "IdempotencyKeyMissing": "no `Idempotency-Key` header, or an empty one",
     "IdempotencyKeyInvalid": (
@@ -57,13 +60,11 @@ ERROR_MEANINGS: dict[str, str] = {
     "AccessDenied": "the signed caller may not invoke the API",
     "InvalidSignature": "the SigV4 signature does not match",
     "ExpiredToken": "the caller's credentials expired",
-    "OrderNotFound": "no such order, or another caller's order",
     "NotFound": "no route has this path",
     "MethodNotAllowed": "a known path with another routed method (`Allow` names the path's)",
     "RequestInProgress": "the first request with this key is still running (`Retry-After`)",
     "RequestTooLarge": "over API Gateway's 10 MiB",
     "UnsupportedMediaType": "a POST body not sent as `application/json`",
-    "UnknownSku": "a sku not in the catalog (a retry of an order already placed gets that order instead)",
     "IdempotencyKeyReused": "the key was used with another body (also after its record expired)",
     "TooManyRequests": "the stage's throttle (`Retry-After: 1`)",
     "InternalError": "a bug: retry with the same key",
@@ -189,7 +190,36 @@ def error_codes(document: Mapping[str, Any]) -> dict[tuple[int, str], list[str]]
     return dict(sorted(found.items()))
 
 
-def errors_table(document: Mapping[str, Any], meanings: Mapping[str, str] = ERROR_MEANINGS) -> str:
+def service_meanings(roots: tuple[Path, ...] = MODULE_ROOTS) -> dict[str, str]:
+    """The service's own codes' meanings: the literal `ERROR_MEANINGS` of its proof's `docs` module
+    (the sample's proof/docs.py), read, never imported, like the constants: the service is the
+    one pyproject.toml's `[tool.retrysafe] service` names, its proof package the `proof=` its
+    `Service(...)` is given. No proof, or no such module: none of its own."""
+    settings = tomllib.loads((ROOT / "pyproject.toml").read_text()).get("tool", {}).get("retrysafe", {})
+    declaration = _module_source(str(settings["service"]).partition(":")[0], roots)
+    package = next(
+        (
+            keyword.value.value
+            for node in ast.walk(ast.parse(declaration.read_text(), str(declaration)))
+            if isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id == "Service"
+            for keyword in node.keywords
+            if keyword.arg == "proof" and isinstance(keyword.value, ast.Constant)
+        ),
+        None,
+    )
+    try:
+        source = _module_source(f"{package}.docs", roots) if isinstance(package, str) else None
+    except ValueError:
+        return {}
+    if source is None:
+        return {}
+    found = _assignments(ast.parse(source.read_text(), str(source))).get("ERROR_MEANINGS")
+    return dict(ast.literal_eval(found)) if found is not None else {}
+
+
+def errors_table(document: Mapping[str, Any], meanings: Mapping[str, str] | None = None) -> str:
+    if meanings is None:
+        meanings = {**ERROR_MEANINGS, **service_meanings()}
     found = error_codes(document)
     every = {name for names in found.values() for name in names}
     used: set[str] = set()

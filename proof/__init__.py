@@ -11,6 +11,8 @@
   may meet (`proof.requests`; the lab's `ops.outcomes` derives the outcomes); `observe` and
   `provider_effects`, what the demo shows of a request's world and of its provider.
 - `story_facts(items)`: what the story of one order shows of its payment provider (`proof.story`).
+- `proof/docs.py`'s `ERROR_MEANINGS`: what its own error codes mean, for the site's error table
+  (read from its source, never imported: the site's hook has none of the project's packages).
 - `valid_bodies()`, `invalid_bodies()`, `MAX_BODY_BYTES`, `within_contract`, `refusal_problem`:
   its bodies for the API fuzz and its business rules for schemathesis (`proof.fuzz`).
 

@@ -20,6 +20,7 @@ from ops.docs_site import (
     fill_constants,
     make_help,
     make_targets_table,
+    service_meanings,
 )
 from tests.docs.sections import ROOT
 
@@ -48,11 +49,18 @@ def test_a_code_the_document_gains_or_loses_fails_the_build() -> None:
         errors_table(gained)
     # Given an explanation of a code no answer carries any more
     with pytest.raises(ValueError, match="NoLongerAnswered"):
-        errors_table(document, {**ERROR_MEANINGS, "NoLongerAnswered": "gone"})
+        errors_table(document, {**ERROR_MEANINGS, **service_meanings(), "NoLongerAnswered": "gone"})
+
+
+def test_the_services_own_codes_are_explained_by_its_proof_not_by_the_site() -> None:
+    assert "UnknownSku" not in ERROR_MEANINGS
+    assert "UnknownSku" in service_meanings()
+    assert "| 422 | `UnknownSku` |" in errors_table(json.loads(OPENAPI.read_text()))
 
 
 def test_every_constant_a_page_names_is_shown_with_the_value_the_code_has() -> None:
     texts = [page.read_text() for page in (ROOT / "docs").glob("*.md")] + list(ERROR_MEANINGS.values())
+    texts += list(service_meanings().values())
     named = {match[1] for text in texts for match in CONSTANT.finditer(text)}
     assert "orders.contract.MAX_BODY_BYTES" in named
     assert "chaos.mutation.BUDGET" in named
