@@ -20,15 +20,17 @@ What it models, with the semantics of the real services:
   infra.capacity.QUOTAS); the state machine's own states, Retry (interval, backoff rate,
   MaxDelay, max attempts, full jitter) and Catch from the template; execution names unique.
 - DynamoDB: the daily aggregate item as a hot key (one partition's write units).
-- The payment provider: a token bucket at the stage's rate limit; a refused call is the
-  adapter's ``TransientError`` (retried by the state machine).
+- The provider a leased step calls (``ops.roles``; the sample's payment provider): a token bucket
+  at the stage's rate limit; a refused call is the adapter's ``TransientError`` (retried by the
+  state machine).
 - Faults (the fault search's kinds): crashed invocations (``Runtime.ExitError``, before or after
   the effect), timeouts (``Sandbox.Timedout`` after the function's timeout), transient store
   errors, duplicate deliveries, poison messages, a drained StartExecution bucket, a provider
   brownout.
 
-What it does not model: the handlers' code (the steps' outcomes are the business rules in a few
-lines; the fences are modelled as "an effect applies once"), the API (orders enter at the orders
+What it does not model: the handlers' code (each order is drawn to end in one of the workflow's
+outcomes, ``ops.outcomes``: its failing step raises the outcome's error; the fences are
+modelled as "an effect applies once"), the API (orders enter at the orders
 queue), Lambda's per-function scaling rate and cold starts, latency variance beyond a +-20 %
 jitter, the queues' retention (an hour-long run never reaches it), DynamoDB partitions other
 than the hot item, and operator redrives (an order left non-terminal is a violation).
@@ -38,6 +40,7 @@ from __future__ import annotations
 
 import random
 from collections import Counter
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -49,6 +52,9 @@ from infra.capacity import (
     WORKER_SECONDS_PER_MESSAGE,
     quota,
 )
+from ops.outcomes import outcomes
+from ops.service import service
+from reliability.declaration import function_name
 from scale.services import FAIL, OK, THROTTLED, Esm, Message, Pools, Queue, Sim, TokenBucket
 from scale.topology import Topology
 
@@ -56,6 +62,21 @@ from scale.topology import Topology
 # writes the aggregates table updates one daily item per event, a hot key.
 CONSUMERS = tuple(consumer.name for consumer in manifest.consumers())
 HOT_KEY_CONSUMERS = frozenset(c.name for c in manifest.consumers() if "aggregates" in c.tables)
+
+# The workflow's steps by function, as the model plays them (the declaration's, `ops.service`):
+# the steps that call a provider other than the events (a token bucket, the call's duration),
+# those that publish the events (one message per consumer), the status each sets, and, per catch
+# outcome, the step that fails and its error.
+SERVICE = service()
+PROVIDER_STEPS = {
+    function_name(s.name): s.provider for s in SERVICE.steps if s.provider and s.provider != SERVICE.events
+}
+EVENTS_STEPS = frozenset(function_name(s.name) for s in SERVICE.steps if s.provider == SERVICE.events)
+STATUSES = {function_name(s.name): s.status for s in SERVICE.steps if s.status}
+HAPPY_STATUS = outcomes(SERVICE)[0].status
+FAILURES = {
+    o.name: (function_name(o.failing_step), o.error) for o in outcomes(SERVICE) if o.failing_step and o.error
+}
 
 LAMBDA_THROTTLED = "Lambda.TooManyRequestsException"
 TRANSIENT = "TransientError"
@@ -79,8 +100,7 @@ class Faults:
 @dataclass
 class Order:
     order_id: str
-    declined: bool = False
-    out_of_stock: bool = False
+    outcome: str | None = None  # the catch outcome its business rules lead to (None: the happy path)
     terminal: list[str] = field(default_factory=list)  # each terminal status written
 
 
@@ -125,7 +145,7 @@ class Model:
         def send() -> None:
             self.first_submit = self.sim.now if self.first_submit is None else self.first_submit
             poison = self.rng.random() < self.faults.poison
-            self._send("orders", Message(order.order_id, self.sim.now, poison=poison))
+            self._send(SERVICE.queue, Message(order.order_id, self.sim.now, poison=poison))
 
         self.sim.at(at, send)
 
@@ -149,7 +169,7 @@ class Model:
                 return t - self.sim.now, [FAIL] * len(batch)  # the whole batch comes back
             if message.poison:
                 outcomes.append(OK)  # dead-lettered by the handler itself, with a reason
-                self.queues["orders"].dlq.append(message)
+                self.queues[SERVICE.queue].dlq.append(message)
             elif message.ref in self.executions:
                 outcomes.append(OK)  # ExecutionAlreadyExists with the same input: our own start
             elif self.rng.random() < self.faults.transient:
@@ -244,36 +264,35 @@ class Model:
             return STEP_SECONDS / 2, CRASHED
         duration = STEP_SECONDS * self.rng.uniform(0.8, 1.2)
         error = self._effect(function, order)
-        if function == "charge-payment":
+        if function in PROVIDER_STEPS:
             duration = PROVIDER_CALL_SECONDS * self.rng.uniform(0.8, 1.2)
         return duration, CRASHED if crash_after_effect and error is None else error
 
     def _effect(self, function: str, order: Order) -> str | None:
         once = (order.order_id, function)
-        if function == "reserve-inventory" and order.out_of_stock:
-            return "OutOfStock"
-        if function == "charge-payment":
+        failing, error = FAILURES[order.outcome] if order.outcome else (None, None)
+        if function == failing and function not in PROVIDER_STEPS:
+            return error  # an atomic step's rule refuses: nothing applied
+        if function in PROVIDER_STEPS:
             if once in self.effects:
-                return None  # the fence: the charge is already recorded
+                return None  # the fence: the provider's effect is already recorded
             brownout = self.faults.provider_brownout
             refused = (
                 brownout and brownout[0] <= self.sim.now < brownout[1] and self.rng.random() < brownout[2]
             )
             if refused or not self.provider.take(self.sim.now):
-                self.throttles["payment provider"] += 1
+                self.throttles[f"{PROVIDER_STEPS[function]} provider"] += 1
                 return TRANSIENT
-            if order.declined:
-                return "PaymentDeclined"
-        if function == "publish-events":
+            if function == failing:
+                return error  # the provider refuses for good
+        if function in EVENTS_STEPS:
             # Leased: a re-run after a crash re-sends the same event id (consumers dedupe).
             for queue in CONSUMERS:
                 self._send(queue, Message(order.order_id, self.sim.now))
         if once not in self.effects:
             self.effects.add(once)
-            if function == "mark-completed":
-                order.terminal.append("COMPLETED")
-            elif function == "mark-failed":
-                order.terminal.append("FAILED")
+            if function in STATUSES:
+                order.terminal.append(STATUSES[function])
         return None
 
     def _error(self, execution: _Execution, error: str) -> None:
@@ -311,11 +330,11 @@ class Model:
         self.sim.run(horizon)
 
     def report(self) -> dict[str, Any]:
-        completed = sum(1 for o in self.orders.values() if o.terminal == ["COMPLETED"])
-        failed = sum(1 for o in self.orders.values() if o.terminal == ["FAILED"])
+        completed = sum(1 for o in self.orders.values() if o.terminal == [HAPPY_STATUS])
+        failed = sum(1 for o in self.orders.values() if len(o.terminal) == 1 and o.terminal != [HAPPY_STATUS])
         legit_dlq = {name: sum(1 for m in q.dlq if not m.poison) for name, q in self.queues.items()}
         poison_dlq = {name: sum(1 for m in q.dlq if m.poison) for name, q in self.queues.items()}
-        poisoned = {m.ref for m in self.queues["orders"].dlq if m.poison}
+        poisoned = {m.ref for m in self.queues[SERVICE.queue].dlq if m.poison}
         violations: list[str] = []
         for order in self.orders.values():
             if len(order.terminal) != 1 and order.order_id not in poisoned:
@@ -323,7 +342,7 @@ class Model:
         for name, count in legit_dlq.items():
             if count:
                 violations.append(f"{count} legitimate messages in {name}-dlq")
-        completed_ids = {o.order_id for o in self.orders.values() if o.terminal == ["COMPLETED"]}
+        completed_ids = {o.order_id for o in self.orders.values() if o.terminal == [HAPPY_STATUS]}
         for consumer, applied in self.applied.items():
             wrong = [ref for ref in completed_ids if applied[ref] != 1]
             if wrong:
@@ -355,15 +374,17 @@ class _Execution:
     attempts: Counter[tuple[str, int]] = field(default_factory=Counter)
 
 
-def new_orders(count: int, *, rng: random.Random, declined: float, out_of_stock: float) -> list[Order]:
+def new_orders(count: int, *, rng: random.Random, shares: Sequence[tuple[str, float]]) -> list[Order]:
+    """`count` orders, each drawn (one roll) into the first catch outcome of `shares` whose
+    cumulative share the roll is under, else the happy path."""
     orders = []
     for n in range(count):
-        roll = rng.random()
-        orders.append(
-            Order(
-                f"o-{n:06d}",
-                declined=roll < declined,
-                out_of_stock=declined <= roll < declined + out_of_stock,
-            )
-        )
+        roll, below = rng.random(), 0.0
+        drawn = None
+        for name, share in shares:
+            if below <= roll < below + share:
+                drawn = name
+                break
+            below += share
+        orders.append(Order(f"o-{n:06d}", outcome=drawn))
     return orders

@@ -9,13 +9,14 @@ from dataclasses import dataclass
 from typing import Any
 
 from infra.capacity import WORKER_SECONDS_PER_MESSAGE
+from ops.service import proof, service
 from scale.model import Faults, Model, new_orders
 from scale.topology import Topology
 
-# The share of orders the business rules end in FAILED (compensated): declined by the provider,
-# or out of stock.
-DECLINED = 0.05
-OUT_OF_STOCK = 0.02
+# The share of orders the business rules end on each catch route (compensated): the service's
+# proof's `OUTCOME_SHARES` (the sample's: declined by the provider 5 %, out of stock 2 %); a
+# service without them runs every order down its happy path.
+OUTCOME_SHARES: tuple[tuple[str, float], ...] = tuple(getattr(proof(service()), "OUTCOME_SHARES", ()))
 # How long after the last order the run may take to settle before what is left counts.
 SETTLE_SECONDS = 6 * 3600
 
@@ -57,7 +58,7 @@ SOAK_SHARE = 0.6
 
 def soak_rate(topology: Topology) -> float:
     """SOAK_SHARE of the planned admission (MaximumConcurrency / the worker's time per order)."""
-    orders = topology.queues["orders"]
+    orders = topology.queues[service().queue]
     return SOAK_SHARE * (orders.max_concurrency or 1) / WORKER_SECONDS_PER_MESSAGE
 
 
@@ -80,7 +81,7 @@ def run(topology: Topology, scenario: Scenario, *, seed: int = 17) -> dict[str, 
     started = time.perf_counter()
     model = Model(topology, scenario.faults, seed)
     rng = random.Random(seed)  # noqa: S311 - reproducible orders, not a secret
-    orders = new_orders(scenario.orders, rng=rng, declined=DECLINED, out_of_stock=OUT_OF_STOCK)
+    orders = new_orders(scenario.orders, rng=rng, shares=OUTCOME_SHARES)
     spacing = scenario.over_seconds / scenario.orders
     for index, order in enumerate(orders):
         model.submit(index * spacing, order)

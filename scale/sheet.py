@@ -25,7 +25,7 @@ from infra.capacity import (
 )
 from infra.config import WorkflowType
 from ops.costs import express_billed_gb_seconds, price
-from scale.model import CONSUMERS
+from scale.model import CONSUMERS, PROVIDER_STEPS, SERVICE
 from scale.topology import Topology
 
 RATES = (10, 100, 1_000, 10_000)
@@ -52,7 +52,8 @@ def modelled_per_order(topology: Topology) -> dict[str, float]:
         "api": API_SECONDS,
         # On Express the worker also waits for the execution (infra.capacity)
         "worker": worker_seconds_per_message(workflow),
-        "charge-payment": PROVIDER_CALL_SECONDS,
+        # a step that calls a provider lasts the provider's call
+        **dict.fromkeys(PROVIDER_STEPS, PROVIDER_CALL_SECONDS),
     }
     invocations = {"api": 1.0} | {name: 1.0 for name in tasks} | {c: 1 / b for c, b in batch.items()}
     # A batch invocation lasts its records' times together: per order, each function adds its
@@ -107,11 +108,11 @@ def limits(topology: Topology) -> list[Limit]:
     return sorted(
         [
             Limit(
-                "payment provider rate limit",
+                f"provider rate limit ({', '.join(sorted(set(PROVIDER_STEPS.values())))})",
                 topology.capacity.provider_requests_per_second,
                 "the provider's account limit (Stripe: ask support), then cdk.json "
                 "capacity.provider_requests_per_second",
-                "several provider accounts or a provider that batches; the charge step's reserved "
+                "several provider accounts or a provider that batches; the provider step's reserved "
                 "concurrency follows the plan",
             ),
             Limit(
@@ -138,8 +139,8 @@ def limits(topology: Topology) -> list[Limit]:
                 "Step Functions state transitions",
                 quota("state_transition_refill_us_east_1") / usage["transitions"],
                 QUOTAS["state_transition_refill_us_east_1"].name,
-                "fewer states per order (one task for ledger + publish + mark completed) or an "
-                "Express sub-workflow after the charge",
+                "fewer states per order (one task for the steps after the provider's) or an "
+                "Express sub-workflow after the provider's step",
             ),
             Limit(
                 "Lambda concurrency (the account)",
@@ -170,7 +171,7 @@ def render(topology: Topology) -> str:
     costs = cost_per_order(usage)
     order_cost = sum(costs.values())
     all_limits = limits(topology)
-    orders = topology.queues["orders"]
+    orders = topology.queues[SERVICE.queue]
     admission = (orders.max_concurrency or quota("esm_max_concurrency")) / WORKER_SECONDS_PER_MESSAGE
     lines = [
         f"# Scale sheet: stage `{topology.stage}`",

@@ -16,13 +16,14 @@ from typing import Any
 
 from infra.capacity import UNPLANNED_MAX_RECEIVE_COUNT, StageCapacity, stage_capacity
 from infra.config import CONTEXT_KEY
+from ops.service import service
 from simulator.synth import cdk_context, load_template, stack_names
 from simulator.templates import resources_of_type, state_machine_definition
 
 
 @dataclass(frozen=True)
 class QueueSpec:
-    name: str  # short name: orders, notify, analytics
+    name: str  # short name: the API's queue, then one per consumer (the sample's orders, ...)
     consumer: str  # function short name
     visibility_timeout: int
     max_receive_count: int
@@ -33,7 +34,7 @@ class QueueSpec:
 
 @dataclass(frozen=True)
 class FunctionSpec:
-    name: str  # short name: worker, charge-payment, ...
+    name: str  # short name: api, worker, a step's function (its kebab-case name), a consumer
     timeout: int
     memory_mb: int
     reserved: int | None
@@ -101,7 +102,7 @@ def read(assembly: Path, stage: str) -> Topology:
         props = mapping["Properties"]
         consumer = by_logical_id[props["FunctionName"]["Ref"]]
         # The mapping's source is an import of the data stack's queue ARN; its consumer names it.
-        queue = {"worker": "orders"}.get(consumer, consumer)
+        queue = {"worker": service().queue}.get(consumer, consumer)
         queue_props = raw_queues[queue]
         queues[queue] = QueueSpec(
             name=queue,

@@ -65,7 +65,7 @@ def test_the_model_and_the_handlers_take_the_same_path(synthesized: Callable[[st
 
     model = Model(read(assembly, STAGE), Faults(), seed=1)
     for n in range(ORDERS):
-        model.submit(n * 0.1, Order(f"o-{n}", declined=n in DECLINED))
+        model.submit(n * 0.1, Order(f"o-{n}", outcome="payment-declined" if n in DECLINED else None))
     model.run(horizon=3600)
     report = model.report()
 

@@ -6,13 +6,15 @@ templates, planned and mutant: a few seconds of CPU each.
 
 from __future__ import annotations
 
+import random
+from collections import Counter
 from typing import Any
 
 import pytest
 
 from infra.capacity import THROTTLE_STORM_SECONDS, UNPLANNED_MAX_RECEIVE_COUNT
 from scale import scenarios
-from scale.model import Faults, Model, Order
+from scale.model import Faults, Model, Order, new_orders
 from scale.services import Message, Queue, Sim, TokenBucket
 from scale.topology import QueueSpec, Topology, read, without_capacity
 from simulator.synth import synthesize
@@ -41,7 +43,7 @@ def test_the_same_burst_without_the_capacity_plan_loses_orders(prod: Topology) -
     # Then executions exhaust their retries against the provider and StartExecution throttles,
     # leaving orders that only an operator's redrive would finish
     assert _lost(report) > 0
-    assert report["throttles"]["payment provider"] > 0
+    assert report["throttles"]["payments provider"] > 0
     assert report["throttles"]["Step Functions StartExecution"] > 0
 
 
@@ -117,3 +119,13 @@ def test_the_mutant_strips_exactly_the_capacity_settings(prod: Topology) -> None
     assert prod.queues["orders"].max_concurrency
     assert prod.functions["charge-payment"].reserved
     assert prod.functions["worker"].backoff_schedule
+
+
+def test_orders_are_drawn_into_the_workflows_catch_outcomes_by_the_proofs_shares() -> None:
+    # Given the sample's shares (declined 5 %, out of stock 2 %), one roll per order
+    orders = new_orders(10_000, rng=random.Random(3), shares=scenarios.OUTCOME_SHARES)
+    drawn = Counter(o.outcome for o in orders)
+    # Then each catch outcome of the declaration gets about its share, the rest the happy path
+    assert set(drawn) == {None, "payment-declined", "out-of-stock"}
+    assert 400 < drawn["payment-declined"] < 600
+    assert 120 < drawn["out-of-stock"] < 280

@@ -21,7 +21,7 @@ def prod() -> Topology:
 def test_limits_are_sorted_and_the_provider_binds_first_in_prod(prod: Topology) -> None:
     found = limits(prod)
     assert [lim.orders_per_second for lim in found] == sorted(lim.orders_per_second for lim in found)
-    assert found[0].what == "payment provider rate limit"
+    assert found[0].what == "provider rate limit (payments)"
     assert found[0].orders_per_second == prod.capacity.provider_requests_per_second
 
 
