@@ -5,7 +5,7 @@ into moto by the simulator, one order placed and driven to rest through the real
 worker, the saga's step functions, the consumers), then every invocation repeated with the same
 event (a replay, as a retry or a redrive delivers it); each function's clients count every call
 with its operation and the tables or queues it touches. A declined order does the same for the
-compensation path. **The primitive alone** (`measure`): the same step (write one ledger entry,
+compensation path. **The primitive alone** (`measure`): the same step (write one business item,
 return its id) run five ways, first run and replay:
 
 - atomic fence (``FenceStore.run_atomic``): effect + record in one TransactWriteItems;
@@ -46,13 +46,17 @@ from moto import mock_aws
 
 from bench.calls import Call, Calls
 from bench.record import command, written_by
+from ops.outcomes import Outcome, entity_route, id_field, outcomes, request_factory, starting_route
+from ops.roles import provider_step
+from ops.service import service
 from reliability import AtomicEffect, FenceStore, StepId
+from reliability.declaration import Service
 from reliability.telemetry import Telemetry
 
 REGION = "us-east-1"
 FENCES = "bench-fences"
 IDEMPOTENCY = "bench-idempotency"
-LEDGER = "bench-ledger"
+EFFECTS = "bench-effects"  # the business items the primitive's step writes
 RESULTS = Path(__file__).resolve().parent / "results"
 
 
@@ -82,7 +86,7 @@ def _create_tables(ddb: Any) -> None:
             BillingMode="PAY_PER_REQUEST",
         )
     ddb.create_table(
-        TableName=LEDGER,
+        TableName=EFFECTS,
         KeySchema=[{"AttributeName": "pk", "KeyType": "HASH"}, {"AttributeName": "sk", "KeyType": "RANGE"}],
         AttributeDefinitions=[
             {"AttributeName": "pk", "AttributeType": "S"},
@@ -92,10 +96,10 @@ def _create_tables(ddb: Any) -> None:
     )
 
 
-def _ledger_entry(order_id: str) -> dict[str, Any]:
+def _effect_item(entity_id: str) -> dict[str, Any]:
     return {
-        "TableName": LEDGER,
-        "Item": {"pk": {"S": f"ORDER#{order_id}"}, "sk": {"S": "LEDGER#charge"}, "amount": {"N": "1000"}},
+        "TableName": EFFECTS,
+        "Item": {"pk": {"S": f"ENTITY#{entity_id}"}, "sk": {"S": "EFFECT#1"}, "amount": {"N": "1000"}},
     }
 
 
@@ -132,28 +136,28 @@ def measure() -> list[Row]:
 
         def atomic() -> Any:
             return fences.run_atomic(
-                StepId("bench.o-1.r1", "record-ledger"),
-                lambda: AtomicEffect({"entry": "o-1"}, [{"Put": _ledger_entry("o-1")}]),
+                StepId("bench.o-1.r1", "atomic-step"),
+                lambda: AtomicEffect({"entry": "o-1"}, [{"Put": _effect_item("o-1")}]),
             )
 
         add("atomic fence (`run_atomic`)", "yes", atomic)
 
         def leased_external() -> Any:
             return fences.run_leased(
-                StepId("bench.o-2.r1", "charge-payment"),
+                StepId("bench.o-2.r1", "external-step"),
                 attempt_id="req-1",
                 lease_seconds=30,
-                effect=lambda key: {"charge": key[-12:]},
+                effect=lambda key: {"receipt": key[-12:]},
             )
 
         add("leased fence, external effect (`run_leased` -> dict)", "yes (+ fencing token)", leased_external)
 
         def leased_atomic() -> Any:
             return fences.run_leased(
-                StepId("bench.o-3.r1", "record-ledger"),
+                StepId("bench.o-3.r1", "atomic-step"),
                 attempt_id="req-1",
                 lease_seconds=30,
-                effect=lambda _key: AtomicEffect({"entry": "o-3"}, [{"Put": _ledger_entry("o-3")}]),
+                effect=lambda _key: AtomicEffect({"entry": "o-3"}, [{"Put": _effect_item("o-3")}]),
             )
 
         add(
@@ -169,7 +173,7 @@ def measure() -> list[Row]:
 
         @idempotent_function(data_keyword_argument="order", persistence_store=persistence, config=config)
         def powertools_step(order: dict[str, Any]) -> dict[str, Any]:
-            ddb.put_item(**_ledger_entry(order["order_id"]))
+            ddb.put_item(**_effect_item(order["order_id"]))
             return {"entry": order["order_id"]}
 
         add(
@@ -183,7 +187,7 @@ def measure() -> list[Row]:
             stored = ddb.get_item(TableName=IDEMPOTENCY, Key=key, ConsistentRead=True).get("Item")
             if stored:
                 return dict(json.loads(stored["result"]["S"]))
-            ddb.put_item(**_ledger_entry("o-5"))
+            ddb.put_item(**_effect_item("o-5"))
             result = {"entry": "o-5"}
             ddb.put_item(TableName=IDEMPOTENCY, Item={**key, "result": {"S": json.dumps(result)}})
             return result
@@ -197,8 +201,17 @@ def measure() -> list[Row]:
 # The tables of the reliability records (step fences; HTTP idempotency and consumer dedup), by
 # their logical names (the `<Name>TableName` outputs)
 LAYER_TABLES = frozenset({"Fence", "Idempotency"})
-ORDER = {"customer_id": "customer-bench", "currency": "EUR", "items": [{"sku": "sku-1", "quantity": 2}]}
-DECLINED = {**ORDER, "customer_id": "declined-bench"}
+
+
+def order_outcomes(declared: Service) -> tuple[Outcome, Outcome]:
+    """The two runs measured: the happy path, and a compensation: the catch outcome of the
+    provider's step (`ops.roles`; the sample's `payment-declined`), else the first catch outcome."""
+    found = outcomes(declared)
+    provider = provider_step(declared)
+    caught = [o for o in found if not o.happy]
+    if not caught:
+        raise ValueError(f"service {declared.name!r}: no catch outcome to measure a compensation on")
+    return found[0], next((o for o in caught if provider and o.failing_step == provider.name), caught[0])
 
 
 @dataclass(frozen=True)
@@ -251,9 +264,13 @@ def _described(call: Call, names: dict[str, str]) -> str:
 
 
 def measure_order(assembly: Path) -> list[OrderRun]:
-    """A completed and a declined order through the simulator; see the module docstring."""
+    """A run of the happy path and of a compensation through the simulator (`order_outcomes`); see
+    the module docstring."""
     from simulator.cloud import running_cloud  # noqa: PLC0415 - moto and the simulator only here
 
+    declared = service()
+    request = request_factory(declared)
+    starting, reading = starting_route(declared), entity_route(declared)
     runs = []
     with running_cloud(assembly) as cloud:
         outputs = cloud.outputs
@@ -263,16 +280,19 @@ def measure_order(assembly: Path) -> list[OrderRun]:
         recorder = Calls()
         for physical in cloud.functions:
             runtime = cloud.runtime_for(physical)
-            for service in ("dynamodb", "sqs", "stepfunctions"):
-                recorder.attach(getattr(runtime, service).meta.events, function=short[physical])
+            for client in ("dynamodb", "sqs", "stepfunctions"):
+                recorder.attach(getattr(runtime, client).meta.events, function=short[physical])
 
         def since(mark: int) -> list[str]:
             return [_described(call, names) for call in recorder.calls[mark:]]
 
-        for scenario, body in (("completed", ORDER), ("declined", DECLINED)):
+        for outcome in order_outcomes(declared):
+            scenario, body = outcome.name, request(outcome.name, 0)
             run = OrderRun(scenario)
             invoked, mark = len(cloud.invocations), len(recorder.calls)
-            placed = cloud.api("POST", "/orders", body=body, headers={"Idempotency-Key": f"bench-{scenario}"})
+            placed = cloud.api(
+                "POST", starting.path, body=body, headers={"Idempotency-Key": f"bench-{scenario}"}
+            )
             cloud.settle()
             done = cloud.invocations[invoked:]  # every invocation since is this order's
             # Each invocation's calls are its function's: in one order's first run every function is
@@ -292,7 +312,9 @@ def measure_order(assembly: Path) -> list[OrderRun]:
             if strays:
                 raise RuntimeError(f"calls not attributed to an invocation: {strays}")
             view_mark = len(recorder.calls)
-            cloud.api("GET", f"/orders/{placed.body['order_id']}")
+            if reading is not None:
+                entity_id = str(placed.body[id_field(declared)])
+                cloud.api("GET", reading.path.replace("{" + id_field(declared) + "}", entity_id))
             run.view = since(view_mark)
             for invocation in done:
                 mark = len(recorder.calls)
@@ -357,7 +379,7 @@ def main() -> int:
         "consumer dedup); the other calls are a leased step's effect or business reads and writes.\n\n"
         + written_by("-m bench.roundtrips", [])
         + f"{steps}\n"
-        "The fence primitive alone (the step writes one ledger entry):\n\n"
+        "The fence primitive alone (the step writes one business item):\n\n"
         f"{table}"
     )
     RESULTS.mkdir(parents=True, exist_ok=True)

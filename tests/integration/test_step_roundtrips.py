@@ -27,7 +27,7 @@ CARRIED = {"ReserveInventory": "TransactWriteItems Inventory", "RecordLedger": "
 def test_an_atomic_step_is_one_write_first_run_and_replay(runs: dict[str, OrderRun]) -> None:
     for scenario, steps in (
         ("completed", ATOMIC),
-        ("declined", ("ReserveInventory", "ReleaseInventory", "MarkFailed")),
+        ("payment-declined", ("ReserveInventory", "ReleaseInventory", "MarkFailed")),
     ):
         for step in steps:
             first, replay = runs[scenario].of(step)
@@ -55,7 +55,7 @@ def test_a_leased_step_is_claim_effect_complete_and_its_replay_the_refused_claim
         "SendMessage AnalyticsQueue",
     ]
     # A declined charge: claim, the provider's answer, FAILED on the fence; a replay re-raises it
-    first, replay = runs["declined"].of("ChargePayment")
+    first, replay = runs["payment-declined"].of("ChargePayment")
     assert (len(first.layer_calls), len(first.other_calls), replay.calls) == (2, 2, ["UpdateItem Fence"])
 
 
@@ -79,7 +79,7 @@ def test_a_consumer_reads_the_order_then_writes_once_first_run_and_replay(runs: 
 
 
 def test_the_order_totals_and_its_view(runs: dict[str, OrderRun]) -> None:
-    completed, declined = runs["completed"], runs["declined"]
+    completed, declined = runs["completed"], runs["payment-declined"]
     # api 5 + worker 3 + three atomic steps 1 each + two leased steps 4 each + two consumers 2 each
     assert (completed.total(completed.first), completed.total(completed.replays)) == (23, 11)
     # api 5 + worker 3 + reserve 1 + declined charge 4 + release 1 + mark failed 1
