@@ -23,6 +23,10 @@ from typing import Any
 import boto3
 from botocore import xform_name
 
+from ops.roles import provider_step
+from ops.service import service
+from reliability.declaration import function_name
+
 # The configurations a function's clients are built with, by their name in orders.runtime.
 CONFIGS = ("CLIENT_CONFIG", "WAITING_CLIENT_CONFIG")
 
@@ -129,20 +133,24 @@ def record(assembly: Path) -> dict[str, FirstInvocation]:
     with running_cloud(assembly) as cloud:
         first(cloud, "Api", _event("api/create_order.json"))
         first(cloud, "Worker", _event("worker/single.json"))
-        charged = None
-        for step in ("ReserveInventory", "ChargePayment", "RecordLedger", "PublishEvents", "MarkCompleted"):
-            event = _event(f"{_kebab(step)}/fresh.json")
-            if charged is not None:  # the samples carry a placeholder charge; the chain carries the real one
-                event["results"]["ChargePayment"] = charged
+        declared = service()
+        provider, answer = provider_step(declared), None
+        for step in declared.happy_path():
+            event = _event(f"{function_name(step)}/fresh.json")
+            # The samples carry a placeholder of the provider's answer; the chain carries the real one
+            if provider is not None and answer is not None:
+                event["results"][provider.name] = answer
             result = first(cloud, step, event)
-            charged = result if step == "ChargePayment" else charged
-        first(cloud, "Notify", _first_record("notify/batch.json"))
+            answer = result if provider is not None and step == provider.name else answer
+        for consumer in declared.consumers[:1]:  # one consumer's cold start stands for each
+            first(cloud, _pascal(consumer.name), _first_record(f"{consumer.name}/batch.json"))
         first(cloud, "SweepAccepted", _event("sweep-accepted/scheduled.json"))
     return recorded
 
 
-def _kebab(prefix: str) -> str:
-    return "".join(f"-{c.lower()}" if c.isupper() else c for c in prefix).lstrip("-")
+def _pascal(name: str) -> str:
+    """`send-ticket` -> `SendTicket` (a function's output prefix)."""
+    return "".join(part.capitalize() for part in name.split("-"))
 
 
 def _attach(client: Any, service: str, config_name: str, invocation: Any) -> None:

@@ -58,13 +58,14 @@ from bench.meter import (
     stdout_to,
 )
 from bench.record import command, written_by
+from ops.outcomes import outcomes, request_factory, starting_route
+from ops.service import service
 
 RESULTS = Path(__file__).resolve().parent / "results"
 # The stage of each workflow type the orders run through (cdk.json); Standard's figures also feed
 # `make scale-sheet` (cost.json's top-level `usage_per_order`).
 STAGES = {"Standard": "local", "Express": "local-express"}
 STAGE = STAGES["Standard"]
-ORDER = {"customer_id": "customer-1", "currency": "EUR", "items": [{"sku": "sku-1", "quantity": 1}]}
 # What Lambda writes itself per invocation (START, END and REPORT lines with the request id,
 # durations, memory and, with active tracing, the trace id): about 330 bytes. Modelled.
 PLATFORM_LOG_BYTES = 330
@@ -121,6 +122,10 @@ def _measure(orders: int, stage: str) -> tuple[Measured, Any]:
     from simulator.cloud import running_cloud  # noqa: PLC0415
     from simulator.synth import synthesize  # noqa: PLC0415
 
+    # Each order is the service's request for its happy outcome (its proof's `request`)
+    declared = service()
+    request, happy = request_factory(declared), outcomes(declared)[0].name
+    starting = starting_route(declared)
     assembly = synthesize(stage)
     with tempfile.TemporaryDirectory(prefix="retrysafe-cost-") as tmp, running_cloud(assembly) as cloud:
         layer_tables = {
@@ -144,7 +149,10 @@ def _measure(orders: int, stage: str) -> tuple[Measured, Any]:
         with calls.attached(boto3._get_default_session().events), stdout_to(captured):
             for number in range(orders):
                 response = cloud.api(
-                    "POST", "/orders", body=ORDER, headers={"Idempotency-Key": f"bench-{number}"}
+                    "POST",
+                    starting.path,
+                    body=request(happy, number),
+                    headers={"Idempotency-Key": f"bench-{number}"},
                 )
                 if response.status != 202:
                     raise RuntimeError(f"order {number}: {response.status} {response.body}")
