@@ -48,7 +48,7 @@ _SFN_LAMBDA = "moto.stepfunctions.parser.asl.component.state.exec.state_task.lam
 
 
 def short_name(physical: str, environment: Mapping[str, str]) -> str:
-    """`retrysafe-local-charge-payment` -> `charge-payment` (`{service}-{stage}-{name}`; the
+    """`retrysafe-local-hold-seat` -> `hold-seat` (`{service}-{stage}-{name}`; the
     service's name may hold dashes itself)."""
     return physical.removeprefix(f"{environment['SERVICE_NAME']}-{environment['STAGE']}-")
 
@@ -210,7 +210,7 @@ def chaos_cloud(
 
     def seed_world(cloud: InProcessCloud) -> None:
         seed_service(cloud.dynamodb, cloud.outputs)
-        # what the outcomes' requests need beyond the seed (the sample's: one sku nearly sold out)
+        # what the outcomes' requests need beyond the seed (the sample's: one catalog item nearly sold out)
         prepare(service(), cloud.dynamodb, table_names(service(), cloud.outputs))
 
     random.seed(seed)  # the Retry jitter of moto's interpreter

@@ -2,14 +2,14 @@
 drawn in proportion to how many interleavings each has.
 
 A pair's interleavings are the ways two attempts' storage calls can order: C(a + b, a) for a and b
-calls (fewer when a losing attempt stops early). A step with one call per attempt has 2; the
-charge, with a claim, the provider's call, the charge and the completion, has 70. Drawing pairs
-round-robin spends as much on the first as on the second, and a random walk through a pair's
-choices repeats interleavings already run. Here a pair is drawn with probability proportional to
-the interleavings it has not run yet (estimated from its function's calls in the recorded
-catalogue), each run takes a random branch that still leads somewhere new (`Unexplored`), and a
-pair whose every interleaving has run is not drawn again: its share goes to the others, and when
-none is left, to random schedules.
+calls (fewer when a losing attempt stops early). A step with one call per attempt has 2; a
+leased step with a claim, the provider's two writes and the completion (the sample's payment
+step) has 70. Drawing pairs round-robin spends as much on the first as on the second, and a
+random walk through a pair's choices repeats interleavings already run. Here a pair is drawn
+with probability proportional to the interleavings it has not run yet (estimated from its
+function's calls in the recorded catalogue), each run takes a random branch that still leads
+somewhere new (`Unexplored`), and a pair whose every interleaving has run is not drawn again:
+its share goes to the others, and when none is left, to random schedules.
 """
 
 from __future__ import annotations

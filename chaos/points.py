@@ -7,7 +7,7 @@ production module is unchanged and still costs a `None` check when off):
 - a *recording* mode: every point reached, per function, in order, with its occurrence number
   (the catalogue the exhaustive single-fault run iterates over);
 - a crash at one exact hit: (function, point, occurrence), e.g. the 2nd
-  `after:DynamoDB.PutItem` of `charge-payment` in this schedule;
+  `after:DynamoDB.PutItem` of a step's function (`hold-seat`) in this schedule;
 - a listener called at every point, which the interleaving scheduler uses to pause an attempt
   before each AWS call;
 - a *lost answer* at one exact call: the request reaches AWS and is applied, its answer never

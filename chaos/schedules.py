@@ -28,8 +28,8 @@ actions:
   refuses any other order); each run's effects are judged on their own (`ops.invariants`);
 - `stray-run`: a message for an order's next run arrives that no operator decided on (a run
   starts only through `make rerun` of a FAILED order);
-- the world changes the service's proof names (`CHANGES`; the sample's `price-change` /
-  `remove-sku`: the catalog changes between retries);
+- the world changes the service's proof names (`CHANGES`; the sample's: its catalog's prices
+  and items change between retries);
 - `another-caller`, `late-retry` (`chaos.callers`), `foreign-event`, `late-copy` (`chaos.foreign`):
   another client with shared or guessed keys and reads of others' orders; a retry after a catalog
   change and the HTTP key's expiry; events from other producers; a late copy after `make rerun`;

@@ -189,8 +189,9 @@ def redrive_execution(
     if execution["status"] not in REDRIVABLE_STATUSES:
         raise RedriveError(f"{execution_arn} is {execution['status']}; only failed executions redrive")
 
-    # Every restart, asked for or the fallback's, runs only while the token's fences surely live: an
-    # older one could repeat effects (the fault search met a second charge after a day-36 restart).
+    # Every restart, asked for or the fallback's, runs only while the token's fences surely live:
+    # an older one could repeat effects (the fault search met a second provider effect after a
+    # day-36 restart).
     def restart_safe() -> bool:
         age = (now if now is not None else time.time()) - execution["startDate"].timestamp()
         return age < RESTART_SAFE_SECONDS
