@@ -49,9 +49,9 @@ from chaos.points import PointHit, errors_at
 from chaos.scenarios import KINDS, SERVICE
 from chaos.schedules import MAX_DUPLICATES, Action, Schedule, queue_outputs
 from chaos.single import ScheduleResult
-from infra.config import REDRIVE_WINDOW_DAYS, SECONDS_PER_DAY
 from ops.redrive import RESTART_SAFE_SECONDS
 from ops.stack_outputs import queue_output
+from reliability.cdk.config import REDRIVE_WINDOW_DAYS, SECONDS_PER_DAY
 from simulator.deploy import read_template
 from simulator.templates import resources_of_type, workflow_tasks
 

@@ -29,8 +29,8 @@ from typing import Any
 
 from botocore.exceptions import BotoCoreError, ClientError
 
-from infra.constructs.function import ARCHITECTURE, RUNTIME
 from ops.target import localstack
+from reliability.cdk.function import ARCHITECTURE, RUNTIME
 
 PROJECT_DIR = Path(__file__).resolve().parents[1]
 REQUIREMENTS = PROJECT_DIR / "requirements-layer.txt"

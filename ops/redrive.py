@@ -35,10 +35,10 @@ from typing import TYPE_CHECKING, Any
 
 from botocore.exceptions import ClientError
 
-from infra.config import FENCE_WINDOWS, outlived
 from ops.service import service
 from ops.stack_outputs import dlq_output, queue_output, table_output
 from ops.target import Target
+from reliability.cdk.config import FENCE_WINDOWS, outlived
 from reliability.declaration import Service
 
 if TYPE_CHECKING:

@@ -25,7 +25,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from infra.config import CONTEXT_KEY
+from reliability.cdk.config import CONTEXT_KEY
 from simulator.synth import SynthError, cdk_context, stack_names, synthesize_stages
 
 ROOT = Path(__file__).resolve().parents[1]

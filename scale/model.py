@@ -44,30 +44,27 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from infra import manifest
-from infra.capacity import (
+from infra.capacity import TRANSACTIONAL_WRU_PER_ITEM
+from ops.outcomes import outcomes
+from ops.service import service
+from reliability.cdk.capacity import (
     PROVIDER_CALL_SECONDS,
     STEP_SECONDS,
-    TRANSACTIONAL_WRU_PER_ITEM,
     WORKER_SECONDS_PER_MESSAGE,
     quota,
 )
-from ops.outcomes import outcomes
-from ops.service import service
 from reliability.declaration import function_name
 from scale.services import FAIL, OK, THROTTLED, Esm, Message, Pools, Queue, Sim, TokenBucket
 from scale.topology import Topology
 
-# The event consumers (orders.workflow.CONSUMERS): PublishEvents sends to each one's queue; one that
-# writes the aggregates table updates one daily item per event, a hot key.
-CONSUMERS = tuple(consumer.name for consumer in manifest.consumers())
-HOT_KEY_CONSUMERS = frozenset(c.name for c in manifest.consumers() if "aggregates" in c.tables)
-
-# The workflow's steps by function, as the model plays them (the declaration's, `ops.service`):
-# the steps that call a provider other than the events (a token bucket, the call's duration),
-# those that publish the events (one message per consumer), the status each sets, and, per catch
-# outcome, the step that fails and its error.
+# The workflow as the model plays it (the declaration's, `ops.service`): the event consumers (the
+# events' step sends to each one's queue; one that writes the sample's aggregates table updates one
+# daily item per event, a hot key); the steps that call a provider other than the events (a token
+# bucket, the call's duration), those that publish the events, the status each sets, and, per
+# catch outcome, the step that fails and its error.
 SERVICE = service()
+CONSUMERS = tuple(consumer.name for consumer in SERVICE.consumers)
+HOT_KEY_CONSUMERS = frozenset(c.name for c in SERVICE.consumers if "aggregates" in c.tables)
 PROVIDER_STEPS = {
     function_name(s.name): s.provider for s in SERVICE.steps if s.provider and s.provider != SERVICE.events
 }

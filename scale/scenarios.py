@@ -8,8 +8,8 @@ import time
 from dataclasses import dataclass
 from typing import Any
 
-from infra.capacity import WORKER_SECONDS_PER_MESSAGE
 from ops.service import proof, service
+from reliability.cdk.capacity import WORKER_SECONDS_PER_MESSAGE
 from scale.model import Faults, Model, new_orders
 from scale.topology import Topology
 

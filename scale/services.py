@@ -12,7 +12,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-from infra.capacity import quota
+from reliability.cdk.capacity import quota
 from scale.topology import QueueSpec, Topology
 
 if TYPE_CHECKING:

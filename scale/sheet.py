@@ -13,18 +13,16 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from bench.cost import measured_usage
-from infra.capacity import (
+from infra.capacity import TRANSACTIONAL_WRU_PER_ITEM, express_execution_seconds, worker_seconds_per_message
+from ops.costs import express_billed_gb_seconds, price
+from reliability.cdk.capacity import (
     PROVIDER_CALL_SECONDS,
     QUOTAS,
     STEP_SECONDS,
-    TRANSACTIONAL_WRU_PER_ITEM,
     WORKER_SECONDS_PER_MESSAGE,
-    express_execution_seconds,
     quota,
-    worker_seconds_per_message,
 )
-from infra.config import WorkflowType
-from ops.costs import express_billed_gb_seconds, price
+from reliability.cdk.config import WorkflowType
 from scale.model import CONSUMERS, PROVIDER_STEPS, SERVICE
 from scale.topology import Topology
 

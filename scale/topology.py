@@ -14,9 +14,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from infra.capacity import UNPLANNED_MAX_RECEIVE_COUNT, StageCapacity, stage_capacity
-from infra.config import CONTEXT_KEY
 from ops.service import service
+from reliability.cdk.capacity import UNPLANNED_MAX_RECEIVE_COUNT, StageCapacity, stage_capacity
+from reliability.cdk.config import CONTEXT_KEY
 from simulator.synth import cdk_context, load_template, stack_names
 from simulator.templates import resources_of_type, state_machine_definition
 

@@ -191,7 +191,7 @@ def _dead_lettered_before_its_execution(jump: int) -> Schedule:
 
 
 def test_an_express_order_whose_message_outlived_the_dlq_is_restarted_by_the_operator(express: Path) -> None:
-    from infra.config import DLQ_RETENTION_DAYS, SECONDS_PER_DAY  # noqa: PLC0415
+    from reliability.cdk.config import DLQ_RETENTION_DAYS, SECONDS_PER_DAY  # noqa: PLC0415
 
     # Given the run's only message expired in the DLQ, the order still restartable (inside 32 d)
     result = run_schedule(

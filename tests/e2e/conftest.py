@@ -26,13 +26,13 @@ from typing import Any, TypeVar
 import boto3
 import pytest
 
-from infra.config import CONTEXT_KEY, ApiAuth, load_config
 from localcloud import control, process
 from localcloud import outputs as outputs_file
 from ops import polling
 from ops.api_client import ApiClient
 from ops.seed import seed_service
 from ops.target import DEFAULT_STAGE, Target
+from reliability.cdk.config import CONTEXT_KEY, ApiAuth, load_config
 from simulator.synth import cdk_context
 
 T = TypeVar("T")

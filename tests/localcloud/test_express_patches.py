@@ -18,8 +18,8 @@ from moto import mock_aws
 from moto.stepfunctions import models as sfn_models
 from moto.stepfunctions.parser.models import stepfunctions_parser_backends
 
-from infra.capacity import EXPRESS_TIME_LIMIT_SECONDS
 from localcloud import patches_express
+from reliability.cdk.windows import EXPRESS_TIME_LIMIT_SECONDS
 
 ACCOUNT, REGION = "123456789012", "us-east-1"
 ROLE = f"arn:aws:iam::{ACCOUNT}:role/r"

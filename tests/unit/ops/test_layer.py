@@ -13,8 +13,8 @@ from pathlib import Path
 
 import pytest
 
-from infra.constructs.function import ARCHITECTURE, RUNTIME
 from ops import layer
+from reliability.cdk.function import ARCHITECTURE, RUNTIME
 
 
 def _fake_pip(monkeypatch: pytest.MonkeyPatch, resolved: dict[str, str]) -> list[list[str]]:

@@ -10,11 +10,11 @@ from typing import Any
 import pytest
 
 from infra.sizing import QUEUE_CONSUMERS
-from infra.sizing import pascal as infra_pascal
 from ops.invariants import Stores, check
 from ops.redrive import main as redrive_main
 from ops.service import service
 from ops.stack_outputs import data_stack_outputs, dlq_output, pascal, table_output
+from reliability.cdk.declared import pascal as infra_pascal
 from reliability.declaration import Consumer
 
 # The declaration with one more consumer (the recipe's "receipts"), built here, not in the sample

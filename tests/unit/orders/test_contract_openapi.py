@@ -8,12 +8,12 @@ import jsonschema
 from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
-from infra.api_model import model_schema
 from orders import openapi
 from orders.contract import CreateOrderRequest, parse_create_order
 from orders.errors import InvalidRequest
 from orders.workflow import ROUTES
 from proof.catalog import load_seed
+from reliability.cdk.api_model import model_schema
 from reliability.http import HEADER, MAX_KEY_CHARS, KeyRejected, idempotency_key
 
 
@@ -74,7 +74,7 @@ near_orders = st.fixed_dictionaries(
 )
 
 
-# API Gateway's model of the body: the document's schema in draft 4's words (infra/api_model.py)
+# API Gateway's model of the body: the document's schema in draft 4's words (reliability.cdk.api_model)
 EDGE = jsonschema.Draft4Validator(
     model_schema(openapi.document()["components"]["schemas"]["CreateOrderRequest"])
 )

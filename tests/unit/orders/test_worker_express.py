@@ -8,10 +8,10 @@ from dataclasses import dataclass
 
 import pytest
 
-from infra.capacity import MAX_RECEIVE_COUNT, THROTTLE_BACKOFF_SCHEDULE
 from orders.domain import ExecutionEnd
 from orders.errors import ExecutionFailed
 from orders.messages import ORDER_MESSAGES
+from reliability.cdk.capacity import MAX_RECEIVE_COUNT, THROTTLE_BACKOFF_SCHEDULE
 from reliability.errors import PoisonMessage
 from reliability.queue_handlers import start_run
 from tests.unit.orders.test_worker_throttle import _record, _Runtime, _Settings, _Starter

@@ -10,8 +10,8 @@ import pytest
 from aws_lambda_powertools.utilities.data_classes.sqs_event import SQSRecord
 from botocore.exceptions import ClientError
 
-from infra.capacity import MAX_RECEIVE_COUNT, THROTTLE_BACKOFF_SCHEDULE
 from orders.messages import ORDER_MESSAGES
+from reliability.cdk.capacity import MAX_RECEIVE_COUNT, THROTTLE_BACKOFF_SCHEDULE
 from reliability.errors import TransientError
 from reliability.queue_handlers import StartExecutionThrottled, backoff_seconds, start_run, throttle_code
 

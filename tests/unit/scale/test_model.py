@@ -12,7 +12,7 @@ from typing import Any
 
 import pytest
 
-from infra.capacity import THROTTLE_STORM_SECONDS, UNPLANNED_MAX_RECEIVE_COUNT
+from reliability.cdk.capacity import THROTTLE_STORM_SECONDS, UNPLANNED_MAX_RECEIVE_COUNT
 from scale import scenarios
 from scale.model import Faults, Model, Order, new_orders
 from scale.services import Message, Queue, Sim, TokenBucket
