@@ -25,6 +25,7 @@ from botocore import xform_name
 
 from ops.roles import provider_step
 from ops.service import service
+from reliability.cdk.declared import pascal
 from reliability.declaration import function_name
 
 # The configurations a function's clients are built with, by their name in orders.runtime.
@@ -85,7 +86,7 @@ def _first_record(path: str) -> dict[str, Any]:
 
 
 def record(assembly: Path) -> dict[str, FirstInvocation]:
-    """Each function's first invocation, by its output prefix (`Api`, `ChargePayment`)."""
+    """Each function's first invocation, by its output prefix (`Api`, `HoldSeat`)."""
     from orders import runtime as orders_runtime  # noqa: PLC0415 - the simulator only where it records
     from simulator.cloud import REGION, InProcessCloud, running_cloud  # noqa: PLC0415
 
@@ -143,14 +144,9 @@ def record(assembly: Path) -> dict[str, FirstInvocation]:
             result = first(cloud, step, event)
             answer = result if provider is not None and step == provider.name else answer
         for consumer in declared.consumers[:1]:  # one consumer's cold start stands for each
-            first(cloud, _pascal(consumer.name), _first_record(f"{consumer.name}/batch.json"))
+            first(cloud, pascal(consumer.name), _first_record(f"{consumer.name}/batch.json"))
         first(cloud, "SweepAccepted", _event("sweep-accepted/scheduled.json"))
     return recorded
-
-
-def _pascal(name: str) -> str:
-    """`send-ticket` -> `SendTicket` (a function's output prefix)."""
-    return "".join(part.capitalize() for part in name.split("-"))
 
 
 def _attach(client: Any, service: str, config_name: str, invocation: Any) -> None:

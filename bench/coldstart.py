@@ -59,6 +59,9 @@ from typing import Any
 from bench.coldcalls import CONFIGS, FirstInvocation, outcome, record
 from bench.record import command, written_by
 from infra import asset
+from ops.roles import first_atomic_step, provider_step
+from ops.service import service
+from reliability.cdk.declared import pascal
 
 ROOT = Path(__file__).resolve().parent.parent
 PROBE = Path(__file__).resolve().parent / "coldprobe.py"
@@ -72,8 +75,16 @@ STAGE = "local"  # the stage the sample events are written for (events/README.md
 LIMIT = 1.25
 FLOOR = "bare_powertools_handler"
 # The first invocations measured (bench/coldcalls.py records them), by output prefix: one per
-# handler module, and both kinds of step (atomic, leased with the provider).
-FUNCTIONS_MEASURED = ("Api", "Worker", "ReserveInventory", "ChargePayment", "Notify", "SweepAccepted")
+# handler module, and both kinds of step (the first atomic one, the provider's leased one: the
+# declaration's, `ops.roles`) and the first consumer.
+_SERVICE = service()
+FUNCTIONS_MEASURED = (
+    "Api",
+    "Worker",
+    *(s.name for s in (first_atomic_step(_SERVICE), provider_step(_SERVICE)) if s is not None),
+    *(pascal(c.name) for c in _SERVICE.consumers[:1]),
+    "SweepAccepted",
+)
 FLOOR_SOURCE = '''"""The floor: a Powertools handler with Logger, Metrics and Tracer that builds its
 clients on its first invocation (one botocore session, the functions' configurations) and makes
 the AWS calls its event lists; nothing else."""
@@ -129,7 +140,7 @@ _INHERITED_NOT = ("POWERTOOLS_", "PYTHON", "AWS_", "RETRYSAFE_", "HTTP_PROXY", "
 
 @dataclass(frozen=True)
 class Row:
-    function: str  # output prefix (`ChargePayment`)
+    function: str  # output prefix (`HoldSeat`)
     module: str
     aws_calls: int
     floor_ms: float

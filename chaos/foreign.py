@@ -21,6 +21,8 @@ from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any
 
 from ops.invariants import peek_dead_letters
+from ops.outcomes import outcomes, request_factory
+from ops.service import service
 from orders.adapters.order_store import DynamoOrderStore
 from orders.domain import Order, OrderStatus, completed_event, completed_fact
 
@@ -87,13 +89,16 @@ def foreign_event(cloud: ChaosCloud, action: Action, placed: Sequence[PlacedOrde
 
 
 def _stranger() -> Order:
+    """An order no key derives here, on the terms of the proof's happy request."""
     from orders.domain import Line  # noqa: PLC0415
 
+    declared = service()
+    body = request_factory(declared)(outcomes(declared)[0].name, 0)
     return Order(
         order_id=UNKNOWN_ORDER,
-        customer_id="customer-9",
-        currency="EUR",
-        lines=(Line(sku="sku-5", quantity=1, unit_price_cents=100),),
+        customer_id=body["customer_id"],
+        currency=body["currency"],
+        lines=tuple(Line(**item, unit_price_cents=100) for item in body["items"]),
         idempotency_key="none",
         created_at="2026-11-01T00:00:00+00:00",
         owner="",

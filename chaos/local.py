@@ -46,10 +46,9 @@ FINAL_STATUSES = frozenset(s.status for s in SERVICE.steps if s.status)
 
 
 def crash_points(declared: Service) -> tuple[str, ...]:
-    """The faults, each at a role the declaration gives a step (`ops.roles`; the sample's step in
-    brackets): the provider's step after its effect, the fence never completed (ChargePayment);
-    the first atomic step's transaction committed and its response lost (ReserveInventory); one of
-    the events sent (PublishEvents); the last step's transaction committed (MarkCompleted)."""
+    """The faults, each at a role the declaration gives a step (`ops.roles`): the provider's step
+    after its effect, the fence never completed; the first atomic step's transaction committed
+    and its response lost; one of the events sent; the last step's transaction committed."""
     provider, atomic, events, final = (
         provider_step(declared),
         first_atomic_step(declared),

@@ -45,8 +45,8 @@ def results_dir(workflow: str) -> Path:
     return RESULTS if workflow == "standard" else RESULTS / workflow
 
 
-# The control's late pairs: the provider's step and the events' (the sample's ChargePayment,
-# PublishEvents); the quick run's: the last step and the API.
+# The control's late pairs: the provider's step and the events' (`ops.roles`); the quick run's:
+# the last step and the API.
 _SERVICE = service()
 _PROVIDER = provider_step(_SERVICE)
 CONTROL_PAIRS = tuple(

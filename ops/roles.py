@@ -4,10 +4,12 @@ roles, never at a service's step by name.
 
 - `provider_step`: the happy path's first leased step that calls a provider other than the
   service's own event fan-out, preferring one that reconciles (it finds a dead attempt's effect
-  at the provider); the sample's is ChargePayment.
-- `first_atomic_step`: the happy path's first atomic step (the sample's ReserveInventory).
-- `events_step`: the step that publishes the service's events, if one does (PublishEvents).
-- `final_step`: the happy path's last step (MarkCompleted).
+  at the provider); None if there is none;
+- `first_atomic_step`: the happy path's first atomic step;
+- `events_step`: the step that publishes the service's events, if one does;
+- `final_step`: the happy path's last step.
+
+tests/unit/ops/test_roles.py shows the sample's and a transfer's.
 """
 
 from __future__ import annotations

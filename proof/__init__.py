@@ -10,8 +10,8 @@
   requests that lead to each outcome of its workflow and the catalog changes its clients' retries
   may meet (`proof.requests`; the lab's `ops.outcomes` derives the outcomes); `observe` and
   `provider_effects`, what the demo shows of a request's world and of its provider.
-- `OUTCOME_SHARES`: the share of its orders that end on each catch route, for the scale model
-  (`proof.scale`).
+- `OUTCOME_SHARES`, `HOT_KEY_TABLES`: the share of its orders that end on each catch route and
+  the tables with a hot key, for the scale model (`proof.scale`).
 - `story_facts(items)`: what the story of one order shows of its payment provider (`proof.story`).
 - `proof/docs.py`'s `ERROR_MEANINGS`: what its own error codes mean, for the site's error table
   (read from its source, never imported: the site's hook has none of the project's packages).
@@ -26,11 +26,12 @@ from proof.catalog import seed
 from proof.fuzz import MAX_BODY_BYTES, invalid_bodies, refusal_problem, valid_bodies, within_contract
 from proof.invariants import violations
 from proof.requests import CHANGES, change, observe, prepare, provider_effects, request, world_changed
-from proof.scale import OUTCOME_SHARES
+from proof.scale import HOT_KEY_TABLES, OUTCOME_SHARES
 from proof.story import story_facts
 
 __all__ = [
     "CHANGES",
+    "HOT_KEY_TABLES",
     "MAX_BODY_BYTES",
     "OUTCOME_SHARES",
     "change",

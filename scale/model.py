@@ -46,7 +46,7 @@ from typing import Any
 
 from infra.capacity import TRANSACTIONAL_WRU_PER_ITEM
 from ops.outcomes import outcomes
-from ops.service import service
+from ops.service import proof, service
 from reliability.cdk.capacity import (
     PROVIDER_CALL_SECONDS,
     STEP_SECONDS,
@@ -58,13 +58,14 @@ from scale.services import FAIL, OK, THROTTLED, Esm, Message, Pools, Queue, Sim,
 from scale.topology import Topology
 
 # The workflow as the model plays it (the declaration's, `ops.service`): the event consumers (the
-# events' step sends to each one's queue; one that writes the sample's aggregates table updates one
-# daily item per event, a hot key); the steps that call a provider other than the events (a token
-# bucket, the call's duration), those that publish the events, the status each sets, and, per
-# catch outcome, the step that fails and its error.
+# events' step sends to each one's queue; one that writes a table the proof names in
+# `HOT_KEY_TABLES` updates one daily item per event, a hot key); the steps that call a provider
+# other than the events (a token bucket, the call's duration), those that publish the events, the
+# status each sets, and, per catch outcome, the step that fails and its error.
 SERVICE = service()
 CONSUMERS = tuple(consumer.name for consumer in SERVICE.consumers)
-HOT_KEY_CONSUMERS = frozenset(c.name for c in SERVICE.consumers if "aggregates" in c.tables)
+HOT_KEY_TABLES = frozenset(getattr(proof(SERVICE), "HOT_KEY_TABLES", ()))
+HOT_KEY_CONSUMERS = frozenset(c.name for c in SERVICE.consumers if HOT_KEY_TABLES & set(c.tables))
 PROVIDER_STEPS = {
     function_name(s.name): s.provider for s in SERVICE.steps if s.provider and s.provider != SERVICE.events
 }
