@@ -16,7 +16,7 @@ from typing import Any
 
 from chaos import callers, foreign
 from chaos.cloud import ChaosCloud
-from ops.invariants import OrderRow, check
+from ops.invariants import EntityRow, check
 from orders.items import catalog_key
 from reliability.errors import ReliabilityError, RetryableError
 
@@ -46,7 +46,7 @@ class Verdict:
     violations: list[str] = field(default_factory=list)
     statuses: dict[str, str] = field(default_factory=dict)
     dead_letters: int = 0
-    rows: dict[str, OrderRow] = field(default_factory=dict)
+    rows: dict[str, EntityRow] = field(default_factory=dict)
 
     @property
     def ok(self) -> bool:
@@ -85,7 +85,7 @@ def verdict(cloud: ChaosCloud, placed: Sequence[PlacedOrder]) -> Verdict:
     result.violations.extend(cloud.operator_violations)
     result.violations.extend(_execution_violations(cloud))
     result.violations.extend(_failure_violations(cloud))
-    rows = {row.order_id: row for row in report.orders}
+    rows = {row.entity_id: row for row in report.rows}
     result.rows = rows
     for order in placed:
         if order.order_id is None and order.gave_up:

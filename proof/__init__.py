@@ -2,8 +2,8 @@
 (`orders.workflow.SERVICE.proof = "proof"`) and loaded by the lab (`ops.service.proof`).
 
 - `violations(items, counts)`: its own invariants over whole tables (one amount everywhere, stock
-  conserved, day counters equal to the events counted), beside the generic rules
-  (`proof.invariants`).
+  conserved, day counters equal to the events counted), beside the generic rules, and the count
+  of the effects the generic count cannot read, its `COUNTS` (`proof.invariants`).
 - `seed(dynamodb, tables, reset=)`: the reference data its workflow needs (the catalog,
   `proof.catalog`).
 
@@ -12,6 +12,6 @@ only the lab and tests load it.
 """
 
 from proof.catalog import seed
-from proof.invariants import violations
+from proof.invariants import COUNTS, violations
 
-__all__ = ["seed", "violations"]
+__all__ = ["COUNTS", "seed", "violations"]

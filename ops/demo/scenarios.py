@@ -370,7 +370,7 @@ class Demo:
         while not report.ok and time.monotonic() < deadline:
             time.sleep(1.0)
             report = check(stores)
-        self.say(f"invariant checker read {len(report.orders)} order(s)")
+        self.say(f"invariant checker read {len(report.rows)} order(s)")
         return report
 
     def write_stories(self, state_dir: Path) -> list[Path]:
@@ -398,7 +398,7 @@ class Demo:
         return ", ".join(f"{name} {status}" for name, status in statuses.items()) or "-"
 
     def report(self, report: Report) -> str:
-        rows = {row.order_id: row for row in report.orders}
+        rows = {row.entity_id: row for row in report.rows}
         lines = [
             "",
             "== report",
@@ -411,7 +411,7 @@ class Demo:
                 continue
             row = rows.get(order.order_id)
             status = row.status if row else "?"
-            charges, calls = (row.charges, row.provider_calls) if row else (0, 0)
+            charges, calls = (row.effects["ChargePayment"], row.effects["provider calls"]) if row else (0, 0)
             lines.append(
                 f"{order.order_id:<36} {order.label:<18} {status:<10} {order.replays:>7} "
                 f"{self.dedup_hits(order.order_id):>5} {charges:>7} {calls:>5}"
