@@ -23,6 +23,7 @@ from typing import Any
 
 from reliability.declaration import Item, Service, Step
 from reliability.keys import key_parts
+from reliability.record import FenceState
 
 # Effects counted per entity id, then per run (`make rerun` starts run N+1 of a FAILED entity, and
 # each run has its own effects); run 0 holds what no run can be told from (a provider call).
@@ -145,8 +146,11 @@ def tally_items(
     counts: Counts,
     entity_of: Callable[[str], str | None],
 ) -> None:
-    """Count the rows under `prefix` of each entity (`entity_of` its partition key) as `name`."""
+    """Count the rows under `prefix` of each entity (`entity_of` its partition key) as `name`. A
+    row that carries step `name`'s FAILED record is no effect: a failed step's record is an item of
+    its own at the key its effect would have written (`reliability.effects.RecordOn`)."""
     for row in rows:
         entity_id = entity_of(str(row.get("pk", "")))
-        if entity_id is not None and str(row.get("sk", "")).startswith(prefix):
+        failed_record = row.get("step") == name and row.get("state") == FenceState.FAILED
+        if entity_id is not None and str(row.get("sk", "")).startswith(prefix) and not failed_record:
             counts[entity_id][run_of(row, prefix)][name] += 1

@@ -4,12 +4,14 @@ uncompensated failed runs found from its declaration alone."""
 
 from __future__ import annotations
 
+from collections import Counter
 from typing import Any
 
 import pytest
 from boto3.dynamodb.types import TypeSerializer
 
 from ops.invariants import Stores, check
+from ops.invariants.effects import Effects, new_counts, tally_items
 from reliability.declaration import Consumer, Entity, Item, Service, Step
 from reliability.keys import execution_token
 
@@ -179,3 +181,22 @@ def test_an_uncompensated_failed_run_is_found():
     assert "t-1: REJECTED but has 1 CreditTarget effect(s), which no step compensates" in _world(
         "REJECTED", REJECTED_STEPS, {"debit#": 1, "refund#": 1, "credit#": 1}
     )
+
+
+def test_a_failed_record_carried_at_its_effects_key_is_no_effect():
+    # Given the item a step's effect would write, holding that step's FAILED record instead
+    row = {
+        "pk": "transfer#t-1",
+        "sk": f"debit#{TOKEN}",
+        "token": TOKEN,
+        "step": "DebitSource",
+        "state": "FAILED",
+    }
+    counts = new_counts()
+    tally_items([row], "debit#", "DebitSource", counts, Effects.of(WALLET).entity_id)
+    # Then nothing was applied; the same item with the effect's COMPLETED record is one effect
+    assert +counts["t-1"][1] == Counter()
+    tally_items(
+        [{**row, "state": "COMPLETED"}], "debit#", "DebitSource", counts, Effects.of(WALLET).entity_id
+    )
+    assert counts["t-1"][1] == Counter(DebitSource=1)
