@@ -77,6 +77,14 @@ def hook_counts(declared: Service) -> frozenset[str]:
     return frozenset(getattr(proof(declared), "COUNTS", ()))
 
 
+def service_mutants(declared: Service, derived: tuple[Any, ...]) -> tuple[Any, ...]:
+    """The mutants of the service: those the fault search derives from its declaration, as its
+    proof's `mutants(derived)` returns them (it may declare some equivalent, saying why, and add
+    its own: `chaos.mutant.Mutant`s of the guards that are its use cases); no hook: the derived."""
+    hook = getattr(proof(declared), "mutants", None)
+    return tuple(hook(derived)) if hook is not None else derived
+
+
 def seed_hook(declared: Service) -> SeedHook:
     """The service's seed (its proof's `seed`); none declared: nothing to seed."""
 
