@@ -182,7 +182,7 @@ def write(results: list[LocalResult], directory: Path = RESULTS) -> None:
 
 
 def main() -> int:
-    from simulator.synth import synthesize  # noqa: PLC0415
+    from emulator.synth import synthesize  # noqa: PLC0415
 
     results = run(synthesize("local"))
     write(results)

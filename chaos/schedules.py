@@ -58,9 +58,9 @@ from chaos.single import ScheduleResult
 
 if TYPE_CHECKING:
     from chaos.draw import Catalogue
+from emulator.synth import load_template, stack_names
+from emulator.templates import queue_consumers
 from orders.items import catalog_key
-from simulator.synth import load_template, stack_names
-from simulator.templates import queue_consumers
 from simulator.world import reusing
 
 MAX_DUPLICATES = 4  # 1 delivery + 4 duplicates = 5 of one message

@@ -31,8 +31,8 @@ from urllib.parse import parse_qs, unquote
 
 import jsonschema
 
+from emulator.shapes import rest_proxy_event
 from localcloud.apigw_template import RestApiSpec, Route, Throttle, static_value
-from localcloud.shapes import rest_proxy_event
 
 logger = logging.getLogger("localcloud.apigw")
 
@@ -219,7 +219,7 @@ class RestApiHandler:
     def event(
         self, route: Route, params: dict[str, str], request: HttpRequest, request_id: str
     ) -> dict[str, Any]:
-        """The REST API (payload format 1.0) proxy event (`localcloud.shapes`)."""
+        """The REST API (payload format 1.0) proxy event (`emulator.shapes`)."""
         own = {"x-forwarded-proto", "x-forwarded-port"}
         client = [(name, value) for name, value in request.headers if name.lower() not in own]
         try:

@@ -26,17 +26,19 @@ from typing import IO, Any
 import boto3
 from botocore.config import Config as BotoConfig
 
+from emulator.config import ACCOUNT_ID
+from emulator.synth import synth_env
 from localcloud import outputs as outputs_file
 from localcloud import patches
 from localcloud.apigw import RestApiHandler
 from localcloud.apigw_server import RestApiServer
 from localcloud.apigw_template import RestApiSpec, apis_from_template
-from localcloud.config import ACCOUNT_ID, Config
+from localcloud.config import Config
 from localcloud.lambdas import LambdaRuntime
 from localcloud.outputs import Endpoint, Outputs
 from localcloud.pollers import PollerManager, client_factory
 from localcloud.server import MotoEndpoint, PortInUseError, is_port_free
-from localcloud.synth import ensure_assembly, synth_env
+from localcloud.synth import ensure_assembly
 
 logger = logging.getLogger("localcloud")
 

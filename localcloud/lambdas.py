@@ -18,8 +18,8 @@ from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import IO, Any
 
+from emulator.shapes import error_payload
 from localcloud.config import DEFAULT_MAX_WORKERS
-from localcloud.shapes import error_payload
 from localcloud.workers import (
     INIT_TIMEOUT_SECONDS,
     RUNTIME_SCRIPT,

@@ -27,7 +27,8 @@ from moto.ssm import models as ssm_models
 from moto.stepfunctions import models as sfn_models
 from moto.stepfunctions.parser import models as sfn_parser_models
 
-from localcloud import patches_cfn, patches_dynamo, patches_express, patches_speed
+from emulator import patches_dynamo, patches_express, patches_speed
+from localcloud import patches_cfn
 from localcloud.lambdas import LambdaRuntime
 from localcloud.workers import FunctionSpec
 

@@ -23,7 +23,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import IO, Any
 
-from localcloud.shapes import EXIT_ERROR, TIMED_OUT, error_payload
+from emulator.shapes import EXIT_ERROR, TIMED_OUT, error_payload
 
 logger = logging.getLogger("localcloud.workers")
 

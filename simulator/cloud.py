@@ -36,8 +36,9 @@ from typing import Any
 import boto3
 from moto.stepfunctions.parser.models import stepfunctions_parser_backends
 
-from localcloud.patches_express import express_executions
-from localcloud.shapes import EXIT_ERROR
+from emulator.patches_express import express_executions
+from emulator.shapes import EXIT_ERROR
+from emulator.templates import queue_consumers, read_template, resources_of_type
 from ops.invariants import Stores
 from ops.redrive import DlqRedrive, WorkflowRedrive
 from ops.target import CLIENT_CONFIG as OPERATOR_CLIENT_CONFIG
@@ -46,7 +47,7 @@ from orders.domain import Order
 from reliability.testing.crashpoints import CrashPlan
 from simulator.clock import Clock
 from simulator.consumers import EventSourceMapping, PumpResult
-from simulator.deploy import FunctionSpec, Resolver, deploy, read_template, resources
+from simulator.deploy import FunctionSpec, Resolver, deploy
 from simulator.events import ACCOUNT, EVENTS_DIR, REGION, rest_event, sqs_record
 from simulator.executions import ExecutionQueue
 from simulator.expiry import delete_expired, ttl_tables
@@ -55,7 +56,6 @@ from simulator.observe import Observer
 from simulator.operators import StopDuring, redrive, redrive_queue, rerun
 from simulator.queues import expire_messages
 from simulator.rules import ASYNC_ATTEMPTS, ScheduledRule, due, scheduled_event
-from simulator.templates import queue_consumers
 from simulator.world import deployed
 
 __all__ = [
@@ -243,12 +243,12 @@ class InProcessCloud(HandlerRunner, EventSourceMapping):
     @property
     def express(self) -> bool:
         """Whether the state machine is Express (its template's StateMachineType)."""
-        machines = resources(self.app_template, "AWS::StepFunctions::StateMachine").values()
+        machines = resources_of_type(self.app_template, "AWS::StepFunctions::StateMachine").values()
         return any(m["Properties"].get("StateMachineType") == "EXPRESS" for m in machines)
 
     def executions(self) -> list[dict[str, Any]]:
         """Every execution of the state machine, as ListExecutions gives them; on Express, which
-        no API lists (localcloud/patches_express.py, E3), as the cloud itself knows them."""
+        no API lists (emulator/patches_express.py, E3), as the cloud itself knows them."""
         arn = self.outputs["StateMachineArn"]
         if self.express:
             backend = stepfunctions_parser_backends[ACCOUNT][REGION]

@@ -14,12 +14,11 @@ import json
 import zipfile
 from collections.abc import Mapping
 from dataclasses import dataclass
-from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from emulator.templates import exports_of, function_specs, resources_of_type, state_machine_definition
 from simulator.events import ACCOUNT, REGION
 from simulator.rules import scheduled_rules
-from simulator.templates import exports_of, function_specs, state_machine_definition
 
 if TYPE_CHECKING:
     from simulator.cloud import InProcessCloud
@@ -75,17 +74,6 @@ class Resolver:
         return {k: self(v) for k, v in value.items()}
 
 
-def read_template(assembly: Path, suffix: str) -> dict[str, Any]:
-    matches = sorted(assembly.glob(f"*-{suffix}.template.json"))
-    if len(matches) != 1:
-        raise FileNotFoundError(f"expected one *-{suffix}.template.json in {assembly}, found {matches}")
-    return json.loads(matches[0].read_text())
-
-
-def resources(template: Mapping[str, Any], kind: str) -> dict[str, dict[str, Any]]:
-    return {k: v for k, v in template["Resources"].items() if v["Type"] == kind}
-
-
 def _dummy_zip() -> bytes:
     buffer = io.BytesIO()
     with zipfile.ZipFile(buffer, "w") as archive:
@@ -100,7 +88,7 @@ def deploy(cloud: InProcessCloud) -> None:
 
 def _deploy_data(cloud: InProcessCloud) -> None:
     ddb, sqs, r = cloud.dynamodb, cloud.sqs, cloud.resolve
-    for logical, resource in resources(cloud.data_template, "AWS::DynamoDB::Table").items():
+    for logical, resource in resources_of_type(cloud.data_template, "AWS::DynamoDB::Table").items():
         p = resource["Properties"]
         ddb.create_table(
             TableName=p["TableName"],
@@ -110,7 +98,7 @@ def _deploy_data(cloud: InProcessCloud) -> None:
         )
         r.refs[logical] = p["TableName"]
         r.attrs[(logical, "Arn")] = f"arn:aws:dynamodb:{REGION}:{ACCOUNT}:table/{p['TableName']}"
-    queues = resources(cloud.data_template, "AWS::SQS::Queue")
+    queues = resources_of_type(cloud.data_template, "AWS::SQS::Queue")
     # Dead-letter queues first: the others' redrive policies point at them.
     for logical, resource in sorted(queues.items(), key=lambda kv: "RedrivePolicy" in kv[1]["Properties"]):
         p = resource["Properties"]
@@ -135,16 +123,16 @@ def _outputs(cloud: InProcessCloud, template: Mapping[str, Any]) -> None:
 
 
 def _deploy_app(cloud: InProcessCloud) -> None:
-    """Functions with their template environment (simulator.templates.function_specs) and
+    """Functions with their template environment (emulator.templates.function_specs) and
     the state machine with the template's definition (state_machine_definition)."""
     r = cloud.resolve
-    machines = resources(cloud.app_template, "AWS::StepFunctions::StateMachine")
+    machines = resources_of_type(cloud.app_template, "AWS::StepFunctions::StateMachine")
     machine_arns: dict[str, str] = {}
     for logical, resource in machines.items():
         name = resource["Properties"]["StateMachineName"]
         machine_arns[name] = f"arn:aws:states:{REGION}:{ACCOUNT}:stateMachine:{name}"
         r.refs[logical] = machine_arns[name]
-    for logical, resource in resources(cloud.app_template, "AWS::Lambda::Function").items():
+    for logical, resource in resources_of_type(cloud.app_template, "AWS::Lambda::Function").items():
         name = resource["Properties"]["FunctionName"]
         r.refs[logical] = name
         r.attrs[(logical, "Arn")] = f"arn:aws:lambda:{REGION}:{ACCOUNT}:function:{name}"

@@ -8,17 +8,17 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-from localcloud import pollers
-from localcloud.shapes import rest_proxy_event
+from emulator import shapes
+from emulator.config import ACCOUNT_ID as ACCOUNT
+from emulator.config import REGION
+from emulator.shapes import rest_proxy_event
 
-REGION = "us-east-1"
-ACCOUNT = "123456789012"
 EVENTS_DIR = Path(__file__).resolve().parents[1] / "events"
 
 
 def sqs_record(message: dict[str, Any], *, queue_arn: str) -> dict[str, Any]:
     """An SQS -> Lambda record from a ReceiveMessage message (the local cloud's pollers' shape)."""
-    return pollers.sqs_record(message, queue_arn=queue_arn, region=REGION)
+    return shapes.sqs_record(message, queue_arn=queue_arn, region=REGION)
 
 
 def rest_event(
@@ -29,7 +29,7 @@ def rest_event(
     headers: Mapping[str, str] | None = None,
     caller: str | None = None,
 ) -> dict[str, Any]:
-    """An API Gateway REST proxy event (`localcloud.shapes.rest_proxy_event`, what the local cloud's
+    """An API Gateway REST proxy event (`emulator.shapes.rest_proxy_event`, what the local cloud's
     edge sends), on the sample events' API (events/api/*.json: stage, API id, domain); `caller`:
     the IAM principal that signed it (None: an unsigned request, as on the local stage)."""
     sample = json.loads((EVENTS_DIR / "api" / "get_order.json").read_text())["requestContext"]

@@ -27,7 +27,7 @@ from moto.awslambda.models import LambdaFunction
 from moto.dynamodb.responses import DynamoHandler
 from moto.sqs.responses import SQSResponse
 
-from localcloud.shapes import EXIT_ERROR, error_payload
+from emulator.shapes import EXIT_ERROR, error_payload
 from orders import runtime as orders_runtime
 from orders.config import FunctionSettings, settings_of
 from reliability.testing.crashpoints import CrashPlan, SimulatedCrash

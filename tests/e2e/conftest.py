@@ -26,6 +26,7 @@ from typing import Any, TypeVar
 import boto3
 import pytest
 
+from emulator.synth import cdk_context
 from infra.config import CONTEXT_KEY, ApiAuth, load_config
 from localcloud import control, process
 from localcloud import outputs as outputs_file
@@ -33,7 +34,6 @@ from ops import polling
 from ops.api_client import ApiClient
 from ops.seed import seed_inventory
 from ops.target import DEFAULT_STAGE, Target
-from simulator.synth import cdk_context
 
 T = TypeVar("T")
 TARGET_ENV = "RETRYSAFE_E2E_TARGET"

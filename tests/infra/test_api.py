@@ -14,13 +14,13 @@ from aws_cdk import App, Stack
 from aws_cdk import aws_lambda as lambda_
 from aws_cdk.assertions import Template
 
+from emulator.synth import cdk_context
 from infra.api_model import model_schema
 from infra.config import ApiAuth, ApiThrottle, load_config
 from infra.constructs import api
 from infra.constructs.api import CATCH_ALL
 from orders import openapi
 from orders.workflow import ROUTES
-from simulator.synth import cdk_context
 
 # Each route of orders.workflow.ROUTES by (METHOD, path): the tests iterate it, so a new route is
 # covered without a new test.

@@ -16,11 +16,13 @@ from moto.sqs.models import Queue
 from moto.ssm.models import SimpleSystemManagerBackend
 from moto.stepfunctions import models as sfn_models
 
+from emulator.shapes import failed_ids, sqs_record
+from emulator.synth import stacks_of_stage
 from localcloud import outputs, patches
 from localcloud.config import Config
 from localcloud.lambdas import LambdaRuntime
-from localcloud.pollers import RECEIVE_WAIT_SECONDS, Mapping, SqsPoller, failed_ids, sqs_record
-from localcloud.synth import is_stale, stacks_of_stage
+from localcloud.pollers import RECEIVE_WAIT_SECONDS, Mapping, SqsPoller
+from localcloud.synth import is_stale
 
 
 def test_cli_outputs_point_execute_api_urls_at_the_local_rest_api():

@@ -11,8 +11,8 @@ from pathlib import Path
 
 import pytest
 
+from emulator.synth import synth_env
 from localcloud import outputs as localcloud_outputs
-from localcloud.synth import synth_env
 from ops import deploy
 from ops.target import Target, TargetNotFound, outputs_file
 
