@@ -7,7 +7,7 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 from emulator.config import REGION as DEFAULT_REGION
-from localcloud import outputs
+from ops.local import outputs
 
 # Not LocalStack's 4566, so both can run side by side; the REST API listens on the next port.
 DEFAULT_PORT = 4599

@@ -43,10 +43,10 @@ from typing import IO
 
 from botocore.exceptions import ClientError
 
-from localcloud import process
-from localcloud.outputs import Outputs
 from ops.demo.scenarios import Demo, DemoError
 from ops.lifecycle import StageMismatch, fresh_crash_dir, local_cloud
+from ops.local import process
+from ops.local.outputs import Outputs
 from ops.target import add_state_dir_option
 
 

@@ -13,12 +13,12 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import IO, Any, TypeVar
 
-from localcloud import control
-from localcloud.outputs import Outputs
 from ops import polling, redrive
 from ops.api_client import ApiClient, ApiResponse
 from ops.invariants import Report, Stores, check
 from ops.lifecycle import target_of
+from ops.local import control
+from ops.local.outputs import Outputs
 from ops.seed import seed_inventory
 from ops.story import html as story_html
 from ops.story.collect import Collector

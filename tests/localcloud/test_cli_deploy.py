@@ -21,7 +21,7 @@ from pathlib import Path
 import boto3
 import pytest
 
-from localcloud import outputs, process
+from ops.local import outputs, process
 
 pytestmark = pytest.mark.slow
 ROOT = Path(__file__).resolve().parents[2]

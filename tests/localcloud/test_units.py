@@ -18,11 +18,12 @@ from moto.stepfunctions import models as sfn_models
 
 from emulator.shapes import failed_ids, sqs_record
 from emulator.synth import stacks_of_stage
-from localcloud import outputs, patches
+from localcloud import patches
 from localcloud.config import Config
 from localcloud.lambdas import LambdaRuntime
 from localcloud.pollers import RECEIVE_WAIT_SECONDS, Mapping, SqsPoller
 from localcloud.synth import is_stale
+from ops.local import outputs
 
 
 def test_cli_outputs_point_execute_api_urls_at_the_local_rest_api():

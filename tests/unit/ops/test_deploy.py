@@ -12,8 +12,8 @@ from pathlib import Path
 import pytest
 
 from emulator.synth import synth_env
-from localcloud import outputs as localcloud_outputs
 from ops import deploy
+from ops.local import outputs as localcloud_outputs
 from ops.target import Target, TargetNotFound, outputs_file
 
 
