@@ -1,10 +1,10 @@
 """One Lambda worker process and what it runs: the function's spec, its result, its log file.
 
-Each worker is a separate Python process (`_runtime.py`) with the function's own environment and
-its unzipped asset as the task root. Calls are JSON lines over pipes, so nothing process-global in
-the server changes per call. The timeout is enforced here: a worker that overruns is killed and the
-call fails with `Sandbox.Timedout`; a worker that dies (crash, signal, os._exit) fails the call with
-`Runtime.ExitError`. Pools of workers are `localcloud.lambdas`.
+Each worker is a separate Python process (`emulator/lambda_runtime.py`) with the function's own
+environment and its unzipped asset as the task root. Calls are JSON lines over pipes, so nothing
+process-global in the server changes per call. The timeout is enforced here: a worker that overruns
+is killed and the call fails with `Sandbox.Timedout`; a worker that dies (crash, signal, os._exit)
+fails the call with `Runtime.ExitError`. Pools of workers are `localcloud.lambdas`.
 """
 
 from __future__ import annotations
@@ -23,11 +23,12 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import IO, Any
 
+from emulator import lambda_runtime
 from emulator.shapes import EXIT_ERROR, TIMED_OUT, error_payload
 
 logger = logging.getLogger("localcloud.workers")
 
-RUNTIME_SCRIPT = Path(__file__).with_name("_runtime.py")
+RUNTIME_SCRIPT = Path(lambda_runtime.__file__)
 # Lambda's init phase may take up to 10 s on AWS; a shared 2-core machine importing boto3,
 # Powertools and pydantic in several workers at once needs more headroom than that.
 INIT_TIMEOUT_SECONDS = 60.0

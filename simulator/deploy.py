@@ -39,6 +39,7 @@ class FunctionSpec:
     handler: str
     timeout: int
     environment: dict[str, str]
+    memory_mb: int = 128  # Lambda's default when the template sets none
 
 
 class Resolver:
@@ -155,6 +156,7 @@ def _deploy_app(cloud: InProcessCloud) -> None:
             handler=spec["Handler"],
             timeout=int(spec.get("Timeout") or 3),
             environment=environment,
+            memory_mb=int(spec.get("MemorySize") or 128),
         )
         lam.create_function(
             FunctionName=spec["FunctionName"],

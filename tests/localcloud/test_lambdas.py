@@ -95,7 +95,7 @@ def test_handler_exception_comes_back_with_its_class_name(runtime, handlers_zip)
     assert error["errorType"] == "FixtureError"
     assert error["errorMessage"] == "asked to fail"
     assert any("fixture.py" in frame for frame in error["stackTrace"])
-    assert not any("_runtime.py" in frame for frame in error["stackTrace"])
+    assert not any("lambda_runtime.py" in frame for frame in error["stackTrace"])
 
 
 def test_timeout_kills_the_worker_and_reports_sandbox_timedout(runtime, handlers_zip):
