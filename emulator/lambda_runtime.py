@@ -1,6 +1,7 @@
-"""Lambda's Python runtime, written once for both clouds: the context object and the handler
-loader (`LambdaContext`, `load_handler`: the simulator calls handlers in its own process with
-them), and the bootstrap of one local worker process (`main`).
+"""Lambda's Python runtime, written once for both clouds: the context object and the handler loader
+(`LambdaContext`, `load_handler`: the simulator calls handlers in its own process with them, from
+the same environment, `emulator.functions.lambda_environment`), and the bootstrap of one local
+worker process (`main`).
 
 The local cloud starts it (`localcloud.workers`) as `python -I lambda_runtime.py` with the
 function's environment and the unzipped asset as the working directory. It imports nothing from the
@@ -25,7 +26,7 @@ import signal
 import sys
 import time
 import traceback
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from typing import IO, Any
 
 
@@ -57,17 +58,24 @@ class LambdaContext:
         self._deadline_ms = deadline_ms
 
     @classmethod
-    def from_environ(cls, request_id: str, deadline_ms: int, invoked_function_arn: str) -> LambdaContext:
-        """The context a worker process builds: the function's facts are its environment's."""
+    def from_environ(
+        cls,
+        request_id: str,
+        deadline_ms: int,
+        invoked_function_arn: str,
+        environ: Mapping[str, str] | None = None,
+    ) -> LambdaContext:
+        """The context as the function's environment describes it (a worker's: its own)."""
+        env = os.environ if environ is None else environ
         return cls(
             request_id,
             deadline_ms,
             invoked_function_arn,
-            function_name=os.environ.get("AWS_LAMBDA_FUNCTION_NAME", ""),
-            function_version=os.environ.get("AWS_LAMBDA_FUNCTION_VERSION", "$LATEST"),
-            memory_limit_in_mb=os.environ.get("AWS_LAMBDA_FUNCTION_MEMORY_SIZE", "128"),
-            log_group_name=os.environ.get("AWS_LAMBDA_LOG_GROUP_NAME", ""),
-            log_stream_name=os.environ.get("AWS_LAMBDA_LOG_STREAM_NAME", ""),
+            function_name=env.get("AWS_LAMBDA_FUNCTION_NAME", ""),
+            function_version=env.get("AWS_LAMBDA_FUNCTION_VERSION", "$LATEST"),
+            memory_limit_in_mb=env.get("AWS_LAMBDA_FUNCTION_MEMORY_SIZE", "128"),
+            log_group_name=env.get("AWS_LAMBDA_LOG_GROUP_NAME", ""),
+            log_stream_name=env.get("AWS_LAMBDA_LOG_STREAM_NAME", ""),
         )
 
     def get_remaining_time_in_millis(self) -> int:

@@ -149,7 +149,7 @@ def function_specs(
 ) -> list[dict[str, Any]]:
     """Every AWS::Lambda::Function: FunctionName, Handler, Environment (variables, with Ref and
     Fn::ImportValue resolved best-effort: pass `exports=exports_of(data_template, ...)`),
-    Timeout, MemorySize. Sorted by FunctionName."""
+    Timeout, MemorySize, Runtime. Sorted by FunctionName."""
     resolve = _Resolver(template, exports=exports, names=names, queue_url=queue_url)
     specs = []
     for resource in resources_of_type(template, "AWS::Lambda::Function").values():
@@ -162,6 +162,7 @@ def function_specs(
                 "Environment": {key: resolve(value) for key, value in variables.items()},
                 "Timeout": props.get("Timeout"),
                 "MemorySize": props.get("MemorySize"),
+                "Runtime": props.get("Runtime"),
             }
         )
     return sorted(specs, key=lambda spec: str(spec["FunctionName"]))

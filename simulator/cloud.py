@@ -36,6 +36,7 @@ from typing import Any
 import boto3
 from moto.stepfunctions.parser.models import stepfunctions_parser_backends
 
+from emulator.functions import FunctionSpec
 from emulator.patches_express import express_executions
 from emulator.shapes import EXIT_ERROR
 from emulator.templates import queue_consumers, read_template, resources_of_type
@@ -47,7 +48,7 @@ from orders.domain import Order
 from reliability.testing.crashpoints import CrashPlan
 from simulator.clock import Clock
 from simulator.consumers import EventSourceMapping, PumpResult
-from simulator.deploy import FunctionSpec, Resolver, deploy
+from simulator.deploy import Resolver, deploy
 from simulator.events import ACCOUNT, EVENTS_DIR, REGION, rest_event, sqs_record
 from simulator.executions import ExecutionQueue
 from simulator.expiry import delete_expired, ttl_tables

@@ -13,9 +13,9 @@ import io
 import json
 import zipfile
 from collections.abc import Mapping
-from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
+from emulator.functions import FunctionSpec
 from emulator.templates import exports_of, function_specs, resources_of_type, state_machine_definition
 from simulator.events import ACCOUNT, REGION
 from simulator.rules import scheduled_rules
@@ -31,15 +31,6 @@ _PSEUDO = {
     "AWS::StackName": "stack",
     "AWS::NoValue": None,
 }
-
-
-@dataclass
-class FunctionSpec:
-    name: str
-    handler: str
-    timeout: int
-    environment: dict[str, str]
-    memory_mb: int = 128  # Lambda's default when the template sets none
 
 
 class Resolver:
@@ -153,10 +144,13 @@ def _deploy_app(cloud: InProcessCloud) -> None:
             raise ValueError(f"{spec['FunctionName']}: unresolved environment {unresolved}")
         cloud.functions[spec["FunctionName"]] = FunctionSpec(
             name=spec["FunctionName"],
+            arn=f"arn:aws:lambda:{REGION}:{ACCOUNT}:function:{spec['FunctionName']}",
             handler=spec["Handler"],
+            runtime=spec.get("Runtime") or "python3.12",
             timeout=int(spec.get("Timeout") or 3),
+            memory_mb=int(spec.get("MemorySize") or 128),  # Lambda's default when the template sets none
+            region=REGION,
             environment=environment,
-            memory_mb=int(spec.get("MemorySize") or 128),
         )
         lam.create_function(
             FunctionName=spec["FunctionName"],
@@ -167,7 +161,7 @@ def _deploy_app(cloud: InProcessCloud) -> None:
             Timeout=int(spec.get("Timeout") or 3),
             Environment={"Variables": environment},
         )
-    function_arns = {name: f"arn:aws:lambda:{REGION}:{ACCOUNT}:function:{name}" for name in cloud.functions}
+    function_arns = {name: spec.arn for name, spec in cloud.functions.items()}
     for resource in machines.values():
         p = resource["Properties"]
         cloud.sfn.create_state_machine(

@@ -27,6 +27,7 @@ from moto.awslambda.models import LambdaFunction
 from moto.dynamodb.responses import DynamoHandler
 from moto.sqs.responses import SQSResponse
 
+from emulator.functions import lambda_environment
 from emulator.lambda_runtime import LambdaContext, load_handler
 from emulator.shapes import EXIT_ERROR, error_payload
 from orders import runtime as orders_runtime
@@ -41,7 +42,7 @@ from simulator.operators import StopDuring
 from simulator.patches import express_workflows, on_the_clock
 
 if TYPE_CHECKING:
-    from simulator.deploy import FunctionSpec
+    from emulator.functions import FunctionSpec
 
 # Where Powertools (3.x) reads the time for idempotency: `dt.datetime.now()` in each of these
 # modules (in-progress expiry, record expiry, the conditional put, the inconsistency check).
@@ -151,14 +152,16 @@ class HandlerRunner:
             stack.enter_context(mock.patch(f"{_SDK_RETRIES}.time", waits))
             yield self
 
+    def environment(self, function_name: str) -> dict[str, str]:
+        """What the function's code would find in its environment on Lambda."""
+        return lambda_environment(self.functions[function_name], log_stream=f"simulator/{function_name}")
+
     def runtime_for(self, function_name: str) -> orders_runtime.Runtime[FunctionSettings]:
         with self._lock:
             runtime = self._runtimes.get(function_name)
             if runtime is None:
                 spec = self.functions[function_name]
-                settings = settings_of(spec.handler).from_env(
-                    {**spec.environment, "AWS_LAMBDA_FUNCTION_NAME": function_name}
-                )
+                settings = settings_of(spec.handler).from_env(self.environment(function_name))
                 runtime = self._runtimes[function_name] = self.new_runtime(function_name, settings)
             return runtime
 
@@ -177,14 +180,9 @@ class HandlerRunner:
         """Run a function's handler directly (no Lambda API); exceptions propagate."""
         spec = self.functions[function_name]
         handler = load_handler(spec.handler)
-        context = LambdaContext(
-            str(uuid.uuid4()),
-            int((time.time() + spec.timeout) * 1000),
-            f"arn:aws:lambda:{REGION}:{ACCOUNT}:function:{function_name}",
-            function_name=function_name,
-            memory_limit_in_mb=str(spec.memory_mb),
-            log_group_name=f"/aws/lambda/{function_name}",
-            log_stream_name=f"simulator/{function_name}",
+        deadline_ms = int((time.time() + spec.timeout) * 1000)
+        context = LambdaContext.from_environ(
+            str(uuid.uuid4()), deadline_ms, spec.arn, self.environment(function_name)
         )
         outer = current_caller()
         set_caller(Caller(function_name, context.aws_request_id))

@@ -12,13 +12,11 @@ from pathlib import Path
 
 import pytest
 
+from emulator.functions import FunctionSpec
 from localcloud.lambdas import LambdaRuntime
-from localcloud.workers import FunctionSpec
 
 
-def spec(
-    code: bytes, *, handler: str = "fixture.step", timeout: float = 2.0, env: dict[str, str] | None = None
-):
+def spec(code: bytes, *, handler: str = "fixture.step", timeout: int = 2, env: dict[str, str] | None = None):
     return FunctionSpec(
         name="fx-step",
         arn="arn:aws:lambda:us-east-1:123456789012:function:fx-step",
