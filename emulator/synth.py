@@ -26,6 +26,8 @@ from typing import Any
 ROOT = Path(__file__).resolve().parents[1]
 CACHE_DIR = ROOT / ".cache" / "test-cdk.out"
 _FINGERPRINT = ".inputs-sha256"
+# What the synthesized templates depend on: a change here makes an assembly stale (this cache's
+# fingerprint, the local cloud's mtime check).
 _INPUT_GLOBS = (
     "app.py",
     "cdk.json",
@@ -49,12 +51,20 @@ def cdk_context(stage: str) -> dict[str, Any]:
     return {**context, "stage": stage}
 
 
+def synth_inputs(project: Path) -> list[Path]:
+    """The files of `project` the synthesized templates depend on, in a stable order."""
+    return [
+        path
+        for pattern in _INPUT_GLOBS
+        for path in sorted(project.glob(pattern))
+        if path.is_file() and not _IGNORED_PARTS & set(path.parts)
+    ]
+
+
 def _fingerprint(stage: str) -> str:
     digest = hashlib.sha256(f"{stage}\n{sys.executable}\n".encode())
-    for pattern in _INPUT_GLOBS:
-        for path in sorted(ROOT.glob(pattern)):
-            if path.is_file() and not _IGNORED_PARTS & set(path.parts):
-                digest.update(str(path.relative_to(ROOT)).encode() + b"\0" + path.read_bytes() + b"\0")
+    for path in synth_inputs(ROOT):
+        digest.update(str(path.relative_to(ROOT)).encode() + b"\0" + path.read_bytes() + b"\0")
     return digest.hexdigest()
 
 

@@ -5,27 +5,15 @@ from __future__ import annotations
 import json
 import os
 import subprocess
-from collections.abc import Callable, Iterable
+from collections.abc import Callable
 from pathlib import Path
 
-from emulator.synth import stacks_of_stage, synth_env
+from emulator.synth import stacks_of_stage, synth_env, synth_inputs
 from localcloud.config import Config
-
-# What the synthesized templates depend on: newer files here make the assembly stale.
-SOURCES = ("app.py", "cdk.json", "infra", "functions", "lib/reliability/src")
 
 
 class SynthError(RuntimeError):
     """`cdk synth` failed; the message ends with its output."""
-
-
-def _files(project: Path, names: Iterable[str]) -> Iterable[Path]:
-    for name in names:
-        path = project / name
-        if path.is_file():
-            yield path
-        elif path.is_dir():
-            yield from (p for p in path.rglob("*") if p.is_file() and "__pycache__" not in p.parts)
 
 
 def is_stale(assembly: Path, project: Path) -> bool:
@@ -33,7 +21,7 @@ def is_stale(assembly: Path, project: Path) -> bool:
     if not manifest.is_file():
         return True
     built = manifest.stat().st_mtime
-    return any(path.stat().st_mtime > built for path in _files(project, SOURCES))
+    return any(path.stat().st_mtime > built for path in synth_inputs(project))
 
 
 def synth_command(project: Path, stage: str, outdir: Path) -> tuple[list[str], dict[str, str]]:
