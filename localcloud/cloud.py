@@ -26,12 +26,12 @@ from typing import IO, Any
 import boto3
 from botocore.config import Config as BotoConfig
 
+from emulator.apigw_template import RestApiSpec, apis_from_template
 from emulator.config import ACCOUNT_ID
 from emulator.synth import synth_env
 from localcloud import patches
 from localcloud.apigw import RestApiHandler
 from localcloud.apigw_server import RestApiServer
-from localcloud.apigw_template import RestApiSpec, apis_from_template
 from localcloud.config import Config
 from localcloud.lambdas import LambdaRuntime
 from localcloud.pollers import PollerManager, client_factory

@@ -36,6 +36,7 @@ from typing import Any
 import boto3
 from moto.stepfunctions.parser.models import stepfunctions_parser_backends
 
+from emulator.apigw_template import apis_from_template
 from emulator.functions import FunctionSpec
 from emulator.patches_express import express_executions
 from emulator.shapes import EXIT_ERROR
@@ -88,6 +89,12 @@ class InProcessCloud(HandlerRunner, EventSourceMapping):
         self.assembly = assembly
         self.data_template = read_template(assembly, "data")
         self.app_template = read_template(assembly, "app")
+        # The REST API's routes, as API Gateway picks them for a request (`api`, `rest_event`).
+        self.api_routes = tuple(
+            route
+            for api in apis_from_template(self.app_template, physical_ids={}, function_names={})
+            for route in api.routes
+        )
         self.crash_plan = crash_plan
         self.clock = clock or Clock()
         self.resolve = Resolver()
@@ -206,7 +213,7 @@ class InProcessCloud(HandlerRunner, EventSourceMapping):
         caller: str | None = None,
     ) -> ApiResponse:
         """One REST proxy request through the api function (signed by `caller`'s IAM ARN, if any)."""
-        event = rest_event(method, path, body=body, headers=headers, caller=caller)
+        event = rest_event(method, path, body=body, headers=headers, caller=caller, routes=self.api_routes)
         raw = self.invoke("Api", event)
         text = raw.get("body") or ""
         try:

@@ -4,11 +4,12 @@ from __future__ import annotations
 
 import json
 import uuid
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
 from emulator import shapes
+from emulator.apigw_template import Route, find_route
 from emulator.config import ACCOUNT_ID as ACCOUNT
 from emulator.config import REGION
 from emulator.shapes import rest_proxy_event
@@ -28,19 +29,27 @@ def rest_event(
     body: Any = None,
     headers: Mapping[str, str] | None = None,
     caller: str | None = None,
+    routes: Sequence[Route] = (),
 ) -> dict[str, Any]:
     """An API Gateway REST proxy event (`emulator.shapes.rest_proxy_event`, what the local cloud's
     edge sends), on the sample events' API (events/api/*.json: stage, API id, domain); `caller`:
-    the IAM principal that signed it (None: an unsigned request, as on the local stage)."""
+    the IAM principal that signed it (None: an unsigned request, as on the local stage). The
+    resource and path parameters are those of the route among `routes` (the template's,
+    `InProcessCloud.api_routes`) that the request takes, as API Gateway picks it; with none that
+    matches, the path itself is the resource."""
     sample = json.loads((EVENTS_DIR / "api" / "get_order.json").read_text())["requestContext"]
-    resource = "/orders/{order_id}" if path.count("/") >= 2 else "/orders"
-    path_parameters = {"order_id": path.rsplit("/", 1)[-1]} if resource != "/orders" else {}
+    found = find_route(routes, method, [part for part in path.split("/") if part])
+    resource, resource_id, path_parameters = (
+        (found[0].resource_path, found[0].resource_id, found[1])
+        if found
+        else (path, sample["resourceId"], {})
+    )
     text = body if isinstance(body, str) or body is None else json.dumps(body)
     return rest_proxy_event(
         method=method,
         path=path,
         resource_path=resource,
-        resource_id=sample["resourceId"],
+        resource_id=resource_id,
         headers=list({"Content-Type": "application/json", **(headers or {})}.items()),
         query={},
         path_parameters=path_parameters,

@@ -24,11 +24,11 @@ from moto.stepfunctions.parser.asl.component.state.exec.state_task import lambda
 from moto.stepfunctions.parser.asl.parse.asl_parser import AmazonStateLanguageParser
 
 from emulator import patches_speed
+from emulator.apigw_template import apis_from_template
 from emulator.config import ACCOUNT_ID, CONCURRENT_CALLS
 from localcloud import patches
 from localcloud.apigw import RestApiHandler
 from localcloud.apigw_server import RestApiServer
-from localcloud.apigw_template import apis_from_template
 from localcloud.lambdas import LambdaRuntime
 from localcloud.server import MotoEndpoint
 
