@@ -34,13 +34,13 @@ from chaos.mutant import Mutant, instrument
 from chaos.points import CrashController
 from chaos.pool import POOL
 from chaos.recovery import RecoveringCloud, Recovery
-from localcloud.shapes import EXIT_ERROR, TIMED_OUT
+from emulator.shapes import EXIT_ERROR, TIMED_OUT
+from emulator.templates import queue_consumers, workflow_tasks
 from ops.target import CLIENT_CONFIG as OPERATOR_CLIENT_CONFIG
 from orders import runtime as orders_runtime
 from orders.config import FunctionSettings
 from reliability.testing.crashpoints import SimulatedCrash
 from simulator.cloud import Clock, InProcessCloud, rest_event
-from simulator.templates import queue_consumers, workflow_tasks
 from simulator.world import deployed
 
 RuntimeFactory = Callable[..., orders_runtime.Runtime]

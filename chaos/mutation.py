@@ -275,7 +275,7 @@ def main(argv: list[str] | None = None) -> int:
     from chaos.run import STAGES, quiet, results_dir, say  # noqa: PLC0415
     from chaos.single import catalogue as record_catalogue  # noqa: PLC0415
     from chaos.single import record_operators  # noqa: PLC0415
-    from simulator.synth import synthesize  # noqa: PLC0415
+    from emulator.synth import synthesize  # noqa: PLC0415
 
     parser = argparse.ArgumentParser(prog="python -m chaos.mutation", description=__doc__.splitlines()[0])
     parser.add_argument("--only", default="", help="comma-separated mutant names (default: all)")

@@ -210,7 +210,7 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     args.out = args.out or results_dir(args.workflow)
 
-    from simulator.synth import synthesize  # noqa: PLC0415 - synthesizes `local` if stale
+    from emulator.synth import synthesize  # noqa: PLC0415 - synthesizes `local` if stale
 
     started = time.monotonic()
     given = list(sys.argv[1:] if argv is None else argv)

@@ -14,10 +14,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from emulator.synth import cdk_context, load_template, stack_names
+from emulator.templates import resources_of_type, state_machine_definition
 from infra.capacity import UNPLANNED_MAX_RECEIVE_COUNT, StageCapacity, stage_capacity
 from infra.config import CONTEXT_KEY
-from simulator.synth import cdk_context, load_template, stack_names
-from simulator.templates import resources_of_type, state_machine_definition
 
 
 @dataclass(frozen=True)

@@ -7,6 +7,7 @@ from typing import Any
 import pytest
 from aws_cdk.assertions import Template
 
+from emulator.templates import exports_of, function_specs
 from infra.config import (
     DEDUP_WINDOWS,
     FENCE_WINDOWS,
@@ -16,7 +17,6 @@ from infra.config import (
 from infra.constructs.function import POWERTOOLS_LAYER_PARAMETER
 from infra.sizing import FUNCTIONS, pascal
 from orders import items, workflow
-from simulator.templates import exports_of, function_specs
 
 COMMON_ENV = {
     "SERVICE_NAME",

@@ -65,7 +65,7 @@ def _tokens(cloud: InProcessCloud) -> list[str]:
     """The token every execution ran under (the harness sees their inputs; no API does on Express)."""
     from moto.stepfunctions.parser.models import stepfunctions_parser_backends  # noqa: PLC0415
 
-    from localcloud.patches_express import express_executions  # noqa: PLC0415
+    from emulator.patches_express import express_executions  # noqa: PLC0415
 
     backend = stepfunctions_parser_backends[ACCOUNT][REGION]
     return [e.input_data["token"] for e in express_executions(backend, cloud.outputs["StateMachineArn"])]
