@@ -25,7 +25,7 @@ from ops.fuzz.oracle import Tally
 from ops.fuzz.run import Runner, Stores
 from ops.fuzz.transport import HttpTransport
 from ops.lifecycle import local_cloud, target_of
-from ops.seed import seed_inventory
+from ops.seed import seed_service
 from ops.target import add_state_dir_option
 
 RESULTS = Path(__file__).resolve().parents[1] / "results"
@@ -35,7 +35,7 @@ STAGE = "local"
 
 def _markdown(figures: dict[str, Any]) -> str:
     lines = [
-        "# make fuzz: the orders API against hostile requests, over HTTP on the local cloud",
+        "# make fuzz: the service's API against hostile requests, over HTTP on the local cloud",
         "",
         f"Command: `{figures['command']}` (seed {figures['seed']}), {figures['seconds']:.0f} s wall, "
         f"{figures['machine']}.",
@@ -104,8 +104,8 @@ def main(argv: list[str] | None = None) -> int:
             raise SystemExit("the local cloud serves no REST API")
         target = target_of(out)
         dynamodb = target.client("dynamodb")
-        seed_inventory(dynamodb, out["InventoryTableName"])
-        stores = Stores(dynamodb, out["OrdersTableName"], out["IdempotencyTableName"])
+        seed_service(dynamodb, out.outputs)
+        stores = Stores.of(dynamodb, out.outputs)
         runner = Runner(HttpTransport(out.api_url), stores, stage=STAGE)
         runner.progress = say
         say(f"sending {args.requests} drawn requests to {out.api_url} ...")
