@@ -115,10 +115,11 @@ demo: install ## The service offline: local cloud up, orders, retries, duplicate
 summary: synth ## Synthesize and print the stack summary (resources per type, outputs, cdk-nag result)
 	$(PY) -m ops.summary cdk.out
 
-lint: install $(CHECKOV_STAMP) docs ## ruff (lint + format check), mypy, the GitHub Actions workflows against their schema, checkov on every stage's templates, the docs site in strict mode
+lint: install $(CHECKOV_STAMP) docs ## ruff (lint + format check), mypy, the import layers (import-linter), the GitHub Actions workflows against their schema, checkov on every stage's templates, the docs site in strict mode
 	$(VENV)/bin/ruff check .
 	$(VENV)/bin/ruff format --check .
 	$(VENV)/bin/mypy
+	$(VENV)/bin/python -m ops.layers
 	$(VENV)/bin/check-jsonschema --builtin-schema vendor.github-workflows .github/workflows/*.yml
 	$(VENV)/bin/python -m ops.security_scan
 

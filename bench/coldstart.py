@@ -341,7 +341,7 @@ def main(argv: list[str] | None = None) -> int:
     )
     options = parser.parse_args(argv)
     pairs = options.pairs
-    from simulator.synth import synthesize  # noqa: PLC0415 - the app's assembly, built once and cached
+    from emulator.synth import synthesize  # noqa: PLC0415 - the app's assembly, built once and cached
 
     recorded = record(synthesize(STAGE))
     if options.against:

@@ -118,9 +118,9 @@ def measure(orders: int, stage: str = STAGE) -> tuple[Measured, Any]:
 def _measure(orders: int, stage: str) -> tuple[Measured, Any]:
     import boto3  # noqa: PLC0415 - after the environment is set
 
+    from emulator.synth import synthesize  # noqa: PLC0415
     from scale.topology import read  # noqa: PLC0415
     from simulator.cloud import running_cloud  # noqa: PLC0415
-    from simulator.synth import synthesize  # noqa: PLC0415
 
     # Each order is the service's request for its happy outcome (its proof's `request`)
     declared = service()
@@ -197,8 +197,8 @@ def state_machine_log(cloud: Any, orders: int) -> dict[str, Any]:
     the template's LoggingConfiguration names."""
     from moto.stepfunctions.parser.models import stepfunctions_parser_backends  # noqa: PLC0415
 
+    from emulator.templates import resources_of_type  # noqa: PLC0415
     from simulator.events import ACCOUNT, REGION  # noqa: PLC0415
-    from simulator.templates import resources_of_type  # noqa: PLC0415
 
     (machine,) = resources_of_type(cloud.app_template, "AWS::StepFunctions::StateMachine").values()
     backend = stepfunctions_parser_backends[ACCOUNT][REGION]

@@ -363,7 +363,7 @@ def render(rows: list[Row]) -> str:
 
 
 def main() -> int:
-    from simulator.synth import synthesize  # noqa: PLC0415 - the app's assembly, built once and cached
+    from emulator.synth import synthesize  # noqa: PLC0415 - the app's assembly, built once and cached
 
     assembly = synthesize("local")
     with redirect_stdout(io.StringIO()):  # the layer's EMF metrics and logs are not the point here

@@ -30,17 +30,17 @@ from chaos.audit import FenceAudit
 from chaos.callers import CallerLog
 from chaos.exchanges import Exchange, HttpClient
 from chaos.foreign import ForeignLog
-from chaos.mutants import Mutant, instrument
+from chaos.mutant import Mutant, instrument
 from chaos.points import CrashController
 from chaos.pool import POOL
 from chaos.recovery import RecoveringCloud, Recovery
-from localcloud.shapes import EXIT_ERROR, TIMED_OUT
+from emulator.shapes import EXIT_ERROR, TIMED_OUT
+from emulator.templates import queue_consumers, workflow_tasks
 from ops.target import CLIENT_CONFIG as OPERATOR_CLIENT_CONFIG
 from orders import runtime as orders_runtime
 from orders.config import FunctionSettings
 from reliability.testing.crashpoints import SimulatedCrash
 from simulator.cloud import Clock, InProcessCloud, rest_event
-from simulator.templates import queue_consumers, workflow_tasks
 from simulator.world import deployed
 
 RuntimeFactory = Callable[..., orders_runtime.Runtime]
@@ -99,14 +99,16 @@ class ChaosCloud(HttpClient, RecoveringCloud):
         self, function_name: str, settings: FunctionSettings
     ) -> orders_runtime.Runtime[FunctionSettings]:
         short = self._short(function_name)
-        factory = self.runtime_factory
-        if self.mutant is not None and self.mutant.runtime and self.mutant.applies(short):
-            factory = self.mutant.runtime
+        factory, guards = self.runtime_factory, {}
+        if self.mutant is not None and self.mutant.applies(short):
+            factory = self.mutant.runtime or factory
+            guards = dict(self.mutant.guards)  # the library's guard off for this function alone
         return factory(
             settings,
             client_factory=self._clients_for(short),
             crash_plan=self.controller.plan_for(short),
             clock=self.clock,
+            **guards,
         )
 
     def _short(self, function_name: str) -> str:

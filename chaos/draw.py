@@ -49,11 +49,10 @@ from chaos.points import PointHit, errors_at
 from chaos.scenarios import KINDS, SERVICE
 from chaos.schedules import MAX_DUPLICATES, Action, Schedule, queue_outputs
 from chaos.single import ScheduleResult
+from emulator.templates import read_template, resources_of_type, workflow_tasks
 from ops.redrive import RESTART_SAFE_SECONDS
 from ops.stack_outputs import queue_output
 from reliability.cdk.config import REDRIVE_WINDOW_DAYS, SECONDS_PER_DAY
-from simulator.deploy import read_template
-from simulator.templates import resources_of_type, workflow_tasks
 
 SWARM = 0.5  # each kind is in a schedule's swarm with this probability
 LEFT_SHARE = 1 / 2  # the schedules drawn as an effect left at a boundary across a window

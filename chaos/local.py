@@ -28,9 +28,9 @@ from typing import Any, TypeVar
 
 import boto3
 
-from localcloud import control, process
 from ops.api_client import ApiClient
 from ops.invariants import Stores, check
+from ops.local import control, process
 from ops.outcomes import outcomes, request_factory
 from ops.redrive import redrive_failed_executions
 from ops.roles import events_step, final_step, first_atomic_step, provider_step
@@ -206,7 +206,7 @@ def write(results: list[LocalResult], directory: Path = RESULTS) -> None:
 
 
 def main() -> int:
-    from simulator.synth import synthesize  # noqa: PLC0415
+    from emulator.synth import synthesize  # noqa: PLC0415
 
     results = run(synthesize("local"))
     write(results)

@@ -21,7 +21,7 @@ same on main, which must not show the violation the mutant does.
 
     python -m chaos.mutation                         # every mutant, 5 fresh seeds, the default budget
     python -m chaos.mutation --seed 1732000000       # replay a run (its base seed is printed)
-    python -m chaos.mutation --only provider-reconcile --seeds 20
+    python -m chaos.mutation --only reconcile-off:ChargePayment --seeds 20
 """
 
 from __future__ import annotations
@@ -39,7 +39,8 @@ from typing import Any
 
 from chaos.aim import described, record_reaches
 from chaos.draw import Catalogue
-from chaos.mutants import MUTANTS, Mutant, by_name
+from chaos.mutant import Mutant
+from chaos.mutants import MUTANTS, by_name
 from chaos.search import Catch, replay, search, shrunk
 
 RESULTS_FILE = Path(__file__).resolve().parent / "results" / "mutants.json"
@@ -274,7 +275,7 @@ def main(argv: list[str] | None = None) -> int:
     from chaos.run import STAGES, quiet, results_dir, say  # noqa: PLC0415
     from chaos.single import catalogue as record_catalogue  # noqa: PLC0415
     from chaos.single import record_operators  # noqa: PLC0415
-    from simulator.synth import synthesize  # noqa: PLC0415
+    from emulator.synth import synthesize  # noqa: PLC0415
 
     parser = argparse.ArgumentParser(prog="python -m chaos.mutation", description=__doc__.splitlines()[0])
     parser.add_argument("--only", default="", help="comma-separated mutant names (default: all)")

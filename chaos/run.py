@@ -31,7 +31,6 @@ from chaos.points import PointHit
 from chaos.report import Report
 from chaos.schedules import run_random
 from chaos.single import ScheduleResult, catalogue, record_operators, run_all
-from ops.roles import events_step, final_step, provider_step
 from ops.service import service
 from reliability.declaration import function_name
 
@@ -45,16 +44,13 @@ def results_dir(workflow: str) -> Path:
     return RESULTS if workflow == "standard" else RESULTS / workflow
 
 
-# The control's late pairs: the provider's step and the events' (`ops.roles`); the quick run's:
-# the last step and the API.
-_SERVICE = service()
-_PROVIDER = provider_step(_SERVICE)
-CONTROL_PAIRS = tuple(
-    Pair(step.name, late=True) for step in (_PROVIDER, events_step(_SERVICE)) if step is not None
-)
-QUICK_PAIRS = (Pair(final_step(_SERVICE).name), Pair("api"))
-# The quick run's crash points: the first of each `after:` point in the API and the provider's step.
-QUICK_FUNCTIONS = frozenset({"api", *((function_name(_PROVIDER.name),) if _PROVIDER else ())})
+_DECLARED = service()
+_LEASED = tuple(s.name for s in _DECLARED.steps if s.kind == "leased")
+# The control's zombies: a late copy of each leased step (its external effect, unfenced, repeats).
+CONTROL_PAIRS = tuple(Pair(step, late=True) for step in _LEASED)
+# The quick subset: the happy path's last step and the API.
+QUICK_PAIRS = (Pair(_DECLARED.happy_path()[-1]), Pair("api"))
+_QUICK_FUNCTIONS = frozenset({"api", *(function_name(step) for step in _LEASED[:1])})
 
 
 def _every(_kind: str, _hit: PointHit) -> bool:
@@ -66,7 +62,7 @@ def _after_points(_kind: str, hit: PointHit) -> bool:
 
 
 def _quick_points(_kind: str, hit: PointHit) -> bool:
-    return hit.occurrence == 1 and hit.point.startswith("after:") and hit.function in QUICK_FUNCTIONS
+    return hit.occurrence == 1 and hit.point.startswith("after:") and hit.function in _QUICK_FUNCTIONS
 
 
 @contextlib.contextmanager
@@ -214,7 +210,7 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     args.out = args.out or results_dir(args.workflow)
 
-    from simulator.synth import synthesize  # noqa: PLC0415 - synthesizes `local` if stale
+    from emulator.synth import synthesize  # noqa: PLC0415 - synthesizes `local` if stale
 
     started = time.monotonic()
     given = list(sys.argv[1:] if argv is None else argv)

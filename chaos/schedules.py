@@ -52,7 +52,7 @@ from typing import TYPE_CHECKING, Any
 
 from chaos.cloud import ChaosCloud, chaos_cloud
 from chaos.concurrent import concurrent_restart, twin_deliver
-from chaos.mutants import Mutant
+from chaos.mutant import Mutant
 from chaos.points import CrashController, PointHit
 from chaos.scenarios import SERVICE, PlacedOrder, place, verdict
 from chaos.single import ScheduleResult
@@ -61,8 +61,8 @@ from ops.stack_outputs import table_names
 
 if TYPE_CHECKING:
     from chaos.draw import Catalogue
-from simulator.synth import load_template, stack_names
-from simulator.templates import queue_consumers
+from emulator.synth import load_template, stack_names
+from emulator.templates import queue_consumers
 from simulator.world import reusing
 
 MAX_DUPLICATES = 4  # 1 delivery + 4 duplicates = 5 of one message

@@ -1,25 +1,23 @@
 """The offline local cloud: moto as the engine, plus the glue it lacks (docs/local-cloud.md).
 
-    from localcloud import LocalCloud, Config, outputs
+    from localcloud import LocalCloud, Config
     with LocalCloud(Config.from_env(port=0)) as cloud: ...
-    outputs.load(".localcloud/outputs.json").api_url
 
-`LocalCloud` (and with it moto) is imported on first use, so clients that only read the outputs,
-and `python -m localcloud down|status`, start fast.
+`LocalCloud` (and with it moto) is imported on first use, so `python -m localcloud down|status`
+starts fast. Clients find, drive and start a local cloud through `ops.local` (its outputs file,
+control routes and process), which imports nothing of this package.
 """
 
 from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from localcloud import control, outputs
 from localcloud.config import Config
-from localcloud.outputs import Outputs
 
 if TYPE_CHECKING:
     from localcloud.cloud import LocalCloud
 
-__all__ = ["Config", "LocalCloud", "Outputs", "control", "outputs"]
+__all__ = ["Config", "LocalCloud"]
 
 
 def __getattr__(name: str) -> Any:

@@ -20,9 +20,9 @@ import threading
 import time
 from pathlib import Path
 
-from localcloud import control
-from localcloud import outputs as outputs_file
 from localcloud.config import Config
+from ops.local import control
+from ops.local import outputs as outputs_file
 
 READY_TIMEOUT_SECONDS = 600.0
 STOP_TIMEOUT_SECONDS = 20.0

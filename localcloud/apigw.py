@@ -12,7 +12,7 @@ also for what a client can break (a body nested past the recursion limit, a bad 
 malformed request line, an unknown method): a client's input never gets a 500. The event's
 `domainName` is the address this server was started on, never the request's `Host`.
 Authorizers and binary media types are not emulated. The API is read from the template by
-`localcloud.apigw_template`; the sockets are `localcloud.apigw_server`'s.
+`emulator.apigw_template`; the sockets are `localcloud.apigw_server`'s.
 """
 
 from __future__ import annotations
@@ -31,8 +31,8 @@ from urllib.parse import parse_qs, unquote
 
 import jsonschema
 
-from localcloud.apigw_template import RestApiSpec, Route, Throttle, static_value
-from localcloud.shapes import rest_proxy_event
+from emulator.apigw_template import RestApiSpec, Route, Throttle, find_route, static_value
+from emulator.shapes import rest_proxy_event
 
 logger = logging.getLogger("localcloud.apigw")
 
@@ -49,7 +49,6 @@ DEFAULT_RESPONSES: dict[str, tuple[int, str]] = {
     "DEFAULT_5XX": (502, "InternalServerErrorException"),
 }
 DEFAULT_TEMPLATE = '{"message":$context.error.messageString}'
-HTTP_METHODS = ("GET", "POST", "PUT", "PATCH", "DELETE", "HEAD", "OPTIONS")
 
 
 class TokenBucket:
@@ -165,21 +164,6 @@ class RestApiHandler:
         headers.append(("x-amzn-RequestId", request_id))
         return HttpResponse(status, headers, body.encode("utf-8"))
 
-    def _find(self, method: str, parts: list[str]) -> tuple[Route, dict[str, str]] | None:
-        """The most specific resource that matches, then its exact method before ANY."""
-        best: tuple[tuple[tuple[int, int, int], int], Route, dict[str, str]] | None = None
-        for route in self.spec.routes:
-            matched = route.match(parts)
-            if matched is None or not (
-                route.method == method or (route.method == "ANY" and method in HTTP_METHODS)
-            ):
-                continue
-            score, params = matched
-            rank = (score, 1 if route.method == method else 0)
-            if best is None or rank > best[0]:
-                best = (rank, route, params)
-        return (best[1], best[2]) if best else None
-
     def _validate(self, route: Route, request: HttpRequest, request_id: str) -> HttpResponse | None:
         query = parse_qs(request.query, keep_blank_values=True)
         if route.validate_params and route.required_params:
@@ -219,7 +203,7 @@ class RestApiHandler:
     def event(
         self, route: Route, params: dict[str, str], request: HttpRequest, request_id: str
     ) -> dict[str, Any]:
-        """The REST API (payload format 1.0) proxy event (`localcloud.shapes`)."""
+        """The REST API (payload format 1.0) proxy event (`emulator.shapes`)."""
         own = {"x-forwarded-proto", "x-forwarded-port"}
         client = [(name, value) for name, value in request.headers if name.lower() not in own]
         try:
@@ -282,7 +266,7 @@ class RestApiHandler:
             source_ip=request.source_ip,
             host=request.host,
         )
-        found = self._find(request.method, resource_parts)
+        found = find_route(self.spec.routes, request.method, resource_parts)
         if found is None:
             return self._gateway_response(
                 "MISSING_AUTHENTICATION_TOKEN", request_id, "Missing Authentication Token"

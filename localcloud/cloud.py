@@ -26,17 +26,19 @@ from typing import IO, Any
 import boto3
 from botocore.config import Config as BotoConfig
 
-from localcloud import outputs as outputs_file
+from emulator.apigw_template import RestApiSpec, apis_from_template
+from emulator.config import ACCOUNT_ID
+from emulator.synth import synth_env
 from localcloud import patches
 from localcloud.apigw import RestApiHandler
 from localcloud.apigw_server import RestApiServer
-from localcloud.apigw_template import RestApiSpec, apis_from_template
-from localcloud.config import ACCOUNT_ID, Config
+from localcloud.config import Config
 from localcloud.lambdas import LambdaRuntime
-from localcloud.outputs import Endpoint, Outputs
 from localcloud.pollers import PollerManager, client_factory
 from localcloud.server import MotoEndpoint, PortInUseError, is_port_free
-from localcloud.synth import ensure_assembly, synth_env
+from localcloud.synth import ensure_assembly
+from ops.local import outputs as outputs_file
+from ops.local.outputs import Endpoint, Outputs
 
 logger = logging.getLogger("localcloud")
 
@@ -334,7 +336,7 @@ class LocalCloud:
         }
 
     def _control(self, method: str, path: str, body: bytes) -> tuple[int, dict[str, Any]]:
-        """The /_localcloud/ routes of the endpoint (see localcloud.control)."""
+        """The /_localcloud/ routes of the endpoint (see ops.local.control)."""
         route = path.removeprefix("/_localcloud/")
         if method == "GET" and route == "status":
             return 200, self.status()

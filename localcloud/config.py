@@ -6,19 +6,15 @@ import os
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 
-from localcloud import outputs
+from emulator.config import REGION as DEFAULT_REGION
+from ops.local import outputs
 
 # Not LocalStack's 4566, so both can run side by side; the REST API listens on the next port.
 DEFAULT_PORT = 4599
-DEFAULT_REGION = "us-east-1"
-# moto's default account: every ARN the local cloud hands out carries it.
-ACCOUNT_ID = "123456789012"
 # Warm workers per function at most; a call that finds them all busy waits for one. A call is
 # mostly waiting on the endpoint, so 3 made `make load`'s 16 clients queue for the API function
 # (POST p50 9 s at 0.7 orders/s; 2.1 orders/s with 12, same 60 orders).
 DEFAULT_MAX_WORKERS = 16
-# Concurrent clients the local cloud serves without dropping one (tests/localcloud/test_fast_paths.py).
-CONCURRENT_CALLS = 64
 # A warm worker nobody called for this long is stopped (Lambda also reclaims idle sandboxes).
 DEFAULT_IDLE_SECONDS = 600.0
 CRASH_POINTS_ENV = "RETRYSAFE_CRASH_POINTS"

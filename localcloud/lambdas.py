@@ -18,12 +18,12 @@ from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import IO, Any
 
+from emulator.functions import FunctionSpec, lambda_environment
+from emulator.shapes import error_payload
 from localcloud.config import DEFAULT_MAX_WORKERS
-from localcloud.shapes import error_payload
 from localcloud.workers import (
     INIT_TIMEOUT_SECONDS,
     RUNTIME_SCRIPT,
-    FunctionSpec,
     InvokeResult,
     LogSink,
     Worker,
@@ -186,21 +186,10 @@ class LambdaRuntime:
         env.update(
             {
                 "AWS_ENDPOINT_URL": self.endpoint,
-                "AWS_REGION": spec.region,
-                "AWS_DEFAULT_REGION": spec.region,
                 "AWS_EC2_METADATA_DISABLED": "true",
-                "AWS_EXECUTION_ENV": f"AWS_Lambda_{spec.runtime}",
-                "AWS_LAMBDA_FUNCTION_NAME": spec.name,
-                "AWS_LAMBDA_FUNCTION_MEMORY_SIZE": str(spec.memory_mb),
-                "AWS_LAMBDA_FUNCTION_VERSION": "$LATEST",
-                "AWS_LAMBDA_FUNCTION_TIMEOUT": str(int(spec.timeout)),
-                "AWS_LAMBDA_LOG_GROUP_NAME": f"/aws/lambda/{spec.name}",
-                "AWS_LAMBDA_LOG_STREAM_NAME": f"localcloud/{spec.name}",
                 "AWS_LAMBDA_RUNTIME_API": "127.0.0.1:0",
                 "LAMBDA_TASK_ROOT": str(task_root),
                 "LAMBDA_RUNTIME_DIR": str(RUNTIME_SCRIPT.parent),
-                "_HANDLER": spec.handler,
-                "TZ": ":UTC",
                 "PYTHONUNBUFFERED": "1",
                 "PYTHONDONTWRITEBYTECODE": "1",
                 # No X-Ray daemon locally: Powertools Tracer would only warn about missing segments.
@@ -211,7 +200,7 @@ class LambdaRuntime:
                 **_FAKE_CREDENTIALS,
             }
         )
-        env.update(spec.environment)
+        env.update(lambda_environment(spec, log_stream=f"localcloud/{spec.name}"))
         env.update(self._extra_env)
         return env
 

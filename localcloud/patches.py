@@ -27,9 +27,10 @@ from moto.ssm import models as ssm_models
 from moto.stepfunctions import models as sfn_models
 from moto.stepfunctions.parser import models as sfn_parser_models
 
-from localcloud import patches_cfn, patches_dynamo, patches_express, patches_speed
+from emulator import patches_dynamo, patches_express, patches_speed
+from emulator.functions import FunctionSpec
+from localcloud import patches_cfn
 from localcloud.lambdas import LambdaRuntime
-from localcloud.workers import FunctionSpec
 
 logger = logging.getLogger("localcloud.patches")
 
@@ -45,7 +46,7 @@ def _spec(fn: Any) -> FunctionSpec:
         arn=fn.function_arn,
         handler=fn.handler or "",
         runtime=fn.run_time or "python3.11",
-        timeout=float(fn.timeout or 3),
+        timeout=int(fn.timeout or 3),
         memory_mb=int(fn.memory_size or 128),
         region=fn.region,
         environment=env,

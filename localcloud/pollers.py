@@ -12,7 +12,6 @@ Everything goes through the public APIs of the local endpoint, like Lambda's pol
 
 from __future__ import annotations
 
-import base64
 import json
 import logging
 import threading
@@ -24,7 +23,8 @@ import boto3
 from botocore.config import Config as BotoConfig
 from botocore.exceptions import BotoCoreError, ClientError
 
-from localcloud.config import CONCURRENT_CALLS
+from emulator.config import CONCURRENT_CALLS
+from emulator.shapes import failed_ids, sqs_record
 
 logger = logging.getLogger("localcloud.pollers")
 
@@ -39,18 +39,6 @@ SQS_RECEIVE_MAX = 10
 # One poller made the queue a serial line: the worker starts each order's execution in turn, so
 # under load one batch after the other capped the local cloud near 2.5 orders/s.
 POLLERS_PER_MAPPING = 5
-# The attributes Lambda puts on each record (plus the FIFO ones when present).
-RECORD_ATTRIBUTES = (
-    "ApproximateReceiveCount",
-    "SentTimestamp",
-    "SenderId",
-    "ApproximateFirstReceiveTimestamp",
-    "AWSTraceHeader",
-    "SequenceNumber",
-    "MessageGroupId",
-    "MessageDeduplicationId",
-    "DeadLetterQueueSourceArn",
-)
 
 
 def client_factory(endpoint: str, region: str) -> Callable[[str], Any]:
@@ -94,63 +82,6 @@ class Mapping:
             batch_size=int(data.get("BatchSize") or 10),
             report_batch_item_failures="ReportBatchItemFailures" in (data.get("FunctionResponseTypes") or []),
         )
-
-
-def _message_attributes(message: dict[str, Any]) -> dict[str, Any]:
-    records = {}
-    for name, value in (message.get("MessageAttributes") or {}).items():
-        binary = value.get("BinaryValue")
-        records[name] = {
-            "stringValue": value.get("StringValue"),
-            "binaryValue": base64.b64encode(binary).decode("ascii") if binary is not None else None,
-            "stringListValues": list(value.get("StringListValues") or []),
-            "binaryListValues": [
-                base64.b64encode(item).decode("ascii") for item in value.get("BinaryListValues") or []
-            ],
-            "dataType": value.get("DataType"),
-        }
-    return records
-
-
-def sqs_record(message: dict[str, Any], *, queue_arn: str, region: str) -> dict[str, Any]:
-    """One record of the SQS event Lambda sends, from a ReceiveMessage result."""
-    attributes = message.get("Attributes") or {}
-    record: dict[str, Any] = {
-        "messageId": message["MessageId"],
-        "receiptHandle": message["ReceiptHandle"],
-        "body": message.get("Body", ""),
-        "attributes": {key: attributes[key] for key in RECORD_ATTRIBUTES if key in attributes},
-        "messageAttributes": _message_attributes(message),
-        "md5OfBody": message.get("MD5OfBody"),
-        "eventSource": "aws:sqs",
-        "eventSourceARN": queue_arn,
-        "awsRegion": region,
-    }
-    if message.get("MD5OfMessageAttributes"):
-        record["md5OfMessageAttributes"] = message["MD5OfMessageAttributes"]
-    return record
-
-
-def failed_ids(payload: Any, batch_ids: set[str]) -> set[str] | None:
-    """The message ids a ReportBatchItemFailures response marks failed; None = the whole batch.
-
-    As Lambda: no response, an empty list or no `batchItemFailures` key means all succeeded; an
-    entry without a valid `itemIdentifier` (missing, empty, not in the batch) fails the batch.
-    """
-    if not isinstance(payload, dict):
-        return set()
-    failures = payload.get("batchItemFailures")
-    if not failures:
-        return set()
-    if not isinstance(failures, list):
-        return None
-    ids = set()
-    for failure in failures:
-        identifier = failure.get("itemIdentifier") if isinstance(failure, dict) else None
-        if not identifier or identifier not in batch_ids:
-            return None
-        ids.add(identifier)
-    return ids
 
 
 class SqsPoller:

@@ -4,28 +4,16 @@ from __future__ import annotations
 
 import json
 import os
-import shutil
 import subprocess
-from collections.abc import Callable, Iterable
+from collections.abc import Callable
 from pathlib import Path
 
+from emulator.synth import stacks_of_stage, synth_env, synth_inputs
 from localcloud.config import Config
-
-# What the synthesized templates depend on: newer files here make the assembly stale.
-SOURCES = ("app.py", "cdk.json", "infra", "functions", "lib/reliability/src")
 
 
 class SynthError(RuntimeError):
     """`cdk synth` failed; the message ends with its output."""
-
-
-def _files(project: Path, names: Iterable[str]) -> Iterable[Path]:
-    for name in names:
-        path = project / name
-        if path.is_file():
-            yield path
-        elif path.is_dir():
-            yield from (p for p in path.rglob("*") if p.is_file() and "__pycache__" not in p.parts)
 
 
 def is_stale(assembly: Path, project: Path) -> bool:
@@ -33,26 +21,7 @@ def is_stale(assembly: Path, project: Path) -> bool:
     if not manifest.is_file():
         return True
     built = manifest.stat().st_mtime
-    return any(path.stat().st_mtime > built for path in _files(project, SOURCES))
-
-
-def synth_env(project: Path) -> dict[str, str]:
-    """The Makefile's toolchain environment: caches inside the project, no end-of-life banner."""
-    env = dict(os.environ)
-    env.setdefault("JSII_RUNTIME_PACKAGE_CACHE_ROOT", str(project / ".cache" / "jsii"))
-    env.setdefault("CDK_HOME", str(project / ".cache" / "cdk"))
-    env.setdefault("CDK_DISABLE_VERSION_CHECK", "1")
-    env.setdefault("JSII_SILENCE_WARNING_UNTESTED_NODE_VERSION", "1")
-    if "JSII_SILENCE_WARNING_END_OF_LIFE_NODE_VERSION" not in env and shutil.which("node"):
-        major = subprocess.run(
-            ["node", "-p", "process.versions.node.split('.')[0]"],  # noqa: S607 - node from PATH, as the Makefile
-            capture_output=True,
-            text=True,
-            check=False,
-        ).stdout.strip()
-        if major:
-            env["JSII_SILENCE_WARNING_END_OF_LIFE_NODE_VERSION"] = major
-    return env
+    return any(path.stat().st_mtime > built for path in synth_inputs(project))
 
 
 def synth_command(project: Path, stage: str, outdir: Path) -> tuple[list[str], dict[str, str]]:
@@ -66,22 +35,6 @@ def synth_command(project: Path, stage: str, outdir: Path) -> tuple[list[str], d
     env["CDK_CONTEXT_JSON"] = json.dumps(context)
     env["CDK_OUTDIR"] = str(outdir)
     return str(cdk_json["app"]).split(), env
-
-
-def stacks_of_stage(assembly: Path, stage: str) -> bool:
-    """True when every stack in the assembly is a `{service}-{stage}-...` stack."""
-    try:
-        manifest = json.loads((assembly / "manifest.json").read_text(encoding="utf-8"))
-    except (OSError, ValueError):
-        return False
-    stacks = [
-        name
-        for name, artifact in manifest.get("artifacts", {}).items()
-        if artifact.get("type") == "aws:cloudformation:stack"
-    ]
-    # `{service}-{stage}-{kind}`: the stage is what precedes the last dash (`local` is not
-    # `local-express`, whose stacks also hold `-local-`).
-    return bool(stacks) and all(name.rsplit("-", 1)[0].endswith(f"-{stage}") for name in stacks)
 
 
 def ensure_assembly(config: Config, *, log: Callable[[str], None] = print) -> Path:

@@ -1,15 +1,14 @@
 """One Lambda worker process and what it runs: the function's spec, its result, its log file.
 
-Each worker is a separate Python process (`_runtime.py`) with the function's own environment and
-its unzipped asset as the task root. Calls are JSON lines over pipes, so nothing process-global in
-the server changes per call. The timeout is enforced here: a worker that overruns is killed and the
-call fails with `Sandbox.Timedout`; a worker that dies (crash, signal, os._exit) fails the call with
-`Runtime.ExitError`. Pools of workers are `localcloud.lambdas`.
+Each worker is a separate Python process (`emulator/lambda_runtime.py`) with the function's own
+environment and its unzipped asset as the task root. Calls are JSON lines over pipes, so nothing
+process-global in the server changes per call. The timeout is enforced here: a worker that overruns
+is killed and the call fails with `Sandbox.Timedout`; a worker that dies (crash, signal, os._exit)
+fails the call with `Runtime.ExitError`. Pools of workers are `localcloud.lambdas`.
 """
 
 from __future__ import annotations
 
-import hashlib
 import json
 import logging
 import queue
@@ -18,49 +17,20 @@ import subprocess
 import sys
 import threading
 import time
-from collections.abc import Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 from typing import IO, Any
 
-from localcloud.shapes import EXIT_ERROR, TIMED_OUT, error_payload
+from emulator import lambda_runtime
+from emulator.functions import FunctionSpec
+from emulator.shapes import EXIT_ERROR, TIMED_OUT, error_payload
 
 logger = logging.getLogger("localcloud.workers")
 
-RUNTIME_SCRIPT = Path(__file__).with_name("_runtime.py")
+RUNTIME_SCRIPT = Path(lambda_runtime.__file__)
 # Lambda's init phase may take up to 10 s on AWS; a shared 2-core machine importing boto3,
 # Powertools and pydantic in several workers at once needs more headroom than that.
 INIT_TIMEOUT_SECONDS = 60.0
-
-
-@dataclass(frozen=True)
-class FunctionSpec:
-    """Everything about a deployed function that decides how its workers are started."""
-
-    name: str
-    arn: str
-    handler: str
-    runtime: str
-    timeout: float
-    memory_mb: int
-    region: str
-    environment: Mapping[str, str]
-    code: bytes = field(repr=False)
-
-    @property
-    def code_digest(self) -> str:
-        return hashlib.sha256(self.code).hexdigest()
-
-    def fingerprint(self) -> str:
-        """Changes when the code or configuration changes: the pool is then replaced."""
-        parts = [
-            self.code_digest,
-            self.handler,
-            str(self.timeout),
-            str(self.memory_mb),
-            json.dumps(dict(self.environment), sort_keys=True),
-        ]
-        return hashlib.sha256("\n".join(parts).encode()).hexdigest()
 
 
 @dataclass(frozen=True)

@@ -40,9 +40,9 @@ from typing import Any
 import boto3
 from botocore.exceptions import BotoCoreError, ClientError
 
-from localcloud import control
-from localcloud import outputs as localcloud_outputs
-from localcloud.synth import stacks_of_stage, synth_env
+from emulator.synth import stacks_of_stage, synth_env
+from ops.local import control
+from ops.local import outputs as localcloud_outputs
 from ops.target import LOCALSTACK_CREDENTIALS, local_state_dir, localstack, outputs_file
 
 PROJECT_DIR = Path(__file__).resolve().parents[1]

@@ -5,7 +5,7 @@
     python -m ops.layer --publish                    # and publish it on the LocalStack target: its ARN
     make layer [TARGET=localstack] [LAYER_ARGS="--python 3.11 --arch x86_64"]
 
-On AWS the functions attach the public Powertools layer (infra.constructs.function). The layer
+On AWS the functions attach the public Powertools layer (reliability.cdk.function). The layer
 built here holds what the handlers import from it: requirements-layer.txt (Powertools with its
 tracer extras, aws_xray_sdk and wrapt, and pydantic) and their dependencies at the versions
 constraints.txt pins, from wheels built for the function's Python and architecture (pip's

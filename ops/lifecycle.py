@@ -4,7 +4,7 @@
         target = target_of(out)        # boto3 clients and stack outputs, as every ops tool reads them
 
 The running local cloud in the state directory is used and left running; else one is started there
-(`localcloud.process.background`, the same `up`/`down` the Makefile runs) and stopped on the way
+(`ops.local.process.background`, the same `up`/`down` the Makefile runs) and stopped on the way
 out, also on an error, Ctrl-C or SIGTERM.
 """
 
@@ -20,9 +20,9 @@ import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
 
-from localcloud import control, process
-from localcloud import outputs as outputs_file
-from localcloud.outputs import Outputs
+from ops.local import control, process
+from ops.local import outputs as outputs_file
+from ops.local.outputs import Outputs
 from ops.target import Target
 
 # The stage the local cloud deploys unless a tool asks for another (`local-express`: the same on Express).

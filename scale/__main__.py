@@ -14,11 +14,11 @@ import json
 import sys
 from pathlib import Path
 
+from emulator.synth import synthesize
 from scale import scenarios
 from scale.report import failed, render, table
 from scale.sheet import render as render_sheet
 from scale.topology import read, without_capacity
-from simulator.synth import synthesize
 
 ROOT = Path(__file__).resolve().parents[1]
 RESULTS = ROOT / "scale" / "results"

@@ -14,11 +14,11 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from emulator.synth import cdk_context, load_template, stack_names
+from emulator.templates import resources_of_type, state_machine_definition
 from ops.service import service
 from reliability.cdk.capacity import UNPLANNED_MAX_RECEIVE_COUNT, StageCapacity, stage_capacity
 from reliability.cdk.config import CONTEXT_KEY
-from simulator.synth import cdk_context, load_template, stack_names
-from simulator.templates import resources_of_type, state_machine_definition
 
 
 @dataclass(frozen=True)

@@ -10,7 +10,7 @@ cloud assembly, with the real handler code, simulated time and what AWS does as 
   process) and `simulator.consumers` (SQS driven by hand: `pump`/`drain`);
 - `simulator.clock`: the `Clock`; `simulator.expiry`: DynamoDB TTL deletion as time passes;
 - `simulator.events`: REST and SQS events (the SQS record is the local cloud's pollers' shape);
-- `simulator.templates`: reading synthesized templates without CDK; `simulator.synth`: the
+- `emulator.templates`: reading synthesized templates without CDK; `emulator.synth`: the
   cached synthesis of a stage (`.cache/test-cdk.out/<stage>`).
 
 Tests, `make chaos` (`chaos/`) and benchmarks import it; it never imports `tests/`.

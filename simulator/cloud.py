@@ -36,8 +36,11 @@ from typing import Any
 import boto3
 from moto.stepfunctions.parser.models import stepfunctions_parser_backends
 
-from localcloud.patches_express import express_executions
-from localcloud.shapes import EXIT_ERROR
+from emulator.apigw_template import apis_from_template
+from emulator.functions import FunctionSpec
+from emulator.patches_express import express_executions
+from emulator.shapes import EXIT_ERROR
+from emulator.templates import queue_consumers, read_template, resources_of_type
 from ops.invariants import Stores
 from ops.redrive import DlqRedrive, WorkflowRedrive
 from ops.target import CLIENT_CONFIG as OPERATOR_CLIENT_CONFIG
@@ -46,7 +49,7 @@ from orders.domain import Order
 from reliability.testing.crashpoints import CrashPlan
 from simulator.clock import Clock
 from simulator.consumers import EventSourceMapping, PumpResult
-from simulator.deploy import FunctionSpec, Resolver, deploy, read_template, resources
+from simulator.deploy import Resolver, deploy
 from simulator.events import ACCOUNT, EVENTS_DIR, REGION, rest_event, sqs_record
 from simulator.executions import ExecutionQueue
 from simulator.expiry import delete_expired, ttl_tables
@@ -55,7 +58,6 @@ from simulator.observe import Observer
 from simulator.operators import StopDuring, redrive, redrive_queue, rerun
 from simulator.queues import expire_messages
 from simulator.rules import ASYNC_ATTEMPTS, ScheduledRule, due, scheduled_event
-from simulator.templates import queue_consumers
 from simulator.world import deployed
 
 __all__ = [
@@ -87,6 +89,12 @@ class InProcessCloud(HandlerRunner, EventSourceMapping):
         self.assembly = assembly
         self.data_template = read_template(assembly, "data")
         self.app_template = read_template(assembly, "app")
+        # The REST API's routes, as API Gateway picks them for a request (`api`, `rest_event`).
+        self.api_routes = tuple(
+            route
+            for api in apis_from_template(self.app_template, physical_ids={}, function_names={})
+            for route in api.routes
+        )
         self.crash_plan = crash_plan
         self.clock = clock or Clock()
         self.resolve = Resolver()
@@ -205,7 +213,7 @@ class InProcessCloud(HandlerRunner, EventSourceMapping):
         caller: str | None = None,
     ) -> ApiResponse:
         """One REST proxy request through the api function (signed by `caller`'s IAM ARN, if any)."""
-        event = rest_event(method, path, body=body, headers=headers, caller=caller)
+        event = rest_event(method, path, body=body, headers=headers, caller=caller, routes=self.api_routes)
         raw = self.invoke("Api", event)
         text = raw.get("body") or ""
         try:
@@ -243,12 +251,12 @@ class InProcessCloud(HandlerRunner, EventSourceMapping):
     @property
     def express(self) -> bool:
         """Whether the state machine is Express (its template's StateMachineType)."""
-        machines = resources(self.app_template, "AWS::StepFunctions::StateMachine").values()
+        machines = resources_of_type(self.app_template, "AWS::StepFunctions::StateMachine").values()
         return any(m["Properties"].get("StateMachineType") == "EXPRESS" for m in machines)
 
     def executions(self) -> list[dict[str, Any]]:
         """Every execution of the state machine, as ListExecutions gives them; on Express, which
-        no API lists (localcloud/patches_express.py, E3), as the cloud itself knows them."""
+        no API lists (emulator/patches_express.py, E3), as the cloud itself knows them."""
         arn = self.outputs["StateMachineArn"]
         if self.express:
             backend = stepfunctions_parser_backends[ACCOUNT][REGION]

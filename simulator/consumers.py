@@ -12,6 +12,7 @@ import json
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
+from emulator.shapes import failed_ids
 from ops.invariants import peek_dead_letters
 from simulator.clock import Clock
 from simulator.events import ACCOUNT, REGION, sqs_record
@@ -82,7 +83,10 @@ class EventSourceMapping:
                 failed=sorted(m["MessageId"] for m in messages),
                 error=error.error_type,
             )
-        failed = {item["itemIdentifier"] for item in (response or {}).get("batchItemFailures", [])}
+        batch = {m["MessageId"] for m in messages}
+        failed = failed_ids(response, batch)
+        if failed is None:  # an answer Lambda cannot read fails the whole batch, as on AWS
+            failed = batch
         for message in messages:
             if message["MessageId"] in failed:
                 self.sqs.change_message_visibility(

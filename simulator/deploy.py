@@ -13,13 +13,12 @@ import io
 import json
 import zipfile
 from collections.abc import Mapping
-from dataclasses import dataclass
-from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from emulator.functions import FunctionSpec
+from emulator.templates import exports_of, function_specs, resources_of_type, state_machine_definition
 from simulator.events import ACCOUNT, REGION
 from simulator.rules import scheduled_rules
-from simulator.templates import exports_of, function_specs, state_machine_definition
 
 if TYPE_CHECKING:
     from simulator.cloud import InProcessCloud
@@ -32,14 +31,6 @@ _PSEUDO = {
     "AWS::StackName": "stack",
     "AWS::NoValue": None,
 }
-
-
-@dataclass
-class FunctionSpec:
-    name: str
-    handler: str
-    timeout: int
-    environment: dict[str, str]
 
 
 class Resolver:
@@ -75,17 +66,6 @@ class Resolver:
         return {k: self(v) for k, v in value.items()}
 
 
-def read_template(assembly: Path, suffix: str) -> dict[str, Any]:
-    matches = sorted(assembly.glob(f"*-{suffix}.template.json"))
-    if len(matches) != 1:
-        raise FileNotFoundError(f"expected one *-{suffix}.template.json in {assembly}, found {matches}")
-    return json.loads(matches[0].read_text())
-
-
-def resources(template: Mapping[str, Any], kind: str) -> dict[str, dict[str, Any]]:
-    return {k: v for k, v in template["Resources"].items() if v["Type"] == kind}
-
-
 def _dummy_zip() -> bytes:
     buffer = io.BytesIO()
     with zipfile.ZipFile(buffer, "w") as archive:
@@ -100,7 +80,7 @@ def deploy(cloud: InProcessCloud) -> None:
 
 def _deploy_data(cloud: InProcessCloud) -> None:
     ddb, sqs, r = cloud.dynamodb, cloud.sqs, cloud.resolve
-    for logical, resource in resources(cloud.data_template, "AWS::DynamoDB::Table").items():
+    for logical, resource in resources_of_type(cloud.data_template, "AWS::DynamoDB::Table").items():
         p = resource["Properties"]
         ddb.create_table(
             TableName=p["TableName"],
@@ -110,7 +90,7 @@ def _deploy_data(cloud: InProcessCloud) -> None:
         )
         r.refs[logical] = p["TableName"]
         r.attrs[(logical, "Arn")] = f"arn:aws:dynamodb:{REGION}:{ACCOUNT}:table/{p['TableName']}"
-    queues = resources(cloud.data_template, "AWS::SQS::Queue")
+    queues = resources_of_type(cloud.data_template, "AWS::SQS::Queue")
     # Dead-letter queues first: the others' redrive policies point at them.
     for logical, resource in sorted(queues.items(), key=lambda kv: "RedrivePolicy" in kv[1]["Properties"]):
         p = resource["Properties"]
@@ -135,16 +115,16 @@ def _outputs(cloud: InProcessCloud, template: Mapping[str, Any]) -> None:
 
 
 def _deploy_app(cloud: InProcessCloud) -> None:
-    """Functions with their template environment (simulator.templates.function_specs) and
+    """Functions with their template environment (emulator.templates.function_specs) and
     the state machine with the template's definition (state_machine_definition)."""
     r = cloud.resolve
-    machines = resources(cloud.app_template, "AWS::StepFunctions::StateMachine")
+    machines = resources_of_type(cloud.app_template, "AWS::StepFunctions::StateMachine")
     machine_arns: dict[str, str] = {}
     for logical, resource in machines.items():
         name = resource["Properties"]["StateMachineName"]
         machine_arns[name] = f"arn:aws:states:{REGION}:{ACCOUNT}:stateMachine:{name}"
         r.refs[logical] = machine_arns[name]
-    for logical, resource in resources(cloud.app_template, "AWS::Lambda::Function").items():
+    for logical, resource in resources_of_type(cloud.app_template, "AWS::Lambda::Function").items():
         name = resource["Properties"]["FunctionName"]
         r.refs[logical] = name
         r.attrs[(logical, "Arn")] = f"arn:aws:lambda:{REGION}:{ACCOUNT}:function:{name}"
@@ -164,8 +144,12 @@ def _deploy_app(cloud: InProcessCloud) -> None:
             raise ValueError(f"{spec['FunctionName']}: unresolved environment {unresolved}")
         cloud.functions[spec["FunctionName"]] = FunctionSpec(
             name=spec["FunctionName"],
+            arn=f"arn:aws:lambda:{REGION}:{ACCOUNT}:function:{spec['FunctionName']}",
             handler=spec["Handler"],
+            runtime=spec.get("Runtime") or "python3.12",
             timeout=int(spec.get("Timeout") or 3),
+            memory_mb=int(spec.get("MemorySize") or 128),  # Lambda's default when the template sets none
+            region=REGION,
             environment=environment,
         )
         lam.create_function(
@@ -177,7 +161,7 @@ def _deploy_app(cloud: InProcessCloud) -> None:
             Timeout=int(spec.get("Timeout") or 3),
             Environment={"Variables": environment},
         )
-    function_arns = {name: f"arn:aws:lambda:{REGION}:{ACCOUNT}:function:{name}" for name in cloud.functions}
+    function_arns = {name: spec.arn for name, spec in cloud.functions.items()}
     for resource in machines.values():
         p = resource["Properties"]
         cloud.sfn.create_state_machine(

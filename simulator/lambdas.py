@@ -1,16 +1,16 @@
 """Running function code: moto's Lambda invocations go to the real handlers, in this process.
 
 `installed()` patches moto's single code-running point, `LambdaFunction._invoke_lambda`, to import
-the function's handler (`module.function` under `functions/`) and call it with a Lambda-like
-context and a per-function `orders.runtime.Runtime` built from that function's own environment. A
-handler exception comes back with `errorType` = its class name, as on AWS, so Retry/Catch match; a
-`SimulatedCrash` (a raise-mode crash point) comes back as `Runtime.ExitError`, what Lambda reports
-for a sandbox that died, so the state machine retries it as it would on AWS.
+the function's handler (`module.function` under `functions/`) and call it with the Lambda context
+the local cloud's workers also build (`emulator.lambda_runtime`) and a per-function
+`orders.runtime.Runtime` built from that function's own environment. A handler exception comes back
+with `errorType` = its class name, as on AWS, so Retry/Catch match; a `SimulatedCrash` (a raise-mode
+crash point) comes back as `Runtime.ExitError`, what Lambda reports for a sandbox that died, so the
+state machine retries it as it would on AWS.
 """
 
 from __future__ import annotations
 
-import importlib
 import json
 import threading
 import time
@@ -19,7 +19,7 @@ import types
 import uuid
 from collections.abc import Iterator
 from contextlib import ExitStack, contextmanager
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Self
 from unittest import mock
 
@@ -27,7 +27,9 @@ from moto.awslambda.models import LambdaFunction
 from moto.dynamodb.responses import DynamoHandler
 from moto.sqs.responses import SQSResponse
 
-from localcloud.shapes import EXIT_ERROR, error_payload
+from emulator.functions import lambda_environment
+from emulator.lambda_runtime import LambdaContext, load_handler
+from emulator.shapes import EXIT_ERROR, error_payload
 from orders import runtime as orders_runtime
 from orders.config import FunctionSettings, settings_of
 from reliability.testing.crashpoints import CrashPlan, SimulatedCrash
@@ -40,7 +42,7 @@ from simulator.operators import StopDuring
 from simulator.patches import express_workflows, on_the_clock
 
 if TYPE_CHECKING:
-    from simulator.deploy import FunctionSpec
+    from emulator.functions import FunctionSpec
 
 # Where Powertools (3.x) reads the time for idempotency: `dt.datetime.now()` in each of these
 # modules (in-progress expiry, record expiry, the conditional put, the inconsistency check).
@@ -54,30 +56,6 @@ _POWERTOOLS_TIME_MODULES = (
 _SFN_RETRIER = "moto.stepfunctions.parser.asl.component.common.retry.retrier_decl"
 # botocore sleeps its retries' backoff with this module's `time.sleep`.
 _SDK_RETRIES = "botocore.endpoint"
-
-
-@dataclass
-class FakeLambdaContext:
-    """What Powertools and our handlers read from the Lambda context."""
-
-    function_name: str
-    timeout_seconds: int
-    memory_limit_in_mb: int = 256
-    aws_request_id: str = field(default_factory=lambda: str(uuid.uuid4()))
-    function_version: str = "$LATEST"
-    log_group_name: str = "/aws/lambda/local"
-    log_stream_name: str = "local"
-    _deadline: float = 0.0
-
-    def __post_init__(self) -> None:
-        self._deadline = time.monotonic() + self.timeout_seconds
-
-    @property
-    def invoked_function_arn(self) -> str:
-        return f"arn:aws:lambda:{REGION}:{ACCOUNT}:function:{self.function_name}"
-
-    def get_remaining_time_in_millis(self) -> int:
-        return max(int((self._deadline - time.monotonic()) * 1000), 0)
 
 
 @dataclass
@@ -174,14 +152,16 @@ class HandlerRunner:
             stack.enter_context(mock.patch(f"{_SDK_RETRIES}.time", waits))
             yield self
 
+    def environment(self, function_name: str) -> dict[str, str]:
+        """What the function's code would find in its environment on Lambda."""
+        return lambda_environment(self.functions[function_name], log_stream=f"simulator/{function_name}")
+
     def runtime_for(self, function_name: str) -> orders_runtime.Runtime[FunctionSettings]:
         with self._lock:
             runtime = self._runtimes.get(function_name)
             if runtime is None:
                 spec = self.functions[function_name]
-                settings = settings_of(spec.handler).from_env(
-                    {**spec.environment, "AWS_LAMBDA_FUNCTION_NAME": function_name}
-                )
+                settings = settings_of(spec.handler).from_env(self.environment(function_name))
                 runtime = self._runtimes[function_name] = self.new_runtime(function_name, settings)
             return runtime
 
@@ -199,9 +179,11 @@ class HandlerRunner:
     def call(self, function_name: str, event: Any) -> Any:
         """Run a function's handler directly (no Lambda API); exceptions propagate."""
         spec = self.functions[function_name]
-        module_name, _, attribute = spec.handler.rpartition(".")
-        handler = getattr(importlib.import_module(module_name), attribute)
-        context = FakeLambdaContext(function_name=function_name, timeout_seconds=spec.timeout)
+        handler = load_handler(spec.handler)
+        deadline_ms = int((time.time() + spec.timeout) * 1000)
+        context = LambdaContext.from_environ(
+            str(uuid.uuid4()), deadline_ms, spec.arn, self.environment(function_name)
+        )
         outer = current_caller()
         set_caller(Caller(function_name, context.aws_request_id))
         try:

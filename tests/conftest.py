@@ -1,7 +1,7 @@
 """Fixtures shared by every tier.
 
 The synthesized cloud assembly is built once per session (and reused across sessions while
-its inputs are unchanged, see simulator/synth.py); tiers read templates from it instead of
+its inputs are unchanged, see emulator/synth.py); tiers read templates from it instead of
 synthesizing again.
 """
 
@@ -15,7 +15,7 @@ import botocore.session
 import pytest
 from botocore.loaders import create_loader
 
-from simulator.synth import synthesize
+from emulator.synth import synthesize
 
 
 @pytest.fixture(scope="session", autouse=True)

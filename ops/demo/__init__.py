@@ -46,12 +46,12 @@ from typing import IO
 
 from botocore.exceptions import ClientError
 
-from localcloud import process
-from localcloud.outputs import Outputs
 from ops.demo import report as reporting
 from ops.demo.crash import crash, queue_restart, redrive_crashed
 from ops.demo.scenarios import Demo, DemoError
 from ops.lifecycle import StageMismatch, fresh_crash_dir, local_cloud
+from ops.local import process
+from ops.local.outputs import Outputs
 from ops.target import add_state_dir_option
 
 

@@ -11,9 +11,9 @@ import time
 from pathlib import Path
 from typing import Any
 
-from localcloud import control
 from ops import polling, redrive
 from ops.demo.scenarios import Demo, DemoRequest
+from ops.local import control
 from ops.stack_outputs import function_output
 from ops.story.model import Outcome as Decision
 from reliability.declaration import function_name

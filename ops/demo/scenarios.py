@@ -17,11 +17,11 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import IO, Any, TypeVar
 
-from localcloud.outputs import Outputs
 from ops import polling
 from ops.api_client import ApiClient, ApiResponse
 from ops.demo.plan import PLAN, Plan
 from ops.lifecycle import target_of
+from ops.local.outputs import Outputs
 from ops.outcomes import Outcome, prepare
 from ops.seed import seed_service
 from ops.stack_outputs import queue_output, table_names

@@ -22,9 +22,9 @@ import time
 from pathlib import Path
 from typing import Any
 
-from localcloud import control
 from ops.lifecycle import local_cloud, target_of
 from ops.load.run import Plan, Round
+from ops.local import control
 from ops.seed import seed_service
 from ops.target import add_state_dir_option
 

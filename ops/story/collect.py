@@ -236,7 +236,7 @@ class Collector:
         entries.sort(key=lambda e: (e.at is None, e.at or 0))
         effects = self.effects(order_id)
         report = check(self.stores, allow_in_flight=True)
-        row = next((r for r in report.orders if r.order_id == order_id), None)
+        row = next((r for r in report.rows if r.entity_id == order_id), None)
         return Story(
             order_id=order_id,
             status=str(order.get("status", "?")),

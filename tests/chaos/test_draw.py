@@ -14,10 +14,9 @@ from chaos.points import PointHit
 from chaos.schedules import DAY, Action, Schedule
 from chaos.shrink import shrink
 from chaos.single import ScheduleResult
+from emulator.templates import read_template, resources_of_type
 from ops.redrive import RESTART_SAFE_SECONDS
 from reliability.cdk.config import REDRIVE_WINDOW_DAYS
-from simulator.deploy import read_template
-from simulator.templates import resources_of_type
 
 POINTS = {
     "completed": tuple(

@@ -15,8 +15,7 @@ def test_the_workflow_is_the_makefiles_workflow_variable_and_the_rest_chaos_args
 def test_the_control_and_quick_runs_aim_at_the_declarations_roles():
     # The sample's provider step and events step for the control; its last step and API, quick
     from chaos.interleave import Pair  # noqa: PLC0415
-    from chaos.run import CONTROL_PAIRS, QUICK_FUNCTIONS, QUICK_PAIRS  # noqa: PLC0415
+    from chaos.run import CONTROL_PAIRS, QUICK_PAIRS  # noqa: PLC0415
 
     assert (Pair("ChargePayment", late=True), Pair("PublishEvents", late=True)) == CONTROL_PAIRS
     assert (Pair("MarkCompleted"), Pair("api")) == QUICK_PAIRS
-    assert {"api", "charge-payment"} == QUICK_FUNCTIONS

@@ -2,7 +2,7 @@
 
 `RETRYSAFE_E2E_TARGET` picks it:
 - unset (what `make test` does): a local cloud of the suite's own, in its own process on free
-  ports (`localcloud.process.background`), into which the CDK CLI deploys the session's
+  ports (`ops.local.process.background`), into which the CDK CLI deploys the session's
   synthesized `local` assembly (`cdk deploy`, as for any target); stopped with every worker when
   the session ends;
 - `outputs`: the local cloud that `.localcloud/outputs.json` (or `$LOCALCLOUD_DIR`) names, e.g.
@@ -26,14 +26,14 @@ from typing import Any, TypeVar
 import boto3
 import pytest
 
-from localcloud import control, process
-from localcloud import outputs as outputs_file
+from emulator.synth import cdk_context
 from ops import polling
 from ops.api_client import ApiClient
+from ops.local import control, process
+from ops.local import outputs as outputs_file
 from ops.seed import seed_service
 from ops.target import DEFAULT_STAGE, Target
 from reliability.cdk.config import CONTEXT_KEY, ApiAuth, load_config
-from simulator.synth import cdk_context
 
 T = TypeVar("T")
 TARGET_ENV = "RETRYSAFE_E2E_TARGET"

@@ -8,8 +8,8 @@ import re
 
 import pytest
 
-from localcloud import control
 from ops.demo import play, verdict
+from ops.local import control
 from ops.story import browser, html
 from ops.story.model import Outcome, StepState, Story
 from tests.e2e.conftest import E2ETarget

@@ -11,8 +11,8 @@ import uuid
 
 import pytest
 
-from localcloud import control
 from ops.invariants import Stores, check
+from ops.local import control
 from tests.e2e.conftest import WAIT_SECONDS, E2ETarget, wait_for
 
 pytestmark = pytest.mark.e2e

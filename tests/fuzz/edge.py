@@ -6,8 +6,8 @@ import json
 from pathlib import Path
 from typing import Any
 
+from emulator.apigw_template import apis_from_template
 from localcloud.apigw import HttpRequest, RestApiHandler
-from localcloud.apigw_template import apis_from_template
 from ops.fuzz.oracle import Answer
 from ops.fuzz.requests import Request
 from simulator.cloud import InProcessCloud

@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from localcloud.apigw import HTTP_METHODS
+from emulator.apigw_template import HTTP_METHODS
 from ops.fuzz import schemathesis_run
 from orders.openapi import ROUTED_METHODS
 

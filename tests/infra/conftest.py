@@ -7,8 +7,8 @@ from typing import Any
 import pytest
 from aws_cdk.assertions import Template
 
+from emulator.synth import synthesize_stages, templates
 from reliability.cdk.nag import CHECKOV_METADATA
-from simulator.synth import synthesize_stages, templates
 
 SERVICE = "retrysafe"
 STAGES = ("dev", "prod", "local", "dev-express", "local-express")

@@ -10,12 +10,12 @@ from typing import Any
 import jsonschema
 from aws_cdk.assertions import Template
 
+from emulator.synth import cdk_context
 from infra.config import load_config
 from orders import openapi
 from orders.workflow import ROUTES
 from reliability.cdk.api import CATCH_ALL
 from reliability.cdk.api_model import model_schema
-from simulator.synth import cdk_context
 
 # Each route of orders.workflow.ROUTES by (METHOD, path): the tests iterate it, so a new route is
 # covered without a new test.

@@ -7,16 +7,16 @@ from typing import Any
 import pytest
 from aws_cdk.assertions import Template
 
+from emulator.templates import exports_of, function_specs
 from infra.config import (
     DEDUP_WINDOWS,
     FENCE_WINDOWS,
     PROVIDER_KEY_LIFETIME_HOURS,
     outlived,
 )
-from infra.constructs.function import POWERTOOLS_LAYER_PARAMETER
 from infra.sizing import FUNCTIONS, pascal
 from orders import items, workflow
-from simulator.templates import exports_of, function_specs
+from reliability.cdk.function import POWERTOOLS_LAYER_PARAMETER
 
 COMMON_ENV = {
     "SERVICE_NAME",

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from simulator.synth import stack_names, synthesize
+from emulator.synth import stack_names, synthesize
 
 
 @pytest.fixture(scope="module")

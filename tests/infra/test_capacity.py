@@ -8,6 +8,8 @@ from typing import Any
 
 import pytest
 
+from emulator.synth import cdk_context
+from emulator.templates import resources_of_type, state_machine_definition
 from infra import manifest
 from infra.capacity import (
     MAX_RECEIVE_COUNT,
@@ -30,8 +32,6 @@ from infra.capacity import (
 )
 from infra.config import CONTEXT_KEY, WorkflowType, load_config
 from infra.sizing import QUEUE_CONSUMERS, functions_for
-from simulator.synth import cdk_context
-from simulator.templates import resources_of_type, state_machine_definition
 from tests.infra.conftest import SERVICE, STAGES, stack
 
 

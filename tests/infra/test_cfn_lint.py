@@ -6,7 +6,7 @@ from __future__ import annotations
 import pytest
 from cfnlint.api import lint_file
 
-from simulator.synth import stack_names, synthesize
+from emulator.synth import stack_names, synthesize
 
 
 @pytest.mark.parametrize("stage", ["dev", "prod", "local"])

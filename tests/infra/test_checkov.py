@@ -10,9 +10,9 @@ import pytest
 from aws_cdk import App, Stack
 from aws_cdk import aws_sqs as sqs
 
+from emulator.synth import cdk_context, templates
 from infra.config import CONTEXT_KEY, load_config
 from reliability.cdk.nag import CHECKOV_METADATA, acknowledge_checkov
-from simulator.synth import cdk_context, templates
 from tests.infra.conftest import SERVICE, STAGES, checkov_skips
 
 CHECK_ID = re.compile(r"^CKV2?_AWS_\d+$")

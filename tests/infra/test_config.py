@@ -7,6 +7,7 @@ from typing import Any
 
 import pytest
 
+from emulator.synth import cdk_context
 from infra.config import (
     DEDUP_WINDOWS,
     DLQ_RETENTION_DAYS,
@@ -19,7 +20,6 @@ from infra.config import (
     load_config,
     outlived,
 )
-from simulator.synth import cdk_context
 
 
 @pytest.fixture

@@ -11,9 +11,9 @@ import pytest
 from aws_cdk import App, Stack
 from aws_cdk import aws_sqs as sqs
 
+from emulator.synth import cdk_context, stack_names, synthesize
 from infra.config import load_config
 from reliability.cdk.nag import acknowledge, add_nag_checks
-from simulator.synth import cdk_context, stack_names, synthesize
 from tests.infra.conftest import STAGES
 
 

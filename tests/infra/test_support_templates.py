@@ -1,4 +1,4 @@
-"""The template readers other tiers use (simulator/templates.py)."""
+"""The template readers other tiers use (emulator/templates.py)."""
 
 from __future__ import annotations
 
@@ -7,7 +7,7 @@ from typing import Any
 
 import pytest
 
-from simulator.templates import (
+from emulator.templates import (
     TemplateError,
     exports_of,
     function_specs,

@@ -8,7 +8,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-from simulator.synth import ROOT, cdk_context
+from emulator.synth import ROOT, cdk_context
 
 
 def test_a_synth_with_a_dedup_ttl_shorter_than_its_window_fails_naming_the_windows(tmp_path: Path) -> None:

@@ -7,9 +7,9 @@ from typing import Any
 import pytest
 from aws_cdk.assertions import Template
 
+from emulator.templates import state_machine_definition
 from orders import workflow
 from reliability.cdk.workflow import RETRYABLE_ERRORS
-from simulator.templates import state_machine_definition
 
 # From the one declaration (orders.workflow): the synthesized definition must say the same.
 STEPS = {step.name: workflow.function_name(step.name) for step in workflow.STEPS}

@@ -8,6 +8,8 @@ from typing import Any
 
 import pytest
 
+from emulator.synth import cdk_context
+from emulator.templates import resources_of_type, state_machine_definition
 from infra.capacity import (
     EXPRESS_EXECUTION_TIMEOUT_SECONDS,
     EXPRESS_TIME_LIMIT_SECONDS,
@@ -18,8 +20,6 @@ from infra.capacity import (
 from infra.config import ConfigError, WorkflowType, load_config
 from orders import workflow
 from reliability.cdk.windows import fence_ride_out_seconds
-from simulator.synth import cdk_context
-from simulator.templates import resources_of_type, state_machine_definition
 from tests.infra.conftest import SERVICE, STAGES, stack
 
 LEASES = {step.name: step.timeout_seconds for step in workflow.STEPS}

@@ -20,10 +20,10 @@ from chaos.interleave import STEP_ORDER  # noqa: E402
 from chaos.mutants import MUTANTS  # noqa: E402
 from chaos.pairs import pairs_for  # noqa: E402
 from chaos.schedules import queue_outputs  # noqa: E402
+from emulator.synth import synthesize  # noqa: E402
+from emulator.templates import queue_consumers, state_machine_definition, workflow_tasks  # noqa: E402
 from ops.invariants import check  # noqa: E402
 from simulator.cloud import running_cloud  # noqa: E402
-from simulator.synth import synthesize  # noqa: E402
-from simulator.templates import queue_consumers, state_machine_definition, workflow_tasks  # noqa: E402
 
 ORDER = {"customer_id": "customer-1", "currency": "EUR", "items": [{"sku": "sku-2", "quantity": 1}]}
 

@@ -10,9 +10,9 @@ from typing import Any
 
 import pytest
 
+from emulator.apigw_template import RestApiSpec, Route, Throttle, apis_from_template
 from localcloud.apigw import HttpRequest, RestApiHandler, TokenBucket
 from localcloud.apigw_server import RestApiServer
-from localcloud.apigw_template import RestApiSpec, Route, Throttle, apis_from_template
 
 
 @pytest.fixture

@@ -13,8 +13,8 @@ from pathlib import Path
 
 import pytest
 
-from localcloud import process
 from localcloud.__main__ import alive
+from ops.local import process
 from tests.localcloud.conftest import ASSEMBLY, free_port
 
 pytestmark = pytest.mark.slow

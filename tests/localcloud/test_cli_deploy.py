@@ -21,12 +21,12 @@ from pathlib import Path
 import boto3
 import pytest
 
-from localcloud import outputs, process
+from ops.local import outputs, process
 
 pytestmark = pytest.mark.slow
 ROOT = Path(__file__).resolve().parents[2]
 COPIED = ("app.py", "cdk.json", "Makefile", "requirements.txt", "requirements-dev.txt", "constraints.txt")
-LINKED = (".venv", "node_modules", "ops", "localcloud")
+LINKED = (".venv", "node_modules", "ops", "emulator", "localcloud")
 NEW_CODE = """
 
 def handler(event, context):  # the redeploy test's new code

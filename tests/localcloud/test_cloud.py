@@ -19,7 +19,8 @@ from typing import Any
 import pytest
 from botocore.exceptions import ClientError
 
-from localcloud import Config, LocalCloud, control, outputs, patches
+from localcloud import Config, LocalCloud, patches
+from ops.local import control, outputs
 from tests.localcloud.conftest import ASSEMBLY
 
 pytestmark = pytest.mark.slow

@@ -1,4 +1,4 @@
-"""Express workflows on moto (localcloud/patches_express.py, E1-E6), one test per patch: each fails
+"""Express workflows on moto (emulator/patches_express.py, E1-E6), one test per patch: each fails
 on moto as it is and passes with the patch, as the local cloud applies it."""
 
 from __future__ import annotations
@@ -18,7 +18,7 @@ from moto import mock_aws
 from moto.stepfunctions import models as sfn_models
 from moto.stepfunctions.parser.models import stepfunctions_parser_backends
 
-from localcloud import patches_express
+from emulator import patches_express
 from reliability.cdk.windows import EXPRESS_TIME_LIMIT_SECONDS
 
 ACCOUNT, REGION = "123456789012", "us-east-1"

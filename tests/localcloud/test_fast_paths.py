@@ -23,11 +23,12 @@ from moto.moto_server.werkzeug_app import DomainDispatcherApplication, create_ba
 from moto.stepfunctions.parser.asl.component.state.exec.state_task import lambda_eval_utils
 from moto.stepfunctions.parser.asl.parse.asl_parser import AmazonStateLanguageParser
 
-from localcloud import patches, patches_speed
+from emulator import patches_speed
+from emulator.apigw_template import apis_from_template
+from emulator.config import ACCOUNT_ID, CONCURRENT_CALLS
+from localcloud import patches
 from localcloud.apigw import RestApiHandler
 from localcloud.apigw_server import RestApiServer
-from localcloud.apigw_template import apis_from_template
-from localcloud.config import ACCOUNT_ID, CONCURRENT_CALLS
 from localcloud.lambdas import LambdaRuntime
 from localcloud.server import MotoEndpoint
 

@@ -12,13 +12,11 @@ from pathlib import Path
 
 import pytest
 
+from emulator.functions import FunctionSpec
 from localcloud.lambdas import LambdaRuntime
-from localcloud.workers import FunctionSpec
 
 
-def spec(
-    code: bytes, *, handler: str = "fixture.step", timeout: float = 2.0, env: dict[str, str] | None = None
-):
+def spec(code: bytes, *, handler: str = "fixture.step", timeout: int = 2, env: dict[str, str] | None = None):
     return FunctionSpec(
         name="fx-step",
         arn="arn:aws:lambda:us-east-1:123456789012:function:fx-step",
@@ -95,7 +93,7 @@ def test_handler_exception_comes_back_with_its_class_name(runtime, handlers_zip)
     assert error["errorType"] == "FixtureError"
     assert error["errorMessage"] == "asked to fail"
     assert any("fixture.py" in frame for frame in error["stackTrace"])
-    assert not any("_runtime.py" in frame for frame in error["stackTrace"])
+    assert not any("lambda_runtime.py" in frame for frame in error["stackTrace"])
 
 
 def test_timeout_kills_the_worker_and_reports_sandbox_timedout(runtime, handlers_zip):

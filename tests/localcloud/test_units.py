@@ -16,11 +16,14 @@ from moto.sqs.models import Queue
 from moto.ssm.models import SimpleSystemManagerBackend
 from moto.stepfunctions import models as sfn_models
 
-from localcloud import outputs, patches
+from emulator.shapes import failed_ids, sqs_record
+from emulator.synth import stacks_of_stage, synth_inputs
+from localcloud import patches
 from localcloud.config import Config
 from localcloud.lambdas import LambdaRuntime
-from localcloud.pollers import RECEIVE_WAIT_SECONDS, Mapping, SqsPoller, failed_ids, sqs_record
-from localcloud.synth import is_stale, stacks_of_stage
+from localcloud.pollers import RECEIVE_WAIT_SECONDS, Mapping, SqsPoller
+from localcloud.synth import is_stale
+from ops.local import outputs
 
 
 def test_cli_outputs_point_execute_api_urls_at_the_local_rest_api():
@@ -224,3 +227,19 @@ def test_a_poller_long_polls_and_invokes_nothing_it_receives_after_it_was_stoppe
 
     assert poller.poll_once() == 0  # the batch is left to come back after its visibility timeout
     assert queue.waits == [RECEIVE_WAIT_SECONDS] == [20]  # SQS's longest wait, as Lambda's pollers
+
+
+def test_the_local_cloud_and_the_synth_cache_go_stale_on_the_same_inputs(tmp_path: Path):
+    # Given an assembly built after every source, pinned dependencies included
+    project, assembly = tmp_path / "project", tmp_path / "assembly"
+    (project / "infra").mkdir(parents=True)
+    assembly.mkdir()
+    (project / "constraints.txt").write_text("aws-cdk-lib==2.275.0\n")
+    (assembly / "manifest.json").write_text("{}")
+    os.utime(project / "constraints.txt", (1, 1))
+    assert not is_stale(assembly, project)
+    # When a pin changes (the synth cache's fingerprint covers it: emulator.synth.synth_inputs)
+    os.utime(project / "constraints.txt", (time.time() + 10, time.time() + 10))
+    # Then the local cloud's assembly is stale too
+    assert project / "constraints.txt" in synth_inputs(project)
+    assert is_stale(assembly, project)

@@ -11,9 +11,9 @@ from pathlib import Path
 
 import pytest
 
-from localcloud import outputs as localcloud_outputs
-from localcloud.synth import synth_env
+from emulator.synth import synth_env
 from ops import deploy
+from ops.local import outputs as localcloud_outputs
 from ops.target import Target, TargetNotFound, outputs_file
 
 

@@ -13,10 +13,10 @@ import boto3
 import pytest
 from moto import mock_aws
 
-from infra.config import FENCE_WINDOWS, outlived
 from ops.invariants import Stores, check
 from orders import items as layout
 from proof.catalog import seed_inventory
+from reliability.cdk.config import FENCE_WINDOWS, outlived
 
 REGION = "us-east-1"
 CREATED = "2026-11-01T00:00:00+00:00"
@@ -92,7 +92,9 @@ def test_a_declined_order_whose_charge_fence_ttl_deleted_passes(aws: tuple[Any, 
     assert check(_stores(ddb, sqs, now=old)).violations == []
     # while it still is one when the fences must still be there
     young = check(_stores(ddb, sqs, now=_created() + 60)).violations
-    assert "o-declined: a declined charge on a FAILED order whose ChargePayment is None" in young
+    assert (
+        "o-declined: a refusal of ChargePayment's call on a FAILED run whose ChargePayment is None" in young
+    )
 
 
 def test_an_order_left_to_an_operator_may_keep_what_it_took_beside_a_strays_dead_letter(
@@ -121,5 +123,5 @@ def test_an_order_left_to_an_operator_may_keep_what_it_took_beside_a_strays_dead
     assert check(stores, left_to_operator={"o-left"}).violations == []
     # and for an order nobody left to an operator the dead letter still excuses nothing
     assert check(stores).violations == [
-        "o-left: RUNNING, in a DLQ, but stock taken still standing (not compensated)"
+        "o-left: RUNNING, in a DLQ, but ReserveInventory's effect still standing (not compensated)"
     ]

@@ -6,8 +6,8 @@ from pathlib import Path
 
 import pytest
 
-from localcloud.outputs import Outputs
 from ops import lifecycle
+from ops.local.outputs import Outputs
 
 ARN = "arn:aws:states:us-east-1:123456789012:stateMachine:retrysafe-{}-order-workflow"
 

@@ -12,12 +12,12 @@ from typing import Any
 
 import pytest
 
+from emulator.synth import synthesize
 from reliability.cdk.capacity import THROTTLE_STORM_SECONDS, UNPLANNED_MAX_RECEIVE_COUNT
 from scale import scenarios
 from scale.model import Faults, Model, Order, new_orders
 from scale.services import Message, Queue, Sim, TokenBucket
 from scale.topology import QueueSpec, Topology, read, without_capacity
-from simulator.synth import synthesize
 
 
 @pytest.fixture(scope="module")

@@ -6,9 +6,9 @@ from pathlib import Path
 
 import pytest
 
+from emulator.synth import synthesize
 from scale.sheet import cost_per_order, limits, per_order, render
 from scale.topology import Topology, read
-from simulator.synth import synthesize
 
 SHEET = Path(__file__).resolve().parents[3] / "docs" / "scale.md"
 

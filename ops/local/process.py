@@ -1,6 +1,6 @@
 """A local cloud in a background process, for test suites and tools that want one of their own.
 
-    with localcloud.process.background(state_dir=tmp / "lc") as out:   # free ports, own state dir
+    with ops.local.process.background(state_dir=tmp / "lc") as out:   # free ports, own state dir
         requests.post(out.api_url + "orders", ...); boto3.client("sqs", **client_kwargs(out))
 
 The same `python -m localcloud up` / `down` the Makefile runs, so handler code and moto stay out
@@ -16,9 +16,9 @@ from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from pathlib import Path
 
-from localcloud import outputs
+from ops.local import outputs
 
-PROJECT_DIR = Path(__file__).resolve().parents[1]
+PROJECT_DIR = Path(__file__).resolve().parents[2]
 
 
 class StartError(RuntimeError):

@@ -55,7 +55,7 @@ from moto.stepfunctions.parser.asl.component.eval_component import EvalComponent
 from moto.stepfunctions.parser.asl.component.state.exec.state_task import lambda_eval_utils
 from moto.stepfunctions.parser.asl.parse.asl_parser import AmazonStateLanguageParser
 
-from localcloud.config import CONCURRENT_CALLS
+from emulator.config import CONCURRENT_CALLS
 
 _ABSENT = object()  # an attribute the owner inherits rather than defines
 

@@ -2,7 +2,7 @@
 
 For the demo, chaos and e2e code that use a local cloud started elsewhere (`make local-up`):
 
-    from localcloud import control, outputs
+    from ops.local import control, outputs
     endpoint = outputs.load().endpoint
     control.set_crash_points(endpoint, "after:DynamoDB.PutItem@charge-payment=1")
     control.status(endpoint)["workers"]     # {function name: [worker pids]}

@@ -1,17 +1,21 @@
-"""The shapes AWS hands a function and a function's failure hands back, written once for the local
-cloud (`localcloud.apigw`, `localcloud.lambdas`) and the in-process simulator (`simulator`).
+"""The shapes AWS hands a function and a function's answer hands back, written once for both
+clouds (the local cloud: `localcloud.apigw`, `localcloud.lambdas`, `localcloud.pollers`; the
+in-process simulator: `simulator`).
 
 - `rest_proxy_event`: API Gateway's REST (payload format 1.0) proxy event;
+- `sqs_record`: one record of the SQS event an event source mapping sends, from a ReceiveMessage
+  message; `failed_ids`: which records a `ReportBatchItemFailures` answer leaves on the queue;
 - `error_payload`: a failed invocation's payload (`errorType` is what Retry/Catch match);
 - `EXIT_ERROR` / `TIMED_OUT`: the error types Lambda reports for a sandbox that died and one that
   ran out of time (never the process's last exception).
 
-The worker processes' own runtime (`localcloud/_runtime.py`) runs isolated (`python -I`) and
+The worker processes' own runtime (`emulator/lambda_runtime.py`) runs isolated (`python -I`) and
 imports nothing from the project, so it writes its error dict itself, in this shape.
 """
 
 from __future__ import annotations
 
+import base64
 import json
 import time
 from collections.abc import Iterable, Mapping
@@ -98,3 +102,74 @@ def rest_proxy_event(
         "body": body,
         "isBase64Encoded": is_base64,
     }
+
+
+# The attributes Lambda puts on each record (plus the FIFO ones when present).
+RECORD_ATTRIBUTES = (
+    "ApproximateReceiveCount",
+    "SentTimestamp",
+    "SenderId",
+    "ApproximateFirstReceiveTimestamp",
+    "AWSTraceHeader",
+    "SequenceNumber",
+    "MessageGroupId",
+    "MessageDeduplicationId",
+    "DeadLetterQueueSourceArn",
+)
+
+
+def _message_attributes(message: dict[str, Any]) -> dict[str, Any]:
+    records = {}
+    for name, value in (message.get("MessageAttributes") or {}).items():
+        binary = value.get("BinaryValue")
+        records[name] = {
+            "stringValue": value.get("StringValue"),
+            "binaryValue": base64.b64encode(binary).decode("ascii") if binary is not None else None,
+            "stringListValues": list(value.get("StringListValues") or []),
+            "binaryListValues": [
+                base64.b64encode(item).decode("ascii") for item in value.get("BinaryListValues") or []
+            ],
+            "dataType": value.get("DataType"),
+        }
+    return records
+
+
+def sqs_record(message: dict[str, Any], *, queue_arn: str, region: str) -> dict[str, Any]:
+    """One record of the SQS event Lambda sends, from a ReceiveMessage result."""
+    attributes = message.get("Attributes") or {}
+    record: dict[str, Any] = {
+        "messageId": message["MessageId"],
+        "receiptHandle": message["ReceiptHandle"],
+        "body": message.get("Body", ""),
+        "attributes": {key: attributes[key] for key in RECORD_ATTRIBUTES if key in attributes},
+        "messageAttributes": _message_attributes(message),
+        "md5OfBody": message.get("MD5OfBody"),
+        "eventSource": "aws:sqs",
+        "eventSourceARN": queue_arn,
+        "awsRegion": region,
+    }
+    if message.get("MD5OfMessageAttributes"):
+        record["md5OfMessageAttributes"] = message["MD5OfMessageAttributes"]
+    return record
+
+
+def failed_ids(payload: Any, batch_ids: set[str]) -> set[str] | None:
+    """The message ids a ReportBatchItemFailures response marks failed; None = the whole batch.
+
+    As Lambda: no response, an empty list or no `batchItemFailures` key means all succeeded; an
+    entry without a valid `itemIdentifier` (missing, empty, not in the batch) fails the batch.
+    """
+    if not isinstance(payload, dict):
+        return set()
+    failures = payload.get("batchItemFailures")
+    if not failures:
+        return set()
+    if not isinstance(failures, list):
+        return None
+    ids = set()
+    for failure in failures:
+        identifier = failure.get("itemIdentifier") if isinstance(failure, dict) else None
+        if not identifier or identifier not in batch_ids:
+            return None
+        ids.add(identifier)
+    return ids

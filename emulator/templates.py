@@ -1,5 +1,6 @@
 """Read what other tiers need out of a synthesized template, without CDK.
 
+`read_template` loads one stack's template from a cloud assembly (`emulator.synth` makes them);
 `state_machine_definition` gives the deployable ASL with each Lambda ARN substituted (the
 integration tests run it on moto); `function_specs` lists every function with its handler,
 sizing and environment.
@@ -9,6 +10,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Callable, Mapping
+from pathlib import Path
 from typing import Any
 
 _PHYSICAL_NAME = {
@@ -21,6 +23,13 @@ _PHYSICAL_NAME = {
 
 class TemplateError(ValueError):
     """The template does not have the shape these helpers read."""
+
+
+def read_template(assembly: Path, suffix: str) -> dict[str, Any]:
+    matches = sorted(assembly.glob(f"*-{suffix}.template.json"))
+    if len(matches) != 1:
+        raise FileNotFoundError(f"expected one *-{suffix}.template.json in {assembly}, found {matches}")
+    return json.loads(matches[0].read_text())
 
 
 def resources_of_type(template: Mapping[str, Any], resource_type: str) -> dict[str, dict[str, Any]]:
@@ -140,7 +149,7 @@ def function_specs(
 ) -> list[dict[str, Any]]:
     """Every AWS::Lambda::Function: FunctionName, Handler, Environment (variables, with Ref and
     Fn::ImportValue resolved best-effort: pass `exports=exports_of(data_template, ...)`),
-    Timeout, MemorySize. Sorted by FunctionName."""
+    Timeout, MemorySize, Runtime. Sorted by FunctionName."""
     resolve = _Resolver(template, exports=exports, names=names, queue_url=queue_url)
     specs = []
     for resource in resources_of_type(template, "AWS::Lambda::Function").values():
@@ -153,6 +162,7 @@ def function_specs(
                 "Environment": {key: resolve(value) for key, value in variables.items()},
                 "Timeout": props.get("Timeout"),
                 "MemorySize": props.get("MemorySize"),
+                "Runtime": props.get("Runtime"),
             }
         )
     return sorted(specs, key=lambda spec: str(spec["FunctionName"]))

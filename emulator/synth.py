@@ -2,7 +2,7 @@
 
 Runs `app.py` in a subprocess (as `cdk synth` does, with the cdk.json context plus `stage`),
 so a test process never loads the jsii runtime just to read templates; `synthesize_stages`
-does several stages in one subprocess (simulator/_synth_stages.py), which takes about half
+does several stages in one subprocess (emulator/_synth_stages.py), which takes about half
 the time of one process per stage. cdk-nag runs in that
 synth: a finding nobody acknowledged makes it fail with SynthError. An assembly whose inputs
 (app, infra, functions, cdk.json, pins) are unchanged since the last run is reused; set
@@ -26,6 +26,8 @@ from typing import Any
 ROOT = Path(__file__).resolve().parents[1]
 CACHE_DIR = ROOT / ".cache" / "test-cdk.out"
 _FINGERPRINT = ".inputs-sha256"
+# What the synthesized templates depend on: a change here makes an assembly stale (this cache's
+# fingerprint, the local cloud's mtime check).
 _INPUT_GLOBS = (
     "app.py",
     "cdk.json",
@@ -49,12 +51,20 @@ def cdk_context(stage: str) -> dict[str, Any]:
     return {**context, "stage": stage}
 
 
+def synth_inputs(project: Path) -> list[Path]:
+    """The files of `project` the synthesized templates depend on, in a stable order."""
+    return [
+        path
+        for pattern in _INPUT_GLOBS
+        for path in sorted(project.glob(pattern))
+        if path.is_file() and not _IGNORED_PARTS & set(path.parts)
+    ]
+
+
 def _fingerprint(stage: str) -> str:
     digest = hashlib.sha256(f"{stage}\n{sys.executable}\n".encode())
-    for pattern in _INPUT_GLOBS:
-        for path in sorted(ROOT.glob(pattern)):
-            if path.is_file() and not _IGNORED_PARTS & set(path.parts):
-                digest.update(str(path.relative_to(ROOT)).encode() + b"\0" + path.read_bytes() + b"\0")
+    for path in synth_inputs(ROOT):
+        digest.update(str(path.relative_to(ROOT)).encode() + b"\0" + path.read_bytes() + b"\0")
     return digest.hexdigest()
 
 
@@ -62,20 +72,30 @@ def _fingerprint(stage: str) -> str:
 _CREDENTIAL_VARS = ("AWS_ACCESS_KEY_ID", "AWS_SECRET_ACCESS_KEY", "AWS_SESSION_TOKEN", "AWS_PROFILE")
 
 
+def synth_env(project: Path) -> dict[str, str]:
+    """The Makefile's toolchain environment: caches inside the project, no end-of-life banner."""
+    env = dict(os.environ)
+    env.setdefault("JSII_RUNTIME_PACKAGE_CACHE_ROOT", str(project / ".cache" / "jsii"))
+    env.setdefault("CDK_HOME", str(project / ".cache" / "cdk"))
+    env.setdefault("CDK_DISABLE_VERSION_CHECK", "1")
+    env.setdefault("JSII_SILENCE_WARNING_UNTESTED_NODE_VERSION", "1")
+    if "JSII_SILENCE_WARNING_END_OF_LIFE_NODE_VERSION" not in env and shutil.which("node"):
+        major = subprocess.run(
+            ["node", "-p", "process.versions.node.split('.')[0]"],  # noqa: S607 - node from PATH, as the Makefile
+            capture_output=True,
+            text=True,
+            check=False,
+        ).stdout.strip()
+        if major:
+            env["JSII_SILENCE_WARNING_END_OF_LIFE_NODE_VERSION"] = major
+    return env
+
+
 def _env() -> dict[str, str]:
-    env = {k: v for k, v in os.environ.items() if k not in _CREDENTIAL_VARS}
+    env = {k: v for k, v in synth_env(ROOT).items() if k not in _CREDENTIAL_VARS}
     env["AWS_EC2_METADATA_DISABLED"] = "true"
     env["AWS_SHARED_CREDENTIALS_FILE"] = os.devnull
     env["AWS_CONFIG_FILE"] = os.devnull
-    # The Makefile's settings, for runs that do not go through make.
-    env.setdefault("JSII_RUNTIME_PACKAGE_CACHE_ROOT", str(ROOT / ".cache" / "jsii"))
-    env.setdefault("JSII_SILENCE_WARNING_UNTESTED_NODE_VERSION", "1")
-    node = shutil.which("node")
-    if node and "JSII_SILENCE_WARNING_END_OF_LIFE_NODE_VERSION" not in env:
-        version = subprocess.run(  # noqa: S603 - node from PATH, as the Makefile
-            [node, "-p", "process.versions.node.split('.')[0]"], capture_output=True, text=True, check=False
-        )
-        env["JSII_SILENCE_WARNING_END_OF_LIFE_NODE_VERSION"] = version.stdout.strip()
     return env
 
 
@@ -141,7 +161,7 @@ def synthesize_stages(stages: Sequence[str]) -> dict[str, Path]:
         _synth_fresh(
             stale,
             lambda staging: _run(
-                ["-m", "simulator._synth_stages", json.dumps({s: str(p) for s, p in staging.items()})],
+                ["-m", "emulator._synth_stages", json.dumps({s: str(p) for s, p in staging.items()})],
                 _env(),
                 f"stages {stale}",
             ),
@@ -178,6 +198,22 @@ def stack_names(assembly: Path) -> list[str]:
         for name, artifact in manifest["artifacts"].items()
         if artifact["type"] == "aws:cloudformation:stack"
     )
+
+
+def stacks_of_stage(assembly: Path, stage: str) -> bool:
+    """True when every stack in the assembly is a `{service}-{stage}-...` stack."""
+    try:
+        manifest = json.loads((assembly / "manifest.json").read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return False
+    stacks = [
+        name
+        for name, artifact in manifest.get("artifacts", {}).items()
+        if artifact.get("type") == "aws:cloudformation:stack"
+    ]
+    # `{service}-{stage}-{kind}`: the stage is what precedes the last dash (`local` is not
+    # `local-express`, whose stacks also hold `-local-`).
+    return bool(stacks) and all(name.rsplit("-", 1)[0].endswith(f"-{stage}") for name in stacks)
 
 
 def load_template(assembly: Path, stack_name: str) -> dict[str, Any]:

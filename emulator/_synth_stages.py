@@ -1,4 +1,4 @@
-"""Synthesize several stages in one process: `python -m simulator._synth_stages '{"dev": "<outdir>"}'`.
+"""Synthesize several stages in one process: `python -m emulator._synth_stages '{"dev": "<outdir>"}'`.
 
 Does what app.py does, once per stage, with the cdk.json context given explicitly. One process
 pays the jsii start-up and aws-cdk-lib's first synthesis (most of the time) once for all stages.
@@ -11,8 +11,8 @@ import sys
 
 from aws_cdk import App
 
+from emulator.synth import cdk_context
 from infra.app import build, config_of
-from simulator.synth import cdk_context
 
 
 def main(argv: list[str]) -> int:

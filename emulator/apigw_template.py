@@ -1,5 +1,7 @@
 """A REST API as its CloudFormation template describes it: routes, models, validators, gateway
-responses and the stage's throttle (`apis_from_template`). `localcloud.apigw` serves it.
+responses and the stage's throttle (`apis_from_template`), and which route a request takes
+(`find_route`). `localcloud.apigw` serves it over HTTP; the simulator builds its proxy events
+from the same routes (`simulator.events.rest_event`).
 """
 
 from __future__ import annotations
@@ -9,7 +11,9 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
-logger = logging.getLogger("localcloud.apigw_template")
+logger = logging.getLogger("emulator.apigw_template")
+
+HTTP_METHODS = ("GET", "POST", "PUT", "PATCH", "DELETE", "HEAD", "OPTIONS")
 
 
 @dataclass(frozen=True)
@@ -54,6 +58,23 @@ class Route:
         if len(parts) != len(segments):
             return None
         return (literal, single, 1), params
+
+
+def find_route(routes: Iterable[Route], method: str, parts: list[str]) -> tuple[Route, dict[str, str]] | None:
+    """The most specific resource that matches `parts` (the path's segments), then its exact
+    method before ANY; with the path parameters."""
+    best: tuple[tuple[tuple[int, int, int], int], Route, dict[str, str]] | None = None
+    for route in routes:
+        matched = route.match(parts)
+        if matched is None or not (
+            route.method == method or (route.method == "ANY" and method in HTTP_METHODS)
+        ):
+            continue
+        score, params = matched
+        rank = (score, 1 if route.method == method else 0)
+        if best is None or rank > best[0]:
+            best = (rank, route, params)
+    return (best[1], best[2]) if best else None
 
 
 @dataclass(frozen=True)
