@@ -6,8 +6,9 @@ fenced steps (`reliability.saga`), its event consumer (`reliability.consumers`),
 entity's runs (`reliability.workflow_runs`: the worker's one start per run, reruns, the sweep; the
 entity table's run state, `reliability.run_store`; the SQS and Step Functions adapters), and the
 Lambda handlers built from the declaration (`reliability.api`, `reliability.queue_handlers`,
-`reliability.handlers`). The test seams (crash plans, simulated crashes) are
-`reliability.testing`, which production code never imports.
+`reliability.handlers`) over the composition root a service subclasses (`reliability.runtime`,
+its settings per kind of function in `reliability.settings`). The test seams (crash plans,
+simulated crashes) are `reliability.testing`, which production code never imports.
 
 No aws_cdk imports; every AWS client is injected. See the module docstrings for the contracts.
 
@@ -65,7 +66,9 @@ if TYPE_CHECKING:
     from reliability.record import TRANSITIONS, Claim, FenceEvent, FenceRecord, FenceState, Outcome, StepId
     from reliability.run_store import DynamoRunStore
     from reliability.runs import FenceStore
+    from reliability.runtime import Runtime, Runtimes
     from reliability.saga import Saga, StepRequest, WorkflowRun
+    from reliability.settings import FunctionSettings, InvalidSettings, MissingSetting, QueueFedSettings
     from reliability.sqs import SqsQueue
     from reliability.stepfunctions import ExpressStepFunctionsWorkflow, StepFunctionsWorkflow
     from reliability.telemetry import Decision, Telemetry, metrics_per_invocation
@@ -110,13 +113,17 @@ _SOURCES = {
     "FenceRecord": "record",
     "FenceState": "record",
     "FenceStore": "runs",
+    "FunctionSettings": "settings",
     "HttpIdempotency": "http",
     "HttpResponse": "http",
+    "InvalidSettings": "settings",
     "Item": "declaration",
     "Key": "keys",
     "MalformedBody": "errors",
+    "MissingSetting": "settings",
     "Outcome": "record",
     "PoisonMessage": "errors",
+    "QueueFedSettings": "settings",
     "RecordOn": "effects",
     "ReliabilityError": "errors",
     "RequestError": "errors",
@@ -132,6 +139,8 @@ _SOURCES = {
     "RunNotCurrent": "errors",
     "RunStatus": "workflow_runs",
     "RunStore": "workflow_runs",
+    "Runtime": "runtime",
+    "Runtimes": "runtime",
     "Saga": "saga",
     "Service": "declaration",
     "SqsQueue": "sqs",
@@ -201,13 +210,17 @@ __all__ = [
     "FenceRecord",
     "FenceState",
     "FenceStore",
+    "FunctionSettings",
     "HttpIdempotency",
     "HttpResponse",
+    "InvalidSettings",
     "Item",
     "Key",
     "MalformedBody",
+    "MissingSetting",
     "Outcome",
     "PoisonMessage",
+    "QueueFedSettings",
     "RecordOn",
     "ReliabilityError",
     "RequestError",
@@ -223,6 +236,8 @@ __all__ = [
     "RunNotCurrent",
     "RunStatus",
     "RunStore",
+    "Runtime",
+    "Runtimes",
     "Saga",
     "Service",
     "SqsQueue",

@@ -16,7 +16,7 @@ from typing import Any
 
 
 class ShapeError(ValueError):
-    """A body that is not the shape its receiver accepts; `field` is its path (`items.0.sku`)."""
+    """A body that is not the shape its receiver accepts; `field` is its path (`items.0.name`)."""
 
     def __init__(self, field: str, problem: str) -> None:
         super().__init__(f"{field} ({problem})")
