@@ -214,10 +214,10 @@ def chaos_cloud(
     world, or inside `simulator.world.reusing()` the reused one put back to its seeded state);
     `control=True` builds every function with `unfenced_runtime` (fences, HTTP idempotency and dedup off)."""
     from chaos.control import unfenced_runtime  # noqa: PLC0415
-    from ops.seed import seed_inventory  # noqa: PLC0415
+    from ops.seed import seed_service  # noqa: PLC0415
 
     def seed_world(cloud: InProcessCloud) -> None:
-        seed_inventory(cloud.dynamodb, cloud.outputs["InventoryTableName"])
+        seed_service(cloud.dynamodb, cloud.outputs)
         setup_outcomes(cast(ChaosCloud, cloud))
 
     random.seed(seed)  # the Retry jitter of moto's interpreter

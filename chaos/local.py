@@ -32,7 +32,7 @@ from localcloud import control, process
 from ops.api_client import ApiClient
 from ops.invariants import Stores, check
 from ops.redrive import redrive_failed_executions
-from ops.seed import seed_inventory
+from ops.seed import seed_service
 
 T = TypeVar("T")
 RESULTS = Path(__file__).resolve().parent / "results"
@@ -84,7 +84,7 @@ def run(assembly: Path, points: tuple[str, ...] = POINTS) -> list[LocalResult]:
         def client(name: str) -> Any:
             return session.client(name, endpoint_url=out.endpoint)
 
-        seed_inventory(client("dynamodb"), out.outputs["InventoryTableName"])
+        seed_service(client("dynamodb"), out.outputs)
         api = ApiClient(str(out.api_url))
         stores = Stores.from_outputs(out.outputs, client)
         for n, point in enumerate(points):

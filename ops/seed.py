@@ -1,84 +1,41 @@
-"""Load the committed catalog seed (`functions/orders/catalog_seed.json`) into an inventory table.
+"""Load the service's reference data into its tables, through its proof hook (`seed` in the
+module `Service.proof` names; the sample's is `proof.catalog`: the catalog).
 
     python -m ops.seed                 # the target ops.target resolves (local cloud or AWS)
-    python -m ops.seed --reset         # overwrite stock (breaks invariants of existing orders)
+    python -m ops.seed --reset         # overwrite what is there (breaks invariants of existing work)
 
-Each sku is written with `seeded_stock` = `stock`, the baseline the invariant checker compares
-reservations and releases against. Without --reset an existing sku is left alone, so a second
-seed of a live table changes nothing.
+Without --reset what is already there is left alone, so a second seed changes nothing. A service
+whose proof declares no `seed` has nothing to load.
 """
 
 from __future__ import annotations
 
 import argparse
-import json
-from collections.abc import Sequence
-from dataclasses import dataclass
-from pathlib import Path
+from collections.abc import Mapping, Sequence
 from typing import Any
 
-from botocore.exceptions import ClientError
-
+from ops.service import seed_hook, service
+from ops.stack_outputs import table_names
 from ops.target import Target
-from orders.items import catalog_key
-
-SEED_FILE = Path(__file__).resolve().parent.parent / "functions" / "orders" / "catalog_seed.json"
+from reliability.declaration import Service
 
 
-@dataclass(frozen=True)
-class SeedItem:
-    sku: str
-    name: str
-    price_cents: int
-    stock: int
-
-
-def load_seed(path: Path = SEED_FILE) -> list[SeedItem]:
-    data = json.loads(path.read_text())
-    return [
-        SeedItem(sku=i["sku"], name=i["name"], price_cents=int(i["price_cents"]), stock=int(i["stock"]))
-        for i in data["items"]
-    ]
-
-
-def seed_inventory(
-    client: Any, table_name: str, *, items: Sequence[SeedItem] | None = None, reset: bool = False
+def seed_service(
+    dynamodb: Any, outputs: Mapping[str, str], *, declared: Service | None = None, reset: bool = False
 ) -> int:
-    """Write the catalog; returns how many skus were written (existing ones skipped unless reset)."""
-    written = 0
-    for item in items if items is not None else load_seed():
-        kwargs: dict[str, Any] = {
-            "TableName": table_name,
-            "Item": {
-                **catalog_key(item.sku),
-                "sku": {"S": item.sku},
-                "name": {"S": item.name},
-                "price_cents": {"N": str(item.price_cents)},
-                "stock": {"N": str(item.stock)},
-                "seeded_stock": {"N": str(item.stock)},
-            },
-        }
-        if not reset:
-            kwargs["ConditionExpression"] = "attribute_not_exists(pk)"
-        try:
-            client.put_item(**kwargs)
-        except ClientError as error:
-            if error.response.get("Error", {}).get("Code") != "ConditionalCheckFailedException":
-                raise
-            continue
-        written += 1
-    return written
+    """Seed the declared service's tables (physical names from the stack `outputs`); returns how
+    many items were written."""
+    declared = declared or service()
+    return seed_hook(declared)(dynamodb, table_names(declared, outputs), reset=reset)
 
 
 def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0] if __doc__ else None)
-    parser.add_argument("--reset", action="store_true", help="overwrite stock of existing skus")
-    parser.add_argument("--table", help="inventory table name (default: the InventoryTableName output)")
+    parser.add_argument("--reset", action="store_true", help="overwrite what is already there")
     args = parser.parse_args(argv)
     target = Target.resolve()
-    table = args.table or target.output("InventoryTableName")
-    written = seed_inventory(target.client("dynamodb"), table, reset=args.reset)
-    print(f"seeded {written} sku(s) into {table}")
+    written = seed_service(target.client("dynamodb"), target.outputs, reset=args.reset)
+    print(f"seeded {written} item(s)")
     return 0
 
 

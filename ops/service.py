@@ -17,7 +17,8 @@ import tomllib
 from collections.abc import Callable, Mapping
 from functools import cache
 from pathlib import Path
-from typing import Any
+from types import ModuleType
+from typing import Any, Protocol
 
 from reliability.declaration import FENCES, Service
 from reliability.record import FenceState
@@ -43,19 +44,38 @@ def service(pyproject: Path = PYPROJECT) -> Service:
     return declared
 
 
-# A service's invariants hook: (the table scans by short name, the per-order counts it fills) ->
+def proof(declared: Service) -> ModuleType | None:
+    """The service's module of hooks for the lab (`Service.proof`), imported once; None if none."""
+    return None if declared.proof is None else importlib.import_module(declared.proof)
+
+
+# The hooks a proof module may define (each optional):
+# `violations(items, counts)`: (the table scans by short name, the per-entity counts it fills) ->
 # its violations over whole tables (`ops.invariants.rules.Counts` is the counts' shape).
 DomainInvariants = Callable[[Callable[[str], list[dict[str, Any]]], Any], list[str]]
 
 
+# `seed(dynamodb, tables, reset=)`: writes the reference data its workflow needs into its tables
+# (physical names by short name) and returns how many items it wrote.
+class SeedHook(Protocol):
+    def __call__(self, dynamodb: Any, tables: Mapping[str, str], *, reset: bool = False) -> int: ...
+
+
 def domain_invariants(declared: Service) -> DomainInvariants:
-    """The service's own invariants (`Service.invariants`, `module:function`): called once per check
-    with the table scans and the per-order counts, it counts its effects and returns violations
-    beside the generic rules'. None declared: no more than those."""
-    if declared.invariants is None:
-        return lambda _items, _counts: []
-    module, _, attribute = declared.invariants.partition(":")
-    hook: DomainInvariants = getattr(importlib.import_module(module), attribute)
+    """The service's own invariants (its proof's `violations`): called once per check with the
+    table scans and the per-entity counts, it counts its effects and returns violations beside the
+    generic rules'. None declared: no more than those."""
+    hook: DomainInvariants | None = getattr(proof(declared), "violations", None)
+    return hook or (lambda _items, _counts: [])
+
+
+def seed_hook(declared: Service) -> SeedHook:
+    """The service's seed (its proof's `seed`); none declared: nothing to seed."""
+
+    def nothing(dynamodb: Any, tables: Mapping[str, str], *, reset: bool = False) -> int:  # noqa: ARG001
+        return 0
+
+    hook: SeedHook = getattr(proof(declared), "seed", nothing)
     return hook
 
 

@@ -369,11 +369,11 @@ def running_cloud(
     """moto with Step Functions execution on, the assembly deployed, handlers installed, the catalog
     seeded: the whole chain, in this process (a fresh moto world, or the reused one inside
     `simulator.world.reusing()`)."""
-    from ops.seed import seed_inventory  # noqa: PLC0415
+    from ops.seed import seed_service  # noqa: PLC0415
 
     def seed_catalog(cloud: InProcessCloud) -> None:
         if seed:
-            seed_inventory(cloud.dynamodb, cloud.outputs["InventoryTableName"])
+            seed_service(cloud.dynamodb, cloud.outputs)
 
     cloud = InProcessCloud(assembly, crash_plan=crash_plan, clock=clock)
     with deployed(cloud, seed=seed_catalog), cloud.installed():

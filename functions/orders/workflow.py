@@ -192,8 +192,8 @@ SERVICE = Service(
     routes=ROUTES,
     consumers=CONSUMERS,
     events=EVENTS,
-    # The sample's own invariants (amounts agree, stock conserved), for the lab's checker
-    invariants="ops.invariants.orders:violations",
+    # Its hooks for the lab: its own invariants (amounts agree, stock conserved), its catalog seed
+    proof="proof",
 )
 
 # The declaration's lookups, bound to this service (what infra/manifest.py and the runtime call).

@@ -19,7 +19,7 @@ from ops import polling, redrive
 from ops.api_client import ApiClient, ApiResponse
 from ops.invariants import Report, Stores, check
 from ops.lifecycle import target_of
-from ops.seed import seed_inventory
+from ops.seed import seed_service
 from ops.story import html as story_html
 from ops.story.collect import Collector
 from ops.story.logs import LocalLogFiles
@@ -134,7 +134,7 @@ class Demo:
     # -- scenarios ----------------------------------------------------------------------------
     def seed(self) -> None:
         self.section("catalog")
-        written = seed_inventory(self.ddb, self.out["InventoryTableName"])
+        written = seed_service(self.ddb, self.out.outputs)
         self.say(f"seeded {written} sku(s) (skus already there are kept)")
 
     def happy_path(self) -> DemoOrder:

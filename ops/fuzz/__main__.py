@@ -25,7 +25,7 @@ from ops.fuzz.oracle import Tally
 from ops.fuzz.run import Runner, Stores
 from ops.fuzz.transport import HttpTransport
 from ops.lifecycle import local_cloud, target_of
-from ops.seed import seed_inventory
+from ops.seed import seed_service
 from ops.target import add_state_dir_option
 
 RESULTS = Path(__file__).resolve().parents[1] / "results"
@@ -104,7 +104,7 @@ def main(argv: list[str] | None = None) -> int:
             raise SystemExit("the local cloud serves no REST API")
         target = target_of(out)
         dynamodb = target.client("dynamodb")
-        seed_inventory(dynamodb, out["InventoryTableName"])
+        seed_service(dynamodb, out.outputs)
         stores = Stores(dynamodb, out["OrdersTableName"], out["IdempotencyTableName"])
         runner = Runner(HttpTransport(out.api_url), stores, stage=STAGE)
         runner.progress = say

@@ -25,8 +25,8 @@ from typing import Any
 import schemathesis
 from pydantic import ValidationError
 
-from ops.seed import load_seed
 from orders.contract import CreateOrderRequest
+from proof.catalog import load_seed
 from reliability.http import HEADER, KeyRejected, idempotency_key
 
 CREATE = ("POST", "/orders")

@@ -30,7 +30,7 @@ Per run (see `rules.check_order`):
 
 Counting each order's effects in the sample's tables, and the rules over whole tables (per sku,
 per day, one amount everywhere), are the sample's own, called through its declaration's hook
-(`Service.invariants`: `ops.invariants.orders`); the checker itself reads the declared entity, the
+(`Service.proof`: `proof.invariants`); the checker itself reads the declared entity, the
 step records where the declaration puts them and every declared queue's DLQ.
 
 Works against anything boto3 reaches: moto in-process, the local cloud, or AWS. Only reads.

@@ -1,6 +1,6 @@
 """The invariants themselves, over what `ops.invariants.stores` read: effects counted per order and
 run, then each rule (per order and run, per step) as a list of violations. The sample's rules
-over whole tables (amounts, stock, day counters) are its own hook's (`ops.invariants.orders`)."""
+over whole tables (amounts, stock, day counters) are its own hook's (`proof.invariants`)."""
 
 from __future__ import annotations
 

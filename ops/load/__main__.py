@@ -25,7 +25,7 @@ from typing import Any
 from localcloud import control
 from ops.lifecycle import local_cloud, target_of
 from ops.load.run import Plan, Round
-from ops.seed import seed_inventory
+from ops.seed import seed_service
 from ops.target import add_state_dir_option
 
 RESULTS = Path(__file__).resolve().parents[1] / "results"
@@ -131,7 +131,7 @@ def main(argv: list[str] | None = None) -> int:
             raise SystemExit("the local cloud serves no REST API")
         report["cloud"] = "started fresh for this run" if started_here else "one already running"
         target = target_of(out)
-        seed_inventory(target.client("dynamodb"), out["InventoryTableName"])
+        seed_service(target.client("dynamodb"), out.outputs)
         for number in range(1, args.rounds + 1):
             say(f"round {number}: {plan.orders} orders from {plan.clients} clients to {out.api_url} ...")
             before, cpu_before = _load_average(), _cloud_cpu_seconds(out.endpoint)

@@ -31,7 +31,7 @@ from localcloud import control, process
 from localcloud import outputs as outputs_file
 from ops import polling
 from ops.api_client import ApiClient
-from ops.seed import seed_inventory
+from ops.seed import seed_service
 from ops.target import DEFAULT_STAGE, Target
 from simulator.synth import cdk_context
 
@@ -109,10 +109,10 @@ def e2e(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory
         state_dir = tmp_path_factory.mktemp("e2e-localcloud")
         with process.background(state_dir=state_dir, assembly=assembly, extra_args=["--prewarm"]) as out:
             target = _local_target(out, state_dir)
-            seed_inventory(target.client("dynamodb"), target.output("InventoryTableName"))
+            seed_service(target.client("dynamodb"), target.outputs)
             yield target
         return
-    seed_inventory(target.client("dynamodb"), target.output("InventoryTableName"))
+    seed_service(target.client("dynamodb"), target.outputs)
     yield target
 
 

@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 
 from localcloud import Config, LocalCloud
-from ops.seed import seed_inventory
+from ops.seed import seed_service
 from ops.service import service as declared_service
 from ops.stack_outputs import data_stack_outputs
 
@@ -77,7 +77,7 @@ def get_json(url: str) -> tuple[int, dict]:
 
 
 def test_an_order_completes_end_to_end(cloud):
-    seed_inventory(cloud.client("dynamodb"), cloud.outputs["InventoryTableName"])
+    seed_service(cloud.client("dynamodb"), cloud.outputs.outputs)
     body = {"customer_id": "c-1", "currency": "EUR", "items": [{"sku": "sku-1", "quantity": 1}]}
     request = urllib.request.Request(
         f"{cloud.outputs.api_url}orders",

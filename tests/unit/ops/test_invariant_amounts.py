@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from ops.invariants.orders import check_amounts
+from proof.invariants import check_amounts
 
 ORDER = {"pk": "order#o-1", "sk": "order", "order_id": "o-1", "status": "COMPLETED", "total_cents": 398}
 CHARGE = {

@@ -1,5 +1,5 @@
 """A service adds its own invariants through ONE hook named in its declaration
-(`Service.invariants`); the checker calls it with the table scans, beside the generic rules."""
+(its proof's `violations`); the checker calls it with the table scans, beside the generic rules."""
 
 from __future__ import annotations
 
@@ -11,22 +11,22 @@ from typing import Any
 import pytest
 
 from ops.invariants import Stores, check
-from ops.invariants.orders import violations as orders_violations
 from ops.service import domain_invariants
 from orders.workflow import SERVICE
+from proof.invariants import violations as orders_violations
 from reliability.declaration import Entity, Service, Step
 
 FINISH = Step(name="Finish", kind="atomic", effect="m:f", description="finish", next=None, status="DONE")
 
 
-def _bookings(invariants: str | None) -> Service:
+def _bookings(proof: str | None) -> Service:
     return Service(
         name="bookings",
         entity=Entity(name="booking", id_prefix="b-", table="bookings"),
         tables=frozenset({"bookings", "seats"}),
         queue="bookings",
         steps=(FINISH,),
-        invariants=invariants,
+        proof=proof,
     )
 
 
@@ -52,11 +52,11 @@ def test_the_declared_hook_is_called_with_the_table_scans(monkeypatch: pytest.Mo
     def seats_rule(items: Callable[[str], list[dict[str, Any]]], counts: Any) -> list[str]:
         return [f"seats read: {[i['pk'] for i in items('seats')]}"]
 
-    module = types.ModuleType("bookings_invariants")
-    module.seats_rule = seats_rule  # type: ignore[attr-defined]
-    monkeypatch.setitem(sys.modules, "bookings_invariants", module)
+    module = types.ModuleType("bookings_proof")
+    module.violations = seats_rule  # type: ignore[attr-defined]
+    monkeypatch.setitem(sys.modules, "bookings_proof", module)
     # When the checker runs under it
-    report = check(_stores(_bookings("bookings_invariants:seats_rule")))
+    report = check(_stores(_bookings("bookings_proof")))
     # Then the hook's violation is reported with the scan it was given
     assert report.global_violations == ["seats read: ['row#seats-table']"]
 

@@ -15,8 +15,8 @@ from moto import mock_aws
 
 from infra.config import FENCE_WINDOWS, outlived
 from ops.invariants import Stores, check
-from ops.seed import seed_inventory
 from orders import items as layout
+from proof.catalog import seed_inventory
 
 REGION = "us-east-1"
 CREATED = "2026-11-01T00:00:00+00:00"

@@ -9,7 +9,7 @@ import boto3
 import pytest
 from moto import mock_aws
 
-from ops.seed import seed_inventory
+from proof.catalog import seed_inventory
 
 REGION = "us-east-1"
 TABLES = ("orders", "inventory", "payments", "ledger", "notifications", "aggregates")

@@ -9,11 +9,11 @@ from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
 from infra.api_model import model_schema
-from ops.seed import load_seed
 from orders import openapi
 from orders.contract import CreateOrderRequest, parse_create_order
 from orders.errors import InvalidRequest
 from orders.workflow import ROUTES
+from proof.catalog import load_seed
 from reliability.http import HEADER, MAX_KEY_CHARS, KeyRejected, idempotency_key
 
 

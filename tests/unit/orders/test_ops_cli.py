@@ -9,6 +9,7 @@ import pytest
 
 from ops import invariants, seed
 from ops.target import Target
+from proof.catalog import load_seed
 
 OUTPUTS = {
     "InventoryTableName": "inventory",
@@ -30,10 +31,10 @@ def target(ddb: Any, monkeypatch: pytest.MonkeyPatch) -> Target:
 def test_seed_is_idempotent_unless_reset(target: Target, ddb: Any, capsys: pytest.CaptureFixture[str]):
     # The ddb fixture seeded already: a second seed writes nothing, a reset writes every sku
     assert seed.main([]) == 0
-    assert "seeded 0 sku(s) into inventory" in capsys.readouterr().out
+    assert "seeded 0 item(s)" in capsys.readouterr().out
     assert seed.main(["--reset"]) == 0
-    assert "seeded 20 sku(s)" in capsys.readouterr().out
-    assert len(seed.load_seed()) == 20
+    assert "seeded 20 item(s)" in capsys.readouterr().out
+    assert len(load_seed()) == 20
 
 
 def test_invariants_cli_prints_the_report_and_exits_by_its_verdict(

@@ -157,8 +157,9 @@ class Service:
     """Everything the tools need to know of a service, as data.
 
     `queue`: the API's queue to the worker (each consumer has its own, named after it).
-    `invariants`: `module:function` of the domain's own invariants, beside the generic ones the
-    declared effects give (None: the generic ones only).
+    `proof`: the dotted name of the service's module of hooks for the lab (its own invariants
+    beside the generic ones the declared effects give, the reference data it seeds; the lab's
+    `ops.service.ServiceProof` lists them). Only the lab and tests import it; None: no hooks.
     """
 
     name: str
@@ -169,7 +170,7 @@ class Service:
     routes: tuple[Route, ...] = ()
     consumers: tuple[Consumer, ...] = ()
     events: str = EVENTS
-    invariants: str | None = None
+    proof: str | None = None
 
     def step(self, name: str) -> Step:
         for entry in self.steps:

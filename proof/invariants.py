@@ -1,6 +1,6 @@
-"""The orders sample's own invariants, registered through its ONE hook, its declaration's
-`invariants` (`orders.workflow.SERVICE`), which the checker calls with the table scans and the
-per-order counts (`violations`): it counts each order's effects per run in the sample's tables
+"""The orders sample's own invariants, registered through its ONE hook, `violations` in its
+declaration's proof module (`orders.workflow.SERVICE.proof`: `proof`), which the checker calls
+with the table scans and the per-order counts: it counts each order's effects per run in the sample's tables
 (what the per-run rules of `ops.invariants.rules` are held to), and answers the rules over whole
 tables: one amount everywhere, stock conserved, each day's counter equal to the events counted
 on it."""
