@@ -4,6 +4,7 @@ this repository's results or its lab, and its own lint and unit tests pass as ge
 
 from __future__ import annotations
 
+import sys
 import tomllib
 from pathlib import Path
 
@@ -68,3 +69,9 @@ def test_the_default_library_requirement_is_the_librarys_version() -> None:
 def test_the_copys_lint_and_unit_tests_pass_as_generated(copy: Path) -> None:
     done = fast_tier(copy)
     assert " passed" in done.stdout
+
+
+def test_the_copys_make_lint_passes_mypy_strict_included(copy: Path) -> None:
+    # The copy's own `make lint` (ruff, then mypy --strict over its functions and tests), this
+    # checkout's library on mypy's path
+    run(["make", "lint", f"PY={sys.executable}"], copy, MYPYPATH=str(LIBRARY / "src"))
