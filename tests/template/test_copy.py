@@ -59,6 +59,14 @@ def test_the_copy_reaches_the_library_as_a_dependency(copy: Path) -> None:
     assert LIBRARY_REQUIREMENT.startswith(f"{name}[cdk]")
 
 
+def test_the_copy_pins_its_transitive_dependencies_as_this_repository_does(copy: Path) -> None:
+    # template/constraints.txt is a link to this repository's: one list of pins, rendered as a file
+    assert (ROOT / "template" / "constraints.txt").is_symlink()
+    assert not (copy / "constraints.txt").is_symlink()
+    assert (copy / "constraints.txt").read_text() == (ROOT / "constraints.txt").read_text()
+    assert "-c constraints.txt" in (copy / "Makefile").read_text()
+
+
 def test_the_default_library_requirement_is_the_librarys_version() -> None:
     # copier.yml's default names the published library; it must follow lib/reliability's version.
     project = tomllib.loads((LIBRARY / "pyproject.toml").read_text())["project"]
