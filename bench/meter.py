@@ -20,7 +20,7 @@ from bench.calls import Call
 WRU_BYTES, RRU_BYTES = 1024, 4096
 # The tables whose calls and items are the layer's (settings of orders.config.Settings).
 LAYER_TABLE_SETTINGS = ("idempotency_table", "fence_table")
-# What every function gets on AWS (infra/stacks/app.py), so Powertools writes what it writes there.
+# What every function gets on AWS (reliability/cdk/app_stack.py), so Powertools writes what it writes there.
 POWERTOOLS_ENV = {
     "POWERTOOLS_SERVICE_NAME": "retrysafe",
     "POWERTOOLS_METRICS_NAMESPACE": "retrysafe",

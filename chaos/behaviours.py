@@ -23,7 +23,7 @@ from botocore.exceptions import ClientError
 from chaos.audit import is_fence
 from orders.consumers import EventConsumer
 from orders.contract import CreateOrderRequest, OrderAccepted, OrderView
-from orders.domain import OrderMessage, OrderStatus, WorkflowInput, execution_name, new_order
+from orders.domain import Order, OrderMessage, OrderStatus, WorkflowInput, execution_name, new_order
 from orders.errors import RunNotCurrent
 from orders.events import OrderCompletedEvent
 from orders.runs import WorkflowStarter
@@ -33,6 +33,7 @@ from reliability import AtomicEffect
 from reliability.calltoken import CallToken
 from reliability.http import ANONYMOUS, Headers, HttpIdempotency, HttpResponse
 from reliability.keys import Fact, Key, execution_token
+from reliability.workflow_runs import RunMessage
 
 Params = dict[str, Any]
 Template = dict[str, Any]
@@ -152,19 +153,19 @@ class ResendsOnlyWhenCreated(OrderService):
         return OrderAccepted(order_id=order.order_id, status_url=f"{status_base}/orders/{order.order_id}")
 
 
-class StartsAnyRun(WorkflowStarter):
+class StartsAnyRun(WorkflowStarter[Order]):
     """Issue 10's old worker: the message's run is taken as given, whatever the order's."""
 
-    def start(self, message: OrderMessage) -> str:
-        order = self.orders.get(message.order_id)
+    def start(self, message: RunMessage) -> str:
+        order = self.store.get(message.entity_id)
         if order is None or message.run == order.run:
             return super().start(message)
-        token = execution_token(stage=self.stage, business_id=message.order_id, run=message.run)
+        token = execution_token(stage=self.stage, business_id=message.entity_id, run=message.run)
         arn = self.workflow.start(
-            name=execution_name(message.order_id, message.run),
+            name=execution_name(message.entity_id, message.run),
             payload=WorkflowInput(terms=order, run=message.run, token=token).as_dict(),
         )
-        self.orders.mark_running(message.order_id, run=message.run, execution_arn=arn)
+        self.store.mark_running(message.entity_id, run=message.run, execution_arn=arn)
         return arn
 
 
@@ -185,7 +186,7 @@ class WorkerWithoutRunGuard(Runtime):
     """The composition root with issue 10's old worker."""
 
     @cached_property
-    def workflow_starter(self) -> WorkflowStarter:
+    def workflow_starter(self) -> WorkflowStarter[Order]:
         return _as(StartsAnyRun, super().workflow_starter)
 
 
@@ -285,12 +286,12 @@ class ConsumerTrustingEvents(Runtime):
         return _as(TrustsTheEvent, super().event_consumer)
 
 
-class EarlierRunIsPoison(WorkflowStarter):
+class EarlierRunIsPoison(WorkflowStarter[Order]):
     """The old worker: a late copy of an earlier run's message is `RunNotCurrent` (the DLQ and its
     alarm), though run N+1 began only once run N had ended: it is provably a duplicate."""
 
-    def start(self, message: OrderMessage) -> str:
-        order = self.orders.get(message.order_id)
+    def start(self, message: RunMessage) -> str:
+        order = self.store.get(message.entity_id)
         if order is not None and message.run < order.run:
             raise RunNotCurrent(f"message run {message.run} is not order {order.order_id}'s run {order.run}")
         return super().start(message)
@@ -298,5 +299,5 @@ class EarlierRunIsPoison(WorkflowStarter):
 
 class WorkerPagingOnLateCopies(Runtime):
     @cached_property
-    def workflow_starter(self) -> WorkflowStarter:
+    def workflow_starter(self) -> WorkflowStarter[Order]:
         return _as(EarlierRunIsPoison, super().workflow_starter)

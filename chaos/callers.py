@@ -1,15 +1,17 @@
 """Callers as a search dimension, and a client's retry that comes back late.
 
 - `another-caller`: a second client (another IAM principal: another `requestContext` identity)
-  sends order i's Idempotency-Key (shared or guessed: clients pick `order-1003`-style keys), with
-  the same body or another, or GETs order i by its id. Oracle (`violations`): nobody is answered
-  with another caller's data (a 2xx to a POST or a GET naming an order another caller placed),
-  and nobody is told another caller's key is in use (a 409 or 422 to a caller's first use of a
-  key: the key's identity names the caller, so it is a fresh key for this one).
-- `late-retry`: the catalog changes (order i's sku removed or its price raised), time passes just
-  beyond the HTTP key window (its record deleted by TTL), and order i's client retries with the
-  same key and body. Oracle (`chaos.exchanges.HttpClient.http_violations`): a retry with the same
-  key and body of an order that exists gets that order (2xx), never a 4xx.
+  sends request i's Idempotency-Key (shared or guessed: clients pick `order-1003`-style keys),
+  with the same body or another, or GETs entity i by its id on the declared reading route.
+  Oracle (`violations`): nobody is answered with another caller's data (a 2xx to a POST or a GET
+  naming an entity another caller created), and nobody is told another caller's key is in use
+  (a 409 or 422 to a caller's first use of a key: the key's identity names the caller, so it is
+  a fresh key for this one).
+- `late-retry`: the world request i depends on changes (one of its proof's `CHANGES`: the
+  sample's removes the item ordered or raises its price), time passes just beyond the HTTP key window (its
+  record deleted by TTL), and request i's client retries with the same key and body. Oracle
+  (`chaos.exchanges.HttpClient.http_violations`): a retry with the same key and body of an entity
+  that exists gets that entity (2xx), never a 4xx.
 """
 
 from __future__ import annotations
@@ -20,7 +22,9 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from chaos.exchanges import Exchange
-from orders.items import order_key
+from ops.outcomes import change, changes, entity_key, entity_route, id_field, starting_route
+from ops.service import service
+from ops.stack_outputs import table_names, table_output
 from reliability.errors import KEY_REUSED
 from reliability.http import ANONYMOUS, caller_of
 from simulator.clients import DIED
@@ -36,13 +40,17 @@ KEY_IN_USE = frozenset({KEY_REUSED, "RequestInProgress"})
 # on the local stage: `reliability.http.ANONYMOUS`).
 OTHER_CALLER = "arn:aws:iam::123456789012:user/another-client"
 VARIANTS = ("same-body", "other-body", "get")
-CATALOG_CHANGES = ("remove-sku", "price-change")
+SERVICE = service()
+CHANGES = changes(SERVICE)  # how the world a request depends on may change (its proof's)
+STARTING_PATH = starting_route(SERVICE).path
+READING = entity_route(SERVICE)
+ID_FIELD = id_field(SERVICE)
 MARGIN_SECONDS = 60  # how far past the HTTP key window the late retry comes
 
 
 @dataclass(frozen=True)
 class Read:
-    """One GET /orders/{id} as its caller saw it."""
+    """One GET of an entity (the declared reading route) as its caller saw it."""
 
     caller: str
     order_id: str
@@ -64,24 +72,27 @@ def another_caller(cloud: ChaosCloud, action: Action, keys: Sequence[tuple[str, 
     kind, key = keys[index]
     if action.variant == "get":
         order_id = _order_id_of(cloud, key)
-        if order_id is not None:
-            status, answer, _ = _call(cloud, "GET", f"/orders/{order_id}", None, {})
+        if order_id is not None and READING is not None:
+            path = READING.path.replace("{" + ID_FIELD + "}", order_id)
+            status, answer, _ = _call(cloud, "GET", path, None, {})
             cloud.callers.reads.append(Read(OTHER_CALLER, order_id, status, answer))
         return
     body = order_request(kind, index, changed=action.variant == "other-body")
-    status, answer, headers = _call(cloud, "POST", "/orders", body, {"Idempotency-Key": key})
+    status, answer, headers = _call(cloud, "POST", STARTING_PATH, body, {"Idempotency-Key": key})
     cloud.exchanges.append(
         Exchange(key, status, answer, replayed=False, request=body, headers=headers, caller=OTHER_CALLER)
     )
 
 
 def late_retry(cloud: ChaosCloud, action: Action, keys: Sequence[tuple[str, str]]) -> None:
-    from chaos.schedules import change_catalog, order_request  # noqa: PLC0415
+    from chaos.schedules import order_request  # noqa: PLC0415
 
     index = action.order % len(keys)
     kind, key = keys[index]
     body = order_request(kind, index)
-    change_catalog(cloud, body["items"][0]["sku"], action.variant or CATALOG_CHANGES[0])
+    if action.variant or CHANGES:
+        tables = table_names(SERVICE, cloud.outputs)
+        change(SERVICE, cloud.dynamodb, tables, body, action.variant or CHANGES[0])
     window = int(cloud.functions[cloud.function("Api")].environment["IDEMPOTENCY_TTL_SECONDS"])
     cloud.pass_time(window + MARGIN_SECONDS)  # at rest first, then the key's record expires
     cloud.post_order(key, body)
@@ -98,10 +109,10 @@ def _call(
 
 
 def _order_id_of(cloud: ChaosCloud, key: str) -> str | None:
-    """The order the first client's key was answered with (None: never answered 2xx)."""
+    """The entity the first client's key was answered with (None: never answered 2xx)."""
     for exchange in cloud.exchanges:
         if exchange.key == key and not exchange.caller and 200 <= exchange.status < 300:
-            return str(exchange.body["order_id"])
+            return str(exchange.body[ID_FIELD])
     return None
 
 
@@ -113,15 +124,17 @@ def violations(cloud: ChaosCloud) -> list[str]:
     def owner(order_id: str) -> str | None:
         if order_id not in owners:
             item = cloud.dynamodb.get_item(
-                TableName=cloud.outputs["OrdersTableName"], Key=order_key(order_id), ConsistentRead=True
+                TableName=cloud.outputs[table_output(SERVICE.entity.table)],
+                Key=entity_key(SERVICE, order_id),
+                ConsistentRead=True,
             ).get("Item")
             owners[order_id] = item["owner"]["S"] if item and "owner" in item else None
         return owners[order_id]
 
     answers = [(e.caller, f"POST with key {e.key}", e.status, e.body) for e in cloud.exchanges]
-    answers += [(r.caller, f"GET /orders/{r.order_id}", r.status, r.body) for r in cloud.callers.reads]
+    answers += [(r.caller, f"GET {r.order_id}", r.status, r.body) for r in cloud.callers.reads]
     for caller, request, status, body in answers:
-        named = body.get("order_id") if isinstance(body, dict) else None
+        named = body.get(ID_FIELD) if isinstance(body, dict) else None
         if not (200 <= status < 300 and isinstance(named, str)):
             continue
         who = _identity(caller)

@@ -23,7 +23,7 @@ import threading
 from collections.abc import Callable, Iterator, Mapping
 from contextlib import ExitStack, contextmanager
 from pathlib import Path
-from typing import Any, cast
+from typing import Any
 from unittest import mock
 
 from chaos.audit import FenceAudit
@@ -38,7 +38,6 @@ from localcloud.shapes import EXIT_ERROR, TIMED_OUT
 from ops.target import CLIENT_CONFIG as OPERATOR_CLIENT_CONFIG
 from orders import runtime as orders_runtime
 from orders.config import FunctionSettings
-from orders.items import catalog_key
 from reliability.testing.crashpoints import SimulatedCrash
 from simulator.cloud import Clock, InProcessCloud, rest_event
 from simulator.templates import queue_consumers, workflow_tasks
@@ -190,16 +189,6 @@ class ChaosCloud(HttpClient, RecoveringCloud):
             self.recovery.time_limit_kills += 1
 
 
-def setup_outcomes(cloud: ChaosCloud) -> None:
-    """The last sku gets stock 1 (and `seeded_stock` 1), so an order of 2 is out of stock."""
-    cloud.dynamodb.update_item(
-        TableName=cloud.outputs["InventoryTableName"],
-        Key=catalog_key("sku-20"),
-        UpdateExpression="SET stock = :one, seeded_stock = :one",
-        ExpressionAttributeValues={":one": {"N": "1"}},
-    )
-
-
 @contextmanager
 def chaos_cloud(
     assembly: Path,
@@ -214,11 +203,15 @@ def chaos_cloud(
     world, or inside `simulator.world.reusing()` the reused one put back to its seeded state);
     `control=True` builds every function with `unfenced_runtime` (fences, HTTP idempotency and dedup off)."""
     from chaos.control import unfenced_runtime  # noqa: PLC0415
+    from ops.outcomes import prepare  # noqa: PLC0415
     from ops.seed import seed_service  # noqa: PLC0415
+    from ops.service import service  # noqa: PLC0415
+    from ops.stack_outputs import table_names  # noqa: PLC0415
 
     def seed_world(cloud: InProcessCloud) -> None:
         seed_service(cloud.dynamodb, cloud.outputs)
-        setup_outcomes(cast(ChaosCloud, cloud))
+        # what the outcomes' requests need beyond the seed (the sample's: one sku nearly sold out)
+        prepare(service(), cloud.dynamodb, table_names(service(), cloud.outputs))
 
     random.seed(seed)  # the Retry jitter of moto's interpreter
     clock = clock or Clock()

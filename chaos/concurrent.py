@@ -179,7 +179,7 @@ def with_concurrency(schedule: Schedule, rng: random.Random, catalogue: Catalogu
         and actions[0].kind == "time-travel"
         and rng.random() < LEFT_SHARE
     ):
-        actions = _left_in_the_dlq(actions, catalogue.orders_receives)
+        actions = _left_in_the_dlq(actions, catalogue.queue_receives)
     limits: tuple[PointHit, ...] = ()
     steps = [h for h in catalogue.points(schedule.orders) if h.function in catalogue.steps]
     if express and steps and rng.random() < TIME_LIMIT_SHARE:

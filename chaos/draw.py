@@ -1,7 +1,7 @@
 """Drawing fault schedules so that rare combinations are common: swarm testing, effects left at
 their boundaries across the windows, and coverage of (fault kind, point) pairs.
 
-The guards this project proves act across time: a charge made by an attempt that died, taken
+The guards this project proves act across time: an effect made by an attempt that died, taken
 over after the provider forgot its key; a fence deleted by TTL before a late redrive; an
 execution failed on an error nobody retried, found after the redrive window. A schedule catches
 such a bug only when several things line up (an effect left without its record, nobody
@@ -25,8 +25,8 @@ whatever the budget):
   just short of it (a quarter), or 1-15 days (a quarter);
 - *coverage*: each schedule is the best of `CANDIDATES` drawn the same way: the one with the most
   (fault kind, point) pairs no earlier schedule of the search fired;
-- faults are drawn at the points the schedule's orders reach: a point recorded by a `declined`
-  order's run is drawn for a schedule with a declined order;
+- faults are drawn at the points the schedule's requests reach: a point recorded by a run of one
+  outcome (`ops.outcomes`) is drawn for a schedule with a request of that outcome;
 - *aimed* (a mutant's search only: `Catalogue.only`): the actions whose own runs reach the
   mutant's functions (`Catalogue.reaches`, measured by `chaos.aim`, not listed) are its *aim*; a
   swarm holds at least one of them, and each action is drawn from the swarm's aimed kinds with
@@ -46,10 +46,12 @@ from chaos import callers, foreign
 from chaos.cloud import short_name
 from chaos.concurrent import with_concurrency
 from chaos.points import PointHit, errors_at
+from chaos.scenarios import KINDS, SERVICE
 from chaos.schedules import MAX_DUPLICATES, Action, Schedule, queue_outputs
 from chaos.single import ScheduleResult
 from infra.config import REDRIVE_WINDOW_DAYS, SECONDS_PER_DAY
 from ops.redrive import RESTART_SAFE_SECONDS
+from ops.stack_outputs import queue_output
 from simulator.deploy import read_template
 from simulator.templates import resources_of_type, workflow_tasks
 
@@ -74,28 +76,27 @@ ACTIONS = (
     "restart",
     "dlq-redrive",
     "time-travel",
-    "price-change",
-    "remove-sku",
+    *callers.CHANGES,  # the world changes the service's proof knows (its `CHANGES`)
     # the review's dimensions: callers, late retries, foreign events, late copies
     "another-caller",
     "late-retry",
     "foreign-event",
     "late-copy",
 )
-ORDER_KINDS = ("completed", "declined", "out-of-stock")  # chaos.scenarios.KINDS
+ORDER_KINDS = KINDS  # the workflow's outcomes (`ops.outcomes`), the happy path first
 _READS = (".GetItem", ".BatchGetItem", ".Query", ".Scan")
 
 
 def workflow_of(assembly: Path) -> tuple[bool, frozenset[str], int]:
-    """Whether the state machine is Express, its step functions by short name, and the orders
-    queue's maxReceiveCount."""
+    """Whether the state machine is Express, its step functions by short name, and the API's
+    queue's maxReceiveCount (the declared `Service.queue`)."""
     app, data = read_template(assembly, "app"), read_template(assembly, "data")
-    orders = [
+    api_queues = [
         q["Properties"]
         for q in resources_of_type(data, "AWS::SQS::Queue").values()
-        if str(q["Properties"].get("QueueName", "")).endswith("-orders")
+        if str(q["Properties"].get("QueueName", "")).endswith(f"-{SERVICE.queue}")
     ]
-    receives = max((int(q.get("RedrivePolicy", {}).get("maxReceiveCount", 0)) for q in orders), default=0)
+    receives = max((int(q.get("RedrivePolicy", {}).get("maxReceiveCount", 0)) for q in api_queues), default=0)
     machines = resources_of_type(app, "AWS::StepFunctions::StateMachine").values()
     express = any(m["Properties"].get("StateMachineType") == "EXPRESS" for m in machines)
     steps = set(workflow_tasks(app).values())
@@ -170,7 +171,7 @@ class Catalogue:
     operator_calls: tuple[PointHit, ...] = ()
     express: bool = False  # the state machine is Express (chaos.concurrent's draws)
     steps: frozenset[str] = frozenset()  # the saga's step functions, by short name
-    orders_receives: int = 0  # the orders queue's maxReceiveCount (its redrive policy)
+    queue_receives: int = 0  # the API's queue's maxReceiveCount (its redrive policy)
     # False for a guard that lives in an operator tool: only lost answers at its calls reach it
     function_faults: bool = True
     # Each action kind -> the functions its runs reach (`chaos.aim.record_reaches`); empty: unmeasured
@@ -205,15 +206,15 @@ class Catalogue:
             tools,
             self.express,
             self.steps,
-            self.orders_receives,
+            self.queue_receives,
             function_faults=not in_tools,
             reaches=self.reaches,
             aim=tuple(k for k in ACTIONS if any(keep(f) for f in self.reaches.get(k, ()))),
         )
 
-    def points(self, orders: Sequence[str]) -> list[PointHit]:
-        """The points the runs of these orders reach (every kind's if none of them reaches one)."""
-        found = sorted({hit for kind in set(orders) for hit in self.by_kind.get(kind, ())})
+    def points(self, kinds: Sequence[str]) -> list[PointHit]:
+        """The points the runs of these outcomes reach (every kind's if none of them reaches one)."""
+        found = sorted({hit for kind in set(kinds) for hit in self.by_kind.get(kind, ())})
         return found or sorted({hit for hits in self.by_kind.values() for hit in hits})
 
 
@@ -252,10 +253,10 @@ class Drawer:
             return self._swarm(rng)
         kind = rng.choice(kinds)
         boundary = rng.choice(_least_covered(by_kind[kind], "stop", self.covered))
-        orders = (kind, *(rng.choice(ORDER_KINDS) for _ in range(rng.randint(0, MAX_ORDERS - 1))))
-        tail = [self.action(rng, self._kind(rng, ACTIONS), len(orders)) for _ in range(rng.randint(0, 3))]
+        drawn = (kind, *(rng.choice(ORDER_KINDS) for _ in range(rng.randint(0, MAX_ORDERS - 1))))
+        tail = [self.action(rng, self._kind(rng, ACTIONS), len(drawn)) for _ in range(rng.randint(0, 3))]
         return Schedule(
-            orders=orders,
+            orders=drawn,
             crashes=(),
             stops=(boundary,),
             gives_up=(0,) if boundary.function == "api" else (),
@@ -271,8 +272,8 @@ class Drawer:
             swarm.add(rng.choice(faults))
         if self.catalogue.aim and not swarm & set(self.catalogue.aim):
             swarm.add(rng.choice(self.catalogue.aim))
-        orders = tuple(rng.choice(ORDER_KINDS) for _ in range(rng.randint(1, MAX_ORDERS)))
-        points = self.catalogue.points(orders)
+        drawn = tuple(rng.choice(ORDER_KINDS) for _ in range(rng.randint(1, MAX_ORDERS)))
+        points = self.catalogue.points(drawn)
         calls = [h for h in points if h.at_call]
         answers = [h for h in calls if h.point.startswith("after:") and self.catalogue.function_faults]
         answers += self.catalogue.operator_calls
@@ -283,15 +284,15 @@ class Drawer:
         errors = some("error", calls, 3)
         actions = [k for k in ACTIONS if k in swarm] or ["wait"]
         return Schedule(
-            orders=orders,
+            orders=drawn,
             crashes=some("crash", points, 3),
             errors=tuple((hit, rng.choice(errors_at(hit))) for hit in errors),
             lost=some("lost-answer", answers, 3),
             timeouts=some("timeout", points, 1),
             stops=some("stop", points, 1),
-            gives_up=(rng.randrange(len(orders)),) if "gives-up" in swarm else (),
+            gives_up=(rng.randrange(len(drawn)),) if "gives-up" in swarm else (),
             actions=tuple(
-                self.action(rng, self._kind(rng, actions), len(orders))
+                self.action(rng, self._kind(rng, actions), len(drawn))
                 for _ in range(rng.randint(1, MAX_ACTIONS))
             ),
         )
@@ -303,7 +304,7 @@ class Drawer:
             return rng.choice(aimed)
         return rng.choice(kinds)
 
-    def action(self, rng: random.Random, kind: str, orders: int) -> Action:
+    def action(self, rng: random.Random, kind: str, requests: int) -> Action:
         if kind == "time-travel":
             return Action(kind, seconds=self.catalogue.windows.jump(rng))
         if kind in ("deliver", "throttled-poll"):
@@ -313,9 +314,9 @@ class Drawer:
             )
         if kind not in _OF_AN_ORDER:
             return Action(kind)
-        order = rng.randrange(orders)
+        order = rng.randrange(requests)
         if kind == "foreign-event":
-            consumers = [q for q in self.catalogue.queues if q != "OrdersQueueUrl"] or list(
+            consumers = [q for q in self.catalogue.queues if q != queue_output(SERVICE.queue)] or list(
                 self.catalogue.queues
             )
             return Action(
@@ -325,12 +326,12 @@ class Drawer:
         return Action(kind, order=order, variant=rng.choice(variants) if variants else "")
 
 
-# The actions about one of the schedule's orders, and the forms some take.
+# The actions about one of the schedule's requests, and the forms some take.
 _OF_AN_ORDER = frozenset(
-    {"retry", "change-body", "stray-run", "rerun", "price-change", "remove-sku", "late-copy"}
+    {"retry", "change-body", "stray-run", "rerun", "late-copy", *callers.CHANGES}
     | {"another-caller", "late-retry", "foreign-event"}
 )
-_VARIANTS = {"another-caller": callers.VARIANTS, "late-retry": callers.CATALOG_CHANGES}
+_VARIANTS = {"another-caller": callers.VARIANTS, "late-retry": callers.CHANGES}
 
 
 def planned(schedule: Schedule) -> set[Pair]:

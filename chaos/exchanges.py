@@ -1,4 +1,5 @@
-"""The chaos clouds' HTTP client: `POST /orders` as a well-behaved client retries it
+"""The chaos clouds' HTTP client: a POST to the service's starting route (`ops.outcomes.
+starting_route`: its one idempotent POST) as a well-behaved client retries it
 (`simulator.clients.OrderClient`), every attempt recorded as an `Exchange`, and what the answers
 must satisfy (the same answer on every replay; the OpenAPI contract)."""
 
@@ -10,11 +11,16 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
+from ops.outcomes import id_field, starting_route
+from ops.service import service
 from simulator.clients import OrderClient
 from simulator.cloud import ApiResponse, InProcessCloud
 
 if TYPE_CHECKING:
     from chaos.recovery import Recovery
+
+STARTING_PATH = starting_route(service()).path
+ID_FIELD = id_field(service())
 
 
 @dataclass(frozen=True)
@@ -32,7 +38,7 @@ class Exchange:
 
 def contract_violations(exchanges: Iterable[Exchange], *, stage: str) -> list[str]:
     """Every answer the api function gave (2xx, 4xx, 409, 422, 503) is one the OpenAPI document
-    lists for `POST /orders`, in its shape (`ops.fuzz.oracle`, the fuzz's oracle). A 502 from a
+    lists for the starting route, in its shape (`ops.fuzz.oracle`, the fuzz's oracle). A 502 from a
     function that died is API Gateway's, not the function's: not judged here."""
     from ops.fuzz.oracle import Answer, Tally  # noqa: PLC0415 - jsonschema only where judged
     from ops.fuzz.requests import Request  # noqa: PLC0415
@@ -42,7 +48,9 @@ def contract_violations(exchanges: Iterable[Exchange], *, stage: str) -> list[st
         if not exchange.headers:
             continue
         body = b"" if exchange.body is None else json.dumps(exchange.body).encode()
-        request = Request("POST", f"/{stage}/orders", (("Idempotency-Key", exchange.key),), kind="chaos")
+        request = Request(
+            "POST", f"/{stage}{STARTING_PATH}", (("Idempotency-Key", exchange.key),), kind="chaos"
+        )
         _oracle(stage).check(request, Answer(exchange.status, exchange.headers, body), tally)
     return [f"contract: {line}" for line in tally.problems if not line.startswith("five_xx")]
 
@@ -55,15 +63,15 @@ def _oracle(stage: str) -> Any:
 
 
 class HttpClient(InProcessCloud):
-    """What `ChaosCloud` does as the orders API's client (a mixin: `ChaosCloud` sets the state)."""
+    """What `ChaosCloud` does as the API's client (a mixin: `ChaosCloud` sets the state)."""
 
     exchanges: list[Exchange]
     recovery: Recovery
 
     def post_order(self, key: str, body: Mapping[str, Any], *, max_attempts: int = 8) -> ApiResponse | None:
-        """POST /orders as a well-behaved client (`simulator.clients.OrderClient`), every attempt
-        recorded as an `Exchange`; None if it never got an answer."""
-        client = OrderClient(self, key, dict(body), max_attempts=max_attempts)
+        """POST to the starting route as a well-behaved client (`simulator.clients.OrderClient`),
+        every attempt recorded as an `Exchange`; None if it never got an answer."""
+        client = OrderClient(self, key, dict(body), max_attempts=max_attempts, path=STARTING_PATH)
         response = client.post()
         self.recovery.client_retries += len(client.attempts) - 1
         self.exchanges.extend(
@@ -76,7 +84,7 @@ class HttpClient(InProcessCloud):
         """Every later 2xx answer for a caller's key (a replay, or a re-execution after the first
         attempt's in-progress window passed) must equal the first; and a retry with the same key and
         body as an answered order gets that order: never a 4xx (but 409 while an attempt is in
-        progress), however late it comes and whatever the catalog became meanwhile."""
+        progress), however late it comes and whatever the world became meanwhile."""
         first: dict[tuple[str, str], Exchange] = {}
         violations = []
         for exchange in self.exchanges:
@@ -86,7 +94,7 @@ class HttpClient(InProcessCloud):
                 if retried and 400 <= exchange.status < 500 and exchange.status != 409 and answered:
                     violations.append(
                         f"key {exchange.key}: a retry with the same body of order "
-                        f"{answered.body.get('order_id') if isinstance(answered.body, dict) else '?'} got "
+                        f"{answered.body.get(ID_FIELD) if isinstance(answered.body, dict) else '?'} got "
                         f"{exchange.status} {exchange.body}, not its order"
                     )
                 continue

@@ -109,7 +109,9 @@ def _now(cloud: ChaosCloud) -> datetime:
 
 def late_copy(cloud: ChaosCloud, action: Action, placed: Sequence[PlacedOrder]) -> None:
     """`make rerun` of order i (the first FAILED-kind order from i on), then run N's message again."""
-    failing = [p for p in placed if p.kind != "completed" and p.order_id] or list(placed)
+    from chaos.scenarios import HAPPY  # noqa: PLC0415 - scenarios imports this module
+
+    failing = [p for p in placed if p.kind != HAPPY and p.order_id] or list(placed)
     order_id = failing[action.order % len(failing)].order_id
     if order_id is None:
         return

@@ -35,7 +35,7 @@ from chaos.cloud import ChaosCloud, chaos_cloud, rest_post
 from chaos.exchanges import Exchange
 from chaos.mutants import Mutant
 from chaos.points import CrashController
-from chaos.scenarios import PlacedOrder, Verdict, order_body, verdict
+from chaos.scenarios import HAPPY, PlacedOrder, Verdict, order_body, verdict
 from orders.adapters.order_store import DynamoOrderStore
 from orders.domain import WorkflowInput
 from orders.workflow import happy_path
@@ -219,7 +219,7 @@ def _run_pair(
     pair: Pair, cloud: ChaosCloud, scheduler: Scheduler, choose: Callable[[list[int]], int]
 ) -> tuple[list[Attempt], PlacedOrder]:
     key = "pair-key"
-    body = order_body("completed")
+    body = order_body(HAPPY)
     if pair.target == "api":
         event = rest_post(key, body)
         api = cloud.function("Api")
@@ -231,13 +231,13 @@ def _run_pair(
             _record_exchange(cloud, key, attempts[index])
         response = cloud.post_order(key, body)  # the client's retry of whatever was refused
         order_id = str(response.body["order_id"]) if response is not None and response.status == 202 else None
-        return attempts, PlacedOrder("completed", key, order_id)
+        return attempts, PlacedOrder(HAPPY, key, order_id)
 
     response = cloud.post_order(key, body)
     if response is None or response.status != 202:
         raise RuntimeError(f"setup: POST /orders answered {response}")
     order_id = str(response.body["order_id"])
-    placed = PlacedOrder("completed", key, order_id)
+    placed = PlacedOrder(HAPPY, key, order_id)
     if pair.target == "worker":
         url = cloud.outputs["OrdersQueueUrl"]
         (message,) = cloud.sqs.receive_message(QueueUrl=url, AttributeNames=["All"], MaxNumberOfMessages=1)[

@@ -1,9 +1,11 @@
-"""The orders every schedule places, and the verdict taken after it (invariants + HTTP replays).
+"""The requests every schedule places, and the verdict taken after it (invariants + HTTP replays).
 
-Three kinds cover every function of the app: `completed` (the happy path through every step and
-both consumers), `declined` (the provider declines: ReleaseInventory, MarkFailed) and
-`out-of-stock` (ReserveInventory refuses: MarkFailed). A fault must never change a business
-outcome, so the verdict also checks each order's final status against its kind.
+A schedule draws outcomes of the workflow (`ops.outcomes`, derived from the service's
+declaration: the happy path, one per catch route; the sample's three between them run every
+function of the app), and places for each
+the request its proof builds (`request(outcome, index)`) on the declared starting route. A fault
+must never change a business outcome, so the verdict also checks each run's final status against
+its outcome's.
 """
 
 from __future__ import annotations
@@ -17,20 +19,21 @@ from typing import Any
 from chaos import callers, foreign
 from chaos.cloud import ChaosCloud
 from ops.invariants import OrderRow, check
-from orders.items import catalog_key
+from ops.outcomes import id_field, outcomes, request_factory, world_changed
+from ops.service import service
+from ops.stack_outputs import table_names
 from reliability.errors import ReliabilityError, RetryableError
 
-KINDS: dict[str, dict[str, Any]] = {
-    "completed": {"customer_id": "customer-1", "currency": "EUR", "items": [{"sku": "sku-5", "quantity": 2}]},
-    "declined": {"customer_id": "declined-7", "currency": "EUR", "items": [{"sku": "sku-6", "quantity": 1}]},
-    # sku-20 is set to stock 1 by chaos.cloud.setup_outcomes
-    "out-of-stock": {
-        "customer_id": "customer-2",
-        "currency": "EUR",
-        "items": [{"sku": "sku-20", "quantity": 2}],
-    },
-}
-EXPECTED_STATUS = {"completed": "COMPLETED", "declined": "FAILED", "out-of-stock": "FAILED"}
+SERVICE = service()
+OUTCOMES = {outcome.name: outcome for outcome in outcomes(SERVICE)}
+KINDS = tuple(OUTCOMES)  # what a schedule draws its requests' outcomes from; the happy path first
+HAPPY = KINDS[0]
+# The outcome that fails furthest along (the most steps run, then compensated): what the operator
+# tools are exercised on (`chaos.single.operators_at_work`).
+FAILING = max(
+    (o for o in OUTCOMES.values() if not o.happy), key=lambda o: len(o.steps), default=OUTCOMES[HAPPY]
+).name
+ID_FIELD = id_field(SERVICE)  # the field of the starting route's answer naming the entity
 
 
 @dataclass(frozen=True)
@@ -39,6 +42,7 @@ class PlacedOrder:
     key: str
     order_id: str | None
     gave_up: bool = False  # the client stopped after its first attempt failed (no answer expected)
+    index: int = 0  # which request of its outcome (`order_body`)
 
 
 @dataclass
@@ -53,20 +57,18 @@ class Verdict:
         return not self.violations
 
 
-def order_body(kind: str, index: int = 0) -> dict[str, Any]:
-    body = dict(KINDS[kind])
-    if kind == "completed" and index:
-        body["customer_id"] = f"customer-{index + 1}"
-    return body
+def order_body(kind: str, index: int = 0, variant: int = 0) -> dict[str, Any]:
+    """Request `index` of outcome `kind` as its client sends it (`variant`: another payload)."""
+    return request_factory(SERVICE)(kind, index, variant)
 
 
 def place(cloud: ChaosCloud, kind: str, key: str, *, index: int = 0, gives_up: bool = False) -> PlacedOrder:
-    """POST the order as a client that retries (or, `gives_up`, one that never retries)."""
+    """POST the request as a client that retries (or, `gives_up`, one that never retries)."""
     response = cloud.post_order(key, order_body(kind, index), max_attempts=1 if gives_up else 8)
     order_id = None
     if response is not None and response.status == 202:
-        order_id = str(response.body["order_id"])
-    return PlacedOrder(kind, key, order_id, gave_up=gives_up and order_id is None)
+        order_id = str(response.body[ID_FIELD])
+    return PlacedOrder(kind, key, order_id, gave_up=gives_up and order_id is None, index=index)
 
 
 def verdict(cloud: ChaosCloud, placed: Sequence[PlacedOrder]) -> Verdict:
@@ -74,7 +76,7 @@ def verdict(cloud: ChaosCloud, placed: Sequence[PlacedOrder]) -> Verdict:
     an existing order gets it), every request answered, nobody answered with another caller's
     order (`chaos.callers`), every foreign event a consumer cannot verify dead-lettered with a
     reason and no late copy dead-lettered (`chaos.foreign`), and each order's final status the
-    one its kind must reach."""
+    one its outcome must reach."""
     report = check(cloud.stores(), left_to_operator=cloud.awaiting_operator)
     result = Verdict(violations=list(report.violations), dead_letters=len(report.dead_letters))
     result.violations.extend(cloud.http_violations())
@@ -98,13 +100,13 @@ def verdict(cloud: ChaosCloud, placed: Sequence[PlacedOrder]) -> Verdict:
             result.violations.append(f"{order.order_id}: accepted (202) but not stored")
             continue
         result.statuses[order.order_id] = row.status
-        # A sku that left the catalog (a `remove-sku` action) may fail a completed order, compensated.
-        removed = row.status == "FAILED" and _sku_removed(cloud, order.kind)
+        expected = OUTCOMES[order.kind].status
+        # Reference data that left (the proof's `world_changed`) may send a run down a catch route.
+        changed = row.status != expected and _world_changed(cloud, order)
         left = order.order_id in cloud.awaiting_operator
-        if row.status != EXPECTED_STATUS[order.kind] and not row.dead_letters and not removed and not left:
+        if row.status != expected and not row.dead_letters and not changed and not left:
             result.violations.append(
-                f"{order.order_id}: a {order.kind} order ended {row.status}, expected "
-                f"{EXPECTED_STATUS[order.kind]}"
+                f"{order.order_id}: a {order.kind} order ended {row.status}, expected {expected}"
             )
     return result
 
@@ -124,7 +126,7 @@ def _execution_violations(cloud: ChaosCloud) -> list[str]:
         if any(mark in execution["name"] for mark in _OPERATOR_NAMES):
             continue
         described = json.loads(cloud.described(execution["executionArn"])["input"])
-        started[(str(described.get("order_id")), int(described.get("run", 1)))] += 1
+        started[(str(described.get(ID_FIELD)), int(described.get("run", 1)))] += 1
     return [
         f"{order_id}: the worker started {count} executions of run {run} (one per run)"
         for (order_id, run), count in sorted(started.items())
@@ -175,14 +177,13 @@ def _failure_violations(cloud: ChaosCloud) -> list[str]:
     ]
 
 
-def _sku_removed(cloud: ChaosCloud, kind: str) -> bool:
-    sku = KINDS[kind]["items"][0]["sku"]
-    key = catalog_key(sku)
-    return "Item" not in cloud.dynamodb.get_item(TableName=cloud.outputs["InventoryTableName"], Key=key)
+def _world_changed(cloud: ChaosCloud, order: PlacedOrder) -> bool:
+    body = order_body(order.kind, order.index)
+    return world_changed(SERVICE, cloud.dynamodb, table_names(SERVICE, cloud.outputs), body)
 
 
 def run_orders(cloud: ChaosCloud, kinds: Sequence[str], *, prefix: str = "chaos") -> Verdict:
-    """Place the orders, recover to rest, and judge."""
+    """Place the requests, recover to rest, and judge."""
     placed = [place(cloud, kind, f"{prefix}-{i}-{kind}", index=i) for i, kind in enumerate(kinds)]
     cloud.recover()
     return verdict(cloud, placed)

@@ -5,9 +5,10 @@ catalogue (`chaos.single.catalogue`: any function, any point, any occurrence), t
 actions:
 
 - `retry`: the client sends a request again with the same Idempotency-Key;
-- `change-body`: the client sends the same Idempotency-Key with another body (one more of each
-  item), as a client that edits its order after a crash would: never a 2xx once the key was
-  answered (422, or 409 while the first is in progress);
+- `change-body`: the client sends the same Idempotency-Key with another body (its proof's
+  variant of the request: the sample's, one more of each item), as a client that edits its order
+  after a crash would: never a 2xx once the key was answered (422, or 409 while the first is in
+  progress);
 - `deliver`: one poll of a queue with 0-4 duplicate deliveries of the same records (up to 5);
 - `throttled-poll`: one poll of a queue whose function is throttled (`cloud.throttled_poll`): the
   batch is received, never invoked, and comes back after the visibility timeout with its
@@ -27,7 +28,8 @@ actions:
   refuses any other order); each run's effects are judged on their own (`ops.invariants`);
 - `stray-run`: a message for an order's next run arrives that no operator decided on (a run
   starts only through `make rerun` of a FAILED order);
-- `price-change` / `remove-sku`: the catalog changes between retries;
+- the world changes the service's proof names (`CHANGES`; the sample's `price-change` /
+  `remove-sku`: the catalog changes between retries);
 - `another-caller`, `late-retry` (`chaos.callers`), `foreign-event`, `late-copy` (`chaos.foreign`):
   another client with shared or guessed keys and reads of others' orders; a retry after a catalog
   change and the HTTP key's expiry; events from other producers; a late copy after `make rerun`;
@@ -43,7 +45,6 @@ schedule recovers to rest and is judged like every schedule (`chaos.scenarios.ve
 
 from __future__ import annotations
 
-import contextlib
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
@@ -53,12 +54,13 @@ from chaos.cloud import ChaosCloud, chaos_cloud
 from chaos.concurrent import concurrent_restart, twin_deliver
 from chaos.mutants import Mutant
 from chaos.points import CrashController, PointHit
-from chaos.scenarios import PlacedOrder, place, verdict
+from chaos.scenarios import SERVICE, PlacedOrder, place, verdict
 from chaos.single import ScheduleResult
+from ops.outcomes import change
+from ops.stack_outputs import table_names
 
 if TYPE_CHECKING:
     from chaos.draw import Catalogue
-from orders.items import catalog_key
 from simulator.synth import load_template, stack_names
 from simulator.templates import queue_consumers
 from simulator.world import reusing
@@ -84,8 +86,6 @@ class Action:
     def describe(self) -> str:
         said = {
             "time-travel": f"{_span(self.jump)} pass (TTL deletion)",
-            "price-change": f"price-change of order {self.order}'s sku",
-            "remove-sku": f"remove-sku of order {self.order}'s sku",
             "retry": f"client retry of order {self.order}",
             "change-body": f"client reuses order {self.order}'s key with another body",
             "stray-run": f"a message for order {self.order}'s next run",
@@ -93,13 +93,13 @@ class Action:
             "deliver": f"deliver {self.queue} x{1 + self.duplicates}",
             "throttled-poll": f"throttled poll of {self.queue}",
             "another-caller": f"another caller: {self.variant} with order {self.order}'s key",
-            "late-retry": f"{self.variant} of order {self.order}'s sku, its key expires, its client retries",
+            "late-retry": f"{self.variant} under order {self.order}, its key expires, its client retries",
             "foreign-event": f"a foreign event ({self.variant}) on {self.queue}",
             "late-copy": f"rerun of order {self.order}, then a late copy of its earlier run's message",
             "twin-deliver": f"deliver {self.queue} to two workers at once (interleaving {self.seed})",
             "concurrent-restart": f"restart every run while it runs (interleaving {self.seed})",
         }
-        return said.get(self.kind, self.kind)
+        return said.get(self.kind, f"{self.kind} under order {self.order}")
 
 
 DAY = 86_400
@@ -204,16 +204,15 @@ def _play(cloud: ChaosCloud, action: Action, keys: list[tuple[str, str]], placed
         cloud.post_order(key, _body(kind, action.order % len(keys)))
     elif action.kind == "change-body":
         kind, key = keys[action.order % len(keys)]
-        body = _body(kind, action.order % len(keys))
-        body["items"] = [{**item, "quantity": item["quantity"] + 1} for item in body["items"]]
-        cloud.post_order(key, body)
+        cloud.post_order(key, order_request(kind, action.order % len(keys), changed=True))
     elif action.kind in ("stray-run", "rerun"):
         order_id = placed[action.order % len(placed)].order_id
         if order_id is not None:
             (cloud.send_next_run if action.kind == "stray-run" else cloud.rerun_order)(order_id)
-    elif action.kind in ("price-change", "remove-sku"):
+    elif action.kind in callers.CHANGES:
         kind, _ = keys[action.order % len(keys)]
-        change_catalog(cloud, _body(kind, action.order % len(keys))["items"][0]["sku"], action.kind)
+        body = _body(kind, action.order % len(keys))
+        change(SERVICE, cloud.dynamodb, table_names(SERVICE, cloud.outputs), body, action.kind)
     elif action.kind == "lease-expiry":
         cloud.clock.advance(cloud.step_lease_seconds() + 1)
         cloud.recovery.lease_expiries += 1
@@ -227,22 +226,6 @@ def _play(cloud: ChaosCloud, action: Action, keys: list[tuple[str, str]], placed
         foreign.late_copy(cloud, action, placed)
 
 
-def change_catalog(cloud: ChaosCloud, sku: str, change: str) -> None:
-    """The world changes between retries: a price goes up by 100 cents, or a sku leaves the catalog."""
-    table, key = cloud.outputs["InventoryTableName"], catalog_key(sku)
-    if change == "price-change":
-        with contextlib.suppress(cloud.dynamodb.exceptions.ConditionalCheckFailedException):
-            cloud.dynamodb.update_item(
-                TableName=table,
-                Key=key,
-                UpdateExpression="ADD price_cents :more",
-                ConditionExpression="attribute_exists(pk)",
-                ExpressionAttributeValues={":more": {"N": "100"}},
-            )
-    else:
-        cloud.dynamodb.delete_item(TableName=table, Key=key)
-
-
 def _body(kind: str, index: int) -> dict[str, Any]:
     from chaos.scenarios import order_body  # noqa: PLC0415
 
@@ -250,11 +233,11 @@ def _body(kind: str, index: int) -> dict[str, Any]:
 
 
 def order_request(kind: str, index: int, *, changed: bool = False) -> dict[str, Any]:
-    """Order `index`'s body as its client sends it; `changed`: one more of each item."""
-    body = _body(kind, index)
-    if changed:
-        body["items"] = [{**item, "quantity": item["quantity"] + 1} for item in body["items"]]
-    return body
+    """Request `index`'s body as its client sends it; `changed`: another payload for its key (the
+    proof's variant 1 of it: the sample's, one more of each item)."""
+    from chaos.scenarios import order_body  # noqa: PLC0415
+
+    return order_body(kind, index, 1 if changed else 0)
 
 
 def run_schedule(

@@ -20,7 +20,7 @@ from pathlib import Path
 from chaos.cloud import ChaosCloud, chaos_cloud
 from chaos.points import CrashController, PointHit, errors_at
 from chaos.recovery import Recovery
-from chaos.scenarios import KINDS, PlacedOrder, place, run_orders, verdict
+from chaos.scenarios import FAILING, KINDS, OUTCOMES, PlacedOrder, place, run_orders, verdict
 from simulator.world import reusing
 
 
@@ -68,11 +68,12 @@ def catalogue(
 
 
 def operators_at_work(cloud: ChaosCloud) -> list[PlacedOrder]:
-    """Every operator tool at work on one world: a declined order whose execution an operator
-    stops (redriven by `recover`, it ends FAILED), `make rerun` of it (run 2), a message for a run
-    nobody decided on (dead-lettered by the worker) and a DLQ redrive."""
-    cloud.stop_during("ReserveInventory", when="after")
-    placed = place(cloud, "declined", "operators-0-declined")
+    """Every operator tool at work on one world: a request of the outcome that fails furthest
+    along (`FAILING`: the sample's declined payment) whose execution an operator stops (redriven
+    by `recover`, it ends FAILED), `make rerun` of it (run 2), a message for a run nobody decided
+    on (dead-lettered by the worker) and a DLQ redrive."""
+    cloud.stop_during(OUTCOMES[FAILING].steps[0], when="after")
+    placed = place(cloud, FAILING, f"operators-0-{FAILING}")
     cloud.recover()
     if placed.order_id is not None:
         cloud.rerun_order(placed.order_id)

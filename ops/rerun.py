@@ -16,18 +16,20 @@ import json
 import sys
 from collections.abc import Sequence
 
+from ops.service import service
 from ops.target import Target
 from orders.adapters.aws import SqsQueue
 from orders.adapters.order_store import DynamoOrderStore
-from orders.errors import OrderNotFound, RerunRefused
+from orders.domain import Order
+from orders.errors import RerunRefused
 from orders.runs import Reruns
+from reliability.errors import EntityNotFound
 
 
-def reruns(target: Target) -> Reruns:
+def reruns(target: Target) -> Reruns[Order]:
     return Reruns(
-        orders=DynamoOrderStore(
-            client=target.client("dynamodb"), table_name=target.output("OrdersTableName")
-        ),
+        entity=service().entity,
+        store=DynamoOrderStore(client=target.client("dynamodb"), table_name=target.output("OrdersTableName")),
         queue=SqsQueue(client=target.client("sqs"), queue_url=target.output("OrdersQueueUrl")),
     )
 
@@ -38,7 +40,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = parser.parse_args(argv)
     try:
         order = reruns(Target.resolve()).start_next_run(args.order_id)
-    except (OrderNotFound, RerunRefused) as error:
+    except (EntityNotFound, RerunRefused) as error:
         print(f"error: {error}", file=sys.stderr)
         return 1
     print(json.dumps({"order_id": order.order_id, "run": order.run, "status": order.status.value}))

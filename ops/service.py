@@ -13,6 +13,7 @@ run lives and the status it gives the step (the physical names are the stack out
 from __future__ import annotations
 
 import importlib
+import json
 import tomllib
 from collections.abc import Callable, Mapping
 from functools import cache
@@ -42,6 +43,19 @@ def service(pyproject: Path = PYPROJECT) -> Service:
     if not isinstance(declared, Service):
         raise ServiceNotFound(f"{path} is not a reliability.declaration.Service")
     return declared
+
+
+def openapi_path(pyproject: Path = PYPROJECT) -> Path:
+    """The service's published OpenAPI document: `openapi.json` beside its declaration's module
+    (`make openapi` writes it there; the sample's is functions/orders/openapi.json)."""
+    settings = tomllib.loads(pyproject.read_text()).get("tool", {}).get("retrysafe", {})
+    module = importlib.import_module(str(settings.get("service", "")).partition(":")[0])
+    return Path(str(module.__file__)).with_name("openapi.json")
+
+
+def openapi_document(pyproject: Path = PYPROJECT) -> dict[str, Any]:
+    document: dict[str, Any] = json.loads(openapi_path(pyproject).read_text())
+    return document
 
 
 def proof(declared: Service) -> ModuleType | None:

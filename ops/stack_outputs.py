@@ -1,5 +1,5 @@
 """The stack outputs contract, read side: the key of each function's, queue's and DLQ's output by
-its short name, as `infra/stacks` writes them (`infra.sizing.pascal`). The queues are the
+its short name, as `reliability.cdk` writes them (`infra.sizing.pascal`). The queues are the
 service's declaration's (`Service.queues`: the API's queue and one per consumer), so a consumer
 added by the recipe is redriven and checked like the others."""
 
@@ -32,7 +32,7 @@ def dlq_output(queue: str) -> str:
 
 def table_output(table: str) -> str:
     """A table's stack output by its short name (`bookings` -> `BookingsTableName`, `fences` ->
-    `FenceTableName`; infra/stacks/data.py)."""
+    `FenceTableName`; reliability/cdk/data_stack.py)."""
     return "FenceTableName" if table == FENCES else f"{table.capitalize()}TableName"
 
 
@@ -41,7 +41,7 @@ IDEMPOTENCY_TABLE_OUTPUT = "IdempotencyTableName"
 
 
 def data_stack_outputs(declared: Service) -> frozenset[str]:
-    """Every output the data stack writes for a declared service (infra/stacks/data.py): the
+    """Every output the data stack writes for a declared service (reliability/cdk/data_stack.py): the
     idempotency and fence tables, each declared table, each declared queue and its DLQ. The ops
     tools, the local cloud and e2e read these keys."""
     return frozenset(

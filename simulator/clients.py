@@ -36,6 +36,7 @@ class OrderClient:
     max_attempts: int = 8
     attempts: list[Attempt] = field(default_factory=list)
     gave_up: bool = False
+    path: str = "/orders"  # the route it posts to (chaos: the declared starting route's)
 
     def post(self) -> ApiResponse | None:
         """Up to `max_attempts` sends with the same key; the final answer, or None (gave up)."""
@@ -48,7 +49,7 @@ class OrderClient:
                 cloud.clock.advance(wait)
             try:
                 response = cloud.api(
-                    "POST", "/orders", body=dict(self.body), headers={"Idempotency-Key": self.key}
+                    "POST", self.path, body=dict(self.body), headers={"Idempotency-Key": self.key}
                 )
             except LambdaError:
                 self.attempts.append(Attempt(DIED, None, replayed=False))

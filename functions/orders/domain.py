@@ -21,12 +21,22 @@ from orders.workflow import SERVICE
 from reliability.declaration import StepStatus as StepStatus  # noqa: PLC0414 - an explicit re-export
 from reliability.keys import Fact
 
+# The run model's facts are the library's (reliability.workflow_runs), named here for the sample
+# and the lab: the execution name, how an Express execution ended, a message's id bounds.
+from reliability.workflow_runs import ENTITY_ID_PATTERN, RunMessage
+from reliability.workflow_runs import MAX_ID_CHARS as MAX_ID_CHARS  # noqa: PLC0414 - re-export
+from reliability.workflow_runs import TERMINAL_STATUSES as RUN_TERMINAL_STATUSES
+from reliability.workflow_runs import ExecutionEnd as ExecutionEnd  # noqa: PLC0414 - re-export
+from reliability.workflow_runs import execution_name as execution_name  # noqa: PLC0414 - re-export
+
 if TYPE_CHECKING:
     # pydantic models: the API's contract. Not imported at run time here, so the functions that
     # never parse a request (steps, worker, consumers) do not build them (bench/coldstart.py).
     from orders.contract import CreateOrderRequest, OrderItem
 
 
+# The run model's statuses (reliability.workflow_runs.RunStatus: the same values, which the run
+# model compares), as the API's contract publishes them.
 class OrderStatus(StrEnum):
     ACCEPTED = "ACCEPTED"
     RUNNING = "RUNNING"
@@ -36,18 +46,16 @@ class OrderStatus(StrEnum):
 
 ORDER_ID_PREFIX = SERVICE.entity.id_prefix  # "o-", declared once
 # A run that reached one of these is over; only a FAILED one may be followed by another run.
-TERMINAL_STATUSES = frozenset({OrderStatus.COMPLETED, OrderStatus.FAILED})
+TERMINAL_STATUSES = frozenset(OrderStatus(status) for status in RUN_TERMINAL_STATUSES)
 # Execution names are at most 80 characters of [A-Za-z0-9-_]; an order id of 2 + 32 characters
 # plus "-r<run>" leaves ample room.
 _ORDER_ID_HEX = 32
-# What a queue message's order id may hold (orders.messages, orders.events): the characters an
-# execution name allows.
-ORDER_ID_PATTERN = r"^[A-Za-z0-9_-]+$"
+# What a queue message's order id may hold (orders.events): the characters an execution name allows.
+ORDER_ID_PATTERN = ENTITY_ID_PATTERN
 # Ids a client chooses (customer, sku) are visible ASCII: they become DynamoDB keys and log fields,
 # and stay readable in both. The API's contract (orders.contract) and the consumers' event
 # (orders.events) bound them alike.
 VISIBLE_ASCII_PATTERN = r"^[!-~]+$"
-MAX_ID_CHARS = 64
 CURRENCY_PATTERN = r"^[A-Z]{3}$"
 EVENT_TYPE_COMPLETED = "OrderCompleted"
 
@@ -138,6 +146,11 @@ class Order(OrderTerms):
     status: OrderStatus = OrderStatus.ACCEPTED
     execution_arn: str | None = None
 
+    @property
+    def entity_id(self) -> str:
+        """The order id, as the run model reads it (reliability.workflow_runs.EntityRun)."""
+        return self.order_id
+
     def same_order_as(self, other: Order) -> bool:
         """True when `other` is the same business order: the same customer, currency and items.
 
@@ -168,10 +181,6 @@ def order_id_for(stored_idempotency_key: str) -> str:
     """
     digest = hashlib.sha256(stored_idempotency_key.encode()).hexdigest()[:_ORDER_ID_HEX]
     return ORDER_ID_PREFIX + digest
-
-
-def execution_name(order_id: str, run: int) -> str:
-    return f"{order_id}-r{run}"
 
 
 def merged_items(items: Iterable[OrderItem]) -> dict[str, int]:
@@ -260,38 +269,16 @@ class WorkflowInput:
 
 
 @dataclass(frozen=True)
-class ExecutionEnd:
-    """How an Express execution the worker waited for ended (StartSyncExecution's answer)."""
-
-    arn: str
-    status: str  # SUCCEEDED, FAILED or TIMED_OUT
-    started: float  # epoch seconds
-    stopped: float
-    error: str | None = None
-    cause: str | None = None
+class OrderMessage(RunMessage):
+    """The orders-queue message, `{"order_id", "run", "idempotency_key"}`: the library's run
+    message (`reliability.workflow_runs.RunMessage`) of an order."""
 
     @property
-    def succeeded(self) -> bool:
-        return self.status == "SUCCEEDED"
-
-    @property
-    def reason(self) -> str:
-        """What went wrong, as a dead-letter reason: `execution <status>: <error>: <cause>`."""
-        parts = [f"execution {self.status}", *(part for part in (self.error, self.cause) if part)]
-        return ": ".join(parts)
-
-
-@dataclass(frozen=True)
-class OrderMessage:
-    """The orders-queue message, `{"order_id", "run", "idempotency_key"}`: the one definition of
-    its shape (orders.messages.OrderMessageModel validates it; a unit test holds the two together)."""
-
-    order_id: str
-    run: int
-    idempotency_key: str
+    def order_id(self) -> str:
+        return self.entity_id
 
     def as_dict(self) -> dict[str, Any]:
-        return {"order_id": self.order_id, "run": self.run, "idempotency_key": self.idempotency_key}
+        return self.body(SERVICE.entity)
 
 
 class EventLine(TypedDict):

@@ -1,8 +1,8 @@
 """Domain errors.
 
 Two families:
-- `OrderError` subclasses are client-facing problems; `orders.handlers.api` maps them to HTTP in
-  one place (`status` and `code`).
+- `OrderError` subclasses are client-facing problems: the library's `RequestError`, which the API
+  (`reliability.api`) maps to HTTP in one place (`status` and `code`).
 - `PaymentDeclined` and `OutOfStock` are permanent saga failures. They subclass reliability's
   `BusinessError`, so a fence replay re-raises the same class and Step Functions' Catch matches
   on the class name (docs/how-it-works.md, "The workflow contract").
@@ -10,29 +10,44 @@ Two families:
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+# The run model's errors are the library's (reliability.workflow_runs), named here for the lab.
+from reliability.errors import (
+    KEY_REUSED,
+    BusinessError,
+    ExecutionConflict,
+    ExecutionFailed,
+    MalformedBody,
+    RequestError,
+    RerunRefused,
+    RunNotCurrent,
+    UnknownEntity,
+)
 
-from reliability.errors import KEY_REUSED, BusinessError, TransientError
+__all__ = [
+    "ExecutionConflict",
+    "ExecutionFailed",
+    "InvalidRequest",
+    "MalformedBody",
+    "OrderConflict",
+    "OrderError",
+    "OrderNotFound",
+    "OutOfStock",
+    "PaymentDeclined",
+    "RerunRefused",
+    "RunNotCurrent",
+    "UnknownOrder",
+    "UnknownSku",
+    "UnverifiedEvent",
+]
 
-if TYPE_CHECKING:
-    from orders.domain import ExecutionEnd
 
-
-class OrderError(Exception):
-    """A problem with a client's request; carries its HTTP status and error code."""
-
-    status = 400
-    code = "BadRequest"
+class OrderError(RequestError):
+    """A problem with a client's order request; carries its HTTP status and error code."""
 
 
 class InvalidRequest(OrderError):
     status = 422
     code = "InvalidRequest"
-
-
-class MalformedBody(OrderError):
-    status = 400
-    code = "MalformedBody"
 
 
 class UnknownSku(OrderError):
@@ -69,34 +84,10 @@ class OutOfStock(BusinessError):
     """A sku has less stock than the order needs: fail the order, do not retry."""
 
 
-class UnknownOrder(Exception):
+class UnknownOrder(UnknownEntity):
     """A workflow or queue message names an order that does not exist (a poison input)."""
 
 
 class UnverifiedEvent(Exception):
     """An event a consumer cannot verify (a poison input): another stage's, or one whose run or
     terms are not its order's (orders.consumers)."""
-
-
-class RunNotCurrent(Exception):
-    """A queue message for a run after the order's current run (a poison input: nobody decided
-    on it): runs after the first start only through `Reruns.start_next_run`, never from a message
-    alone. (A message for an earlier run is a duplicate, not this.)"""
-
-
-class ExecutionFailed(TransientError):
-    """An Express execution of the run ended FAILED or TIMED_OUT: the worker keeps the message, and
-    the orders queue brings it back to run again under the same token (the fences skip what is
-    done); on its last receive it is dead-lettered with `end.reason` (orders.handlers.worker)."""
-
-    def __init__(self, end: ExecutionEnd) -> None:
-        self.end = end
-        super().__init__(end.reason)
-
-
-class ExecutionConflict(Exception):
-    """A workflow execution with this name exists with a different input: the message is poison."""
-
-
-class RerunRefused(Exception):
-    """A new run was asked for an order whose current run did not end FAILED."""

@@ -13,13 +13,18 @@ from typing import Any, Protocol
 from orders.domain import (
     CatalogItem,
     ChargeRecord,
-    ExecutionEnd,
     Order,
     OrderStatus,
     OrderTerms,
     ProviderCallRecord,
 )
 from reliability import Write
+
+# The run model's ports are the library's, named here for the sample's use cases.
+from reliability.workflow_runs import ExpressWorkflow as ExpressWorkflow  # noqa: PLC0414 - re-export
+from reliability.workflow_runs import Queue as Queue  # noqa: PLC0414 - re-export
+from reliability.workflow_runs import RunStore
+from reliability.workflow_runs import Workflow as Workflow  # noqa: PLC0414 - re-export
 
 
 class Catalog(Protocol):
@@ -38,30 +43,12 @@ class Inventory(Protocol):
         ...
 
 
-class OrderStore(Protocol):
+class OrderStore(RunStore[Order], Protocol):
+    """The orders table: the run model's store (reliability.workflow_runs.RunStore) of orders, plus
+    the order's creation and the write that ends its run."""
+
     def create(self, order: Order) -> Order:
         """Store a new order; an existing one under the same id is returned instead (idempotent)."""
-        ...
-
-    def get(self, order_id: str) -> Order | None: ...
-
-    def mark_running(self, order_id: str, *, run: int, execution_arn: str | None) -> None:
-        """RUNNING (+ the execution ARN, when given), if `run` is still the order's current run;
-        a finished order is never moved back (its ARN is still recorded)."""
-        ...
-
-    def record_execution(self, order_id: str, *, run: int, execution_arn: str) -> None:
-        """The run's (latest) execution ARN, status untouched, if `run` is still the current run."""
-        ...
-
-    def start_next_run(self, order_id: str, *, run: int) -> Order:
-        """run -> run + 1, status ACCEPTED, in ONE conditional write: only if the order's current
-        run is `run` and it ended FAILED (after its compensation). Else `RerunRefused`, never for
-        the SDK's resend of this call's own write that landed (then: the order as it is now)."""
-        ...
-
-    def accepted_before(self, created_before: str) -> list[Order]:
-        """Orders ACCEPTED (their current run not started) created before the ISO-8601 instant."""
         ...
 
     def status_write(self, order_id: str, status: OrderStatus) -> Write: ...
@@ -96,33 +83,6 @@ class PaymentProvider(Protocol):
 
 class Ledger(Protocol):
     def entry_writes(self, order: OrderTerms, *, token: str, charge_id: str) -> list[Write]: ...
-
-
-class Queue(Protocol):
-    def send(self, body: Mapping[str, Any]) -> str:
-        """Send one JSON message; returns the message id."""
-        ...
-
-
-class Workflow(Protocol):
-    def start(self, *, name: str, payload: Mapping[str, Any]) -> str:
-        """Start (or find the identical) execution; returns its ARN.
-
-        Raises `orders.errors.ExecutionConflict` when an execution of that name has a different input.
-        """
-        ...
-
-    def execution_arn(self, name: str) -> str:
-        """The ARN an execution of this name has (names are unique per state machine)."""
-        ...
-
-
-class ExpressWorkflow(Protocol):
-    def run(self, *, name: str, payload: Mapping[str, Any]) -> ExecutionEnd:
-        """Start an execution and wait for its end (its time limit at the latest). Names are not
-        deduplicated: a second run with the same name is a second execution, concurrent with the
-        first if it still runs."""
-        ...
 
 
 class Notifications(Protocol):

@@ -23,7 +23,6 @@ from aws_lambda_powertools import Metrics
 from botocore.config import Config
 
 from orders import workflow as declared
-from orders.adapters.aws import ExpressStepFunctionsWorkflow, SqsQueue, StepFunctionsWorkflow
 from orders.adapters.dynamo import DynamoAggregates, DynamoCatalog, DynamoLedger, DynamoNotifications
 from orders.adapters.order_store import DynamoOrderStore
 from orders.adapters.payments import FakePaymentProvider
@@ -34,13 +33,15 @@ from orders.config import (
     QueueFedSettings,
     WorkerSettings,
 )
-from orders.observability import logger, metrics
 from reliability import faults
+from reliability.observability import logger, metrics
+from reliability.sqs import SqsQueue
+from reliability.stepfunctions import ExpressStepFunctionsWorkflow, StepFunctionsWorkflow
 from reliability.telemetry import Telemetry
 
 if TYPE_CHECKING:
     from orders.consumers import EventConsumer
-    from orders.runs import WorkflowStarter
+    from orders.domain import Order
     from orders.saga import SagaContext
     from orders.service import OrderService
     from reliability.batch import DeadLetters
@@ -48,6 +49,7 @@ if TYPE_CHECKING:
     from reliability.faults import FaultPlan
     from reliability.http import HttpIdempotency
     from reliability.runs import FenceStore
+    from reliability.workflow_runs import Reruns, WorkflowStarter
 
 # Cold start: a function imports only what it uses (bench/coldstart.py). The fences (not the
 # worker's), the saga (steps and the API's fences only), the use cases, consumer dedup, dead
@@ -255,21 +257,32 @@ class Runtime(Generic[S_co]):
         )
 
     @cached_property
-    def workflow_starter(self) -> WorkflowStarter:
-        from orders.runs import WorkflowStarter  # noqa: PLC0415 - cold start, see the imports
+    def workflow_starter(self) -> WorkflowStarter[Order]:
+        from orders.runs import WorkflowStarter, workflow_input  # noqa: PLC0415 - cold start, see the imports
 
         settings = self.kind(WorkerSettings)
         arn = settings.state_machine_arn
         return WorkflowStarter(
             stage=self.settings.stage,
-            orders=self.orders,
+            entity=declared.SERVICE.entity,
+            store=self.orders,
             workflow=StepFunctionsWorkflow(client=self.stepfunctions, state_machine_arn=arn),
             telemetry=self.telemetry,
+            workflow_input=workflow_input,
             express=(
                 ExpressStepFunctionsWorkflow(client=self.waiting_stepfunctions, state_machine_arn=arn)
                 if settings.express
                 else None
             ),
+        )
+
+    @cached_property
+    def reruns(self) -> Reruns[Order]:
+        """The sweep's and the operator's re-sends of an order's message."""
+        from reliability.workflow_runs import Reruns  # noqa: PLC0415 - cold start, see the imports
+
+        return Reruns(
+            entity=declared.SERVICE.entity, store=self.orders, queue=self.queue(declared.SERVICE.queue)
         )
 
     def consumer_dedup(self, consumer: str) -> ConsumerDedup:

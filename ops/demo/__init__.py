@@ -3,28 +3,31 @@
     python -m ops.demo            # uses a running local cloud, else starts one and stops it after
     python -m ops.demo --workflow express     # the same on an Express stage
 
-What it does, with progress on the way (each scenario checks what a client can see):
-1. seeds the catalog;
-2. places an order over HTTP and sends the same request again (identical replays), the same key
-   with another body (422), no key (400) and a body that is not JSON (400);
-3. a declined payment: the saga compensates (stock released), the order ends FAILED;
-4. a crash inside ChargePayment after the provider call: crash injection armed through the local
-   cloud's control route (exit mode: the Lambda worker process really dies); the stuck execution
-   is stopped, as an operator would, rather than waiting out its retries;
-5. meanwhile, duplicate deliveries: the first order's queue message sent again straight to SQS
+What it plays comes from the service's declaration and its proof (`ops.demo.plan`), with progress
+on the way (each scenario checks what a client can see):
+1. seeds the reference data (`ops.seed`, and the proof's `prepare`);
+2. the happy path's request over HTTP, sent again (identical replays), the same key with another
+   body (422), no key (400) and a body that is not JSON (400);
+3. each catch route's request (`ops.outcomes`): its step fails, the saga compensates what was
+   done (the proof's `observe`: what it touched is back), it ends in its status;
+4. a crash inside the happy path's leased step (the sample's payment) after the provider
+   call: crash injection armed through the local cloud's control route (exit mode: the Lambda
+   worker process really dies); the stuck execution is stopped, as an operator would, rather
+   than waiting out its retries;
+5. meanwhile, duplicate deliveries: the first request's queue message sent again straight to SQS
    (the worker's dedup answers, still one execution);
 6. once the dead attempt's lease has run out, `ops.redrive` restarts the execution with the same
-   token: ReserveInventory is skipped by its fence; ChargePayment's takeover finds the dead
-   attempt's charge at the provider (reconcile) and records it: one provider call, one charge;
+   token: the first step is skipped by its fence; the crash step's takeover finds the dead
+   attempt's effect at the provider (reconcile) and records it: one provider call, one effect;
 On Express (`--workflow express`, `make demo WORKFLOW=express`: stage local-express, state
 directory `.localcloud-express`), 4-6 differ as Express does: one crash is ridden out inside the
-execution (its FenceBusy waits fit its time limit, then a takeover finds the charge), so every
+execution (its FenceBusy waits fit its time limit, then a takeover finds the effect), so every
 attempt that takes the fence over dies too until the execution's retries give up (FAILED, about
-90 s; Express cannot be stopped or redriven); crash injection is switched off, and the orders queue
-brings the message back: the worker runs the run again under the same token, ReserveInventory is
-skipped by its fence and ChargePayment's takeover records the charge found at the provider;
-then a report per order (step statuses from their fences, dedup hits, replays, charges, provider
-calls), the story of each order written as a picture (`<state dir>/stories/<order>.html`, and
+90 s; Express cannot be stopped or redriven); crash injection is switched off, and the API's queue
+brings the message back: the worker runs the run again under the same token, the first step is
+skipped by its fence and the takeover records the effect found at the provider;
+then a report per request (step statuses from their fences, dedup hits, replays, the provider's
+calls and effects), the story of each written as a picture (`<state dir>/stories/<id>.html`, and
 `.json` so `make story` shows it after the demo's own local cloud is gone), and a last line
 `invariants: OK` or `invariants: VIOLATED: <what>` (exit 1).
 
@@ -45,6 +48,8 @@ from botocore.exceptions import ClientError
 
 from localcloud import process
 from localcloud.outputs import Outputs
+from ops.demo import report as reporting
+from ops.demo.crash import crash, queue_restart, redrive_crashed
 from ops.demo.scenarios import Demo, DemoError
 from ops.lifecycle import StageMismatch, fresh_crash_dir, local_cloud
 from ops.target import add_state_dir_option
@@ -60,7 +65,7 @@ def play(
 ) -> list[str]:
     """Every scenario against a running local cloud, the report, and what went wrong (empty: all
     promises kept and every invariant holds). `restore`: put its crash injection back after.
-    `state_dir`: the local cloud's state directory; each order's story is written under it."""
+    `state_dir`: the local cloud's state directory; each request's story is written under it."""
     demo = Demo(out, console=console, state_dir=state_dir)
     if started is not None:
         demo.started = started
@@ -69,21 +74,22 @@ def play(
         with fresh_crash_dir(out, restore=restore) as crash_dir:
             demo.seed()
             first = demo.happy_path()
-            demo.declined()
-            crashed, arn = demo.crash(crash_dir)
+            for outcome in demo.plan.catches:
+                demo.catch_route(outcome)
+            crashed, arn = crash(demo, crash_dir)
             demo.duplicates(first)  # while the dead attempt's lease runs out
             if demo.express:
-                demo.queue_restart(crashed)
+                queue_restart(demo, crashed)
             else:
-                demo.redrive(crashed, arn)
+                redrive_crashed(demo, crashed, arn)
     except (DemoError, ClientError, OSError) as error:
         failure = str(error)
         demo.say(f"demo stopped: {failure}")
-    report = demo.settle()
-    console.write(demo.report(report) + "\n\n")
+    report = reporting.settle(demo)
+    console.write(reporting.report(demo, report) + "\n\n")
     console.write(report.to_text() + "\n\n")
-    demo.section("the story of each order (make story ORDER=<id>; FORMAT=html for the picture)")
-    demo.write_stories(state_dir)
+    demo.section("the story of each request (make story ORDER=<id>; FORMAT=html for the picture)")
+    reporting.write_stories(demo, state_dir)
     problems = [*(f"demo: {p}" for p in demo.problems), *([f"demo: {failure}"] if failure else [])]
     return problems + report.violations
 

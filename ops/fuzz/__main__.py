@@ -35,7 +35,7 @@ STAGE = "local"
 
 def _markdown(figures: dict[str, Any]) -> str:
     lines = [
-        "# make fuzz: the orders API against hostile requests, over HTTP on the local cloud",
+        "# make fuzz: the service's API against hostile requests, over HTTP on the local cloud",
         "",
         f"Command: `{figures['command']}` (seed {figures['seed']}), {figures['seconds']:.0f} s wall, "
         f"{figures['machine']}.",
@@ -105,7 +105,7 @@ def main(argv: list[str] | None = None) -> int:
         target = target_of(out)
         dynamodb = target.client("dynamodb")
         seed_service(dynamodb, out.outputs)
-        stores = Stores(dynamodb, out["OrdersTableName"], out["IdempotencyTableName"])
+        stores = Stores.of(dynamodb, out.outputs)
         runner = Runner(HttpTransport(out.api_url), stores, stage=STAGE)
         runner.progress = say
         say(f"sending {args.requests} drawn requests to {out.api_url} ...")

@@ -20,7 +20,11 @@ from urllib.parse import unquote
 import jsonschema
 
 from ops.fuzz.requests import Request
-from orders import openapi
+from ops.service import openapi_document
+
+# Where the document describes the answers to requests no operation matches (the service's
+# document generator writes it; every service's edge answers those the same way).
+UNMATCHED = "x-retrysafe-unmatched-requests"
 
 
 @dataclass(frozen=True)
@@ -78,8 +82,8 @@ class Tally:
             "answers_not_in_the_openapi_description": self.undocumented,
             "answers_other_than_the_contract_promises": self.unexpected,
             "state_changes_from_rejected_requests": self.state_changes,
-            "accepted_orders": self.accepted,
-            "accepted_orders_not_readable": self.unreadable,
+            "accepted_entities": self.accepted,
+            "accepted_entities_not_readable": self.unreadable,
             "rejected_requests": self.rejected,
             "throttled_429_then_resent": self.throttled,
             "statuses": {str(k): v for k, v in sorted(self.statuses.items())},
@@ -89,21 +93,23 @@ class Tally:
 
 
 class Oracle:
+    """Judges answers by the service's OpenAPI document (`ops.service.openapi_document`): each
+    request is matched to the documented operation by method and path template, whatever the
+    service's routes are."""
+
     def __init__(self, stage: str, document: dict[str, Any] | None = None) -> None:
         self.stage = stage
-        self.document = document or openapi.document()
+        self.document = document or openapi_document()
 
     def operation(self, request: Request) -> tuple[dict[str, Any], str | None]:
         """The documented responses for the request, and the success model's schema name."""
         parts = [unquote(part) for part in request.path.split("?")[0].split("/") if part]
-        paths = self.document["paths"]
         if parts[:1] == [self.stage]:
-            rest = parts[1:]
-            if request.method == "POST" and rest == ["orders"]:
-                return paths["/orders"]["post"]["responses"], "OrderAccepted"
-            if request.method == "GET" and len(rest) == 2 and rest[0] == "orders":
-                return paths["/orders/{order_id}"]["get"]["responses"], "OrderView"
-        return self.document[openapi.UNMATCHED]["responses"], None
+            for template, item in self.document["paths"].items():
+                operation = item.get(request.method.lower())
+                if operation is not None and _matches(template, parts[1:]):
+                    return operation["responses"], _success_model(operation)
+        return self.document[UNMATCHED]["responses"], None
 
     def check(self, request: Request, answer: Answer, tally: Tally) -> None:
         tally.requests += 1
@@ -153,3 +159,20 @@ class Oracle:
         schema = documented["content"]["application/json"]["schema"]
         if not jsonschema.Draft202012Validator(schema).is_valid(body):
             tally.finding("undocumented", request, f"{answer.status} code {body['error']!r}")
+
+
+def _matches(template: str, parts: list[str]) -> bool:
+    """`/seats/{seat_id}` matches `["seats", "s-1"]`: each parameter one non-empty segment."""
+    expected = [part for part in template.split("/") if part]
+    return len(expected) == len(parts) and all(
+        want.startswith("{") or want == got for want, got in zip(expected, parts, strict=True)
+    )
+
+
+def _success_model(operation: dict[str, Any]) -> str | None:
+    """The schema name of the operation's 2xx JSON body (`#/components/schemas/<name>`)."""
+    for status, response in operation["responses"].items():
+        if status.startswith("2"):
+            ref = response.get("content", {}).get("application/json", {}).get("schema", {}).get("$ref", "")
+            return ref.rsplit("/", 1)[-1] or None
+    return None

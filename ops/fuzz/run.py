@@ -1,6 +1,7 @@
 """One fuzz run: hypothesis draws requests, a transport sends them, the oracle judges each answer,
-then the stores are checked: no order and no HTTP idempotency record that no accepted request
-explains (so no rejected request changed state), and every accepted order reads back as sent.
+then the stores are checked: no entity and no HTTP idempotency record that no accepted request
+explains (so no rejected request changed state), and every accepted entity reads back as sent
+(on the declared reading route: each field sent is the field read).
 
 The transport is anything that turns a `Request` into an `Answer`: HTTP against a running API
 (`ops.fuzz.transport.HttpTransport`, `make fuzz`) or the local cloud's edge in-process
@@ -13,16 +14,18 @@ import itertools
 import json
 import time
 import uuid
-from collections.abc import Callable
-from dataclasses import dataclass, replace
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 from hypothesis import HealthCheck, Phase, given, settings
 from hypothesis import seed as hypothesis_seed
 
 from ops.fuzz.oracle import Answer, Oracle, Tally
-from ops.fuzz.requests import KNOWN, Request, fill, requests
-from orders import items as layout
+from ops.fuzz.requests import KNOWN, Request, accepted_id, fill, read_back, requests
+from ops.service import service
+from ops.stack_outputs import IDEMPOTENCY_TABLE_OUTPUT, table_output
+from reliability.declaration import Entity
 
 Transport = Callable[[Request], Answer]
 MAX_THROTTLE_RESENDS = 20
@@ -30,17 +33,26 @@ MAX_THROTTLE_RESENDS = 20
 
 @dataclass(frozen=True)
 class Stores:
-    """The two tables a POST writes (boto3 DynamoDB client)."""
+    """The two tables a POST writes (boto3 DynamoDB client): the entity's and the HTTP keys'."""
 
     dynamodb: Any
-    orders_table: str
+    entity_table: str
     idempotency_table: str
+    entity: Entity = field(default_factory=lambda: service().entity)
 
-    def order_ids(self) -> set[str]:
+    @classmethod
+    def of(cls, dynamodb: Any, outputs: Mapping[str, str]) -> Stores:
+        """The declared entity's table and the idempotency table, by the stack outputs."""
+        entity = service().entity
+        return cls(dynamodb, outputs[table_output(entity.table)], outputs[IDEMPOTENCY_TABLE_OUTPUT], entity)
+
+    def entity_ids(self) -> set[str]:
+        """The ids of the entities stored (`<name>#<id>` / `<name>`: `reliability.declaration.Entity`)."""
+        prefix = self.entity.partition("")
         return {
-            str(layout.order_id_of(item["pk"]["S"]))
-            for item in _scan(self.dynamodb, self.orders_table)
-            if item["sk"]["S"] == layout.ORDER_SK
+            item["pk"]["S"].removeprefix(prefix)
+            for item in _scan(self.dynamodb, self.entity_table)
+            if item["sk"]["S"] == self.entity.name and item["pk"]["S"].startswith(prefix)
         }
 
     def http_records(self) -> set[str]:
@@ -70,11 +82,11 @@ class Runner:
         self.run_id = uuid.uuid4().hex[:10]
         self._counter = itertools.count()
         self._pause = pause
-        self.accepted: dict[str, dict[str, Any]] = {}  # order id -> the order sent
+        self.accepted: dict[str, dict[str, Any]] = {}  # entity id -> the body sent
         self.progress: Callable[[str], None] | None = None
 
     def _concrete(self, request: Request) -> Request:
-        """Fill the placeholders: a key never sent before, the run id, an order accepted earlier."""
+        """Fill the placeholders: a key never sent before, the run id, an entity accepted earlier."""
         fresh = f"{self.run_id}-{next(self._counter)}"
         headers = tuple((name, fill(value, fresh=fresh, run=self.run_id)) for name, value in request.headers)
         path = request.path
@@ -83,7 +95,8 @@ class Runner:
                 known = list(self.accepted)[next(self._counter) % len(self.accepted)]
                 path = path.replace(KNOWN, known)
             else:
-                path, request = path.replace(KNOWN, "o-none"), replace(request, expect=frozenset({404}))
+                none = f"{self.stores.entity.id_prefix}none"
+                path, request = path.replace(KNOWN, none), replace(request, expect=frozenset({404}))
         return replace(request, headers=headers, path=path)
 
     def send(self, request: Request) -> Answer:
@@ -104,13 +117,13 @@ class Runner:
         self.oracle.check(request, answer, self.tally)
         if self.progress is not None and self.tally.requests % 500 == 0:
             self.progress(f"{self.tally.requests} requests, {len(self.tally.problems)} problems so far")
-        if request.method == "POST" and answer.status == 202 and answer.header("Idempotent-Replayed") is None:
+        accepted = request.method == "POST" and 200 <= answer.status < 300
+        if accepted and answer.header("Idempotent-Replayed") is None:
             self.tally.accepted += 1
-            order_id = json.loads(answer.body)["order_id"]
-            self.accepted[order_id] = json.loads(request.body)
+            self.accepted[accepted_id(json.loads(answer.body))] = json.loads(request.body)
 
     def run(self, count: int, *, seed: int | None = None) -> Tally:
-        before_orders, before_records = self.stores.order_ids(), self.stores.http_records()
+        before_entities, before_records = self.stores.entity_ids(), self.stores.http_records()
 
         @settings(
             max_examples=count,
@@ -126,35 +139,31 @@ class Runner:
         if seed is not None:
             fuzz = hypothesis_seed(seed)(fuzz)
         fuzz()
-        self._check_state(before_orders, before_records)
+        self._check_state(before_entities, before_records)
         self._check_readable()
         return self.tally
 
-    def _check_state(self, before_orders: set[str], before_records: set[str]) -> None:
-        new_orders = self.stores.order_ids() - before_orders
+    def _check_state(self, before_entities: set[str], before_records: set[str]) -> None:
+        new_entities = self.stores.entity_ids() - before_entities
         new_records = self.stores.http_records() - before_records
-        unexplained = new_orders - set(self.accepted)
+        unexplained = new_entities - set(self.accepted)
         # One stored record per accepted key; anything more came from a rejected request.
         extra_records = max(0, len(new_records) - len(self.accepted))
         self.tally.state_changes = len(unexplained) + extra_records
         if unexplained or extra_records:
             self.tally.problems.append(
-                f"state_changes: orders no accepted request explains {sorted(unexplained)[:5]}, "
+                f"state_changes: entities no accepted request explains {sorted(unexplained)[:5]}, "
                 f"{extra_records} idempotency records beyond the accepted keys"
             )
 
     def _check_readable(self) -> None:
-        for order_id, sent in self.accepted.items():
-            request = Request(
-                "GET", f"/{self.stage}/orders/{order_id}", (), b"", "GET accepted order", frozenset({200})
-            )
+        for entity_id, sent in self.accepted.items():
+            request = read_back(self.stage, entity_id)
+            if request is None:
+                return
             answer = self.send(request)
             self.oracle.check(request, answer, self.tally)
             view = json.loads(answer.body) if answer.status == 200 else {}
-            if (view.get("items"), view.get("customer_id"), view.get("currency")) != (
-                sent["items"],
-                sent["customer_id"],
-                sent["currency"],
-            ):
+            if answer.status >= 300 or {name: view.get(name) for name in sent} != sent:
                 self.tally.unreadable += 1
-                self.tally.problems.append(f"unreadable: {order_id} {answer.status} {answer.body[:200]!r}")
+                self.tally.problems.append(f"unreadable: {entity_id} {answer.status} {answer.body[:200]!r}")

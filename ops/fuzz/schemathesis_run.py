@@ -1,11 +1,11 @@
-"""schemathesis against the orders API: its one command, and the figures of a run.
+"""schemathesis against the service's API: its one command, and the figures of a run.
 
     figures = run(api_url, report_dir, max_examples=100, seed=11)
 
 Runs the pinned schemathesis (`st run`) in a subprocess from the project directory, so its
 configuration, `schemathesis.toml` (what is let through, and the rule that makes each right), and
 its hooks (`ops.fuzz.schemathesis_rules`) apply; every phase (examples, coverage, fuzzing,
-stateful) against the published document `functions/orders/openapi.json`. The figures are read
+stateful) against the service's published document (`ops.service.openapi_path`). The figures are read
 from its reports: requests and statuses (HAR), test cases and failures (JSON), which checks failed
 on how many test cases (NDJSON). `make fuzz` runs it after the hostile requests; tests/fuzz runs a
 short one in `make test`, expecting no failure.
@@ -22,8 +22,10 @@ from collections import Counter
 from pathlib import Path
 from typing import Any
 
+from ops.service import openapi_path
+
 PROJECT = Path(__file__).resolve().parents[2]
-DOCUMENT = PROJECT / "functions" / "orders" / "openapi.json"
+DOCUMENT = openapi_path()
 CONFIG = PROJECT / "schemathesis.toml"
 PHASES = ("examples", "coverage", "fuzzing", "stateful")
 REPORTS = ("json", "har", "ndjson")

@@ -108,7 +108,7 @@ def test_a_run_restarted_while_its_first_copy_runs_has_its_effects_once(synthesi
     # Given two orders whose runs are started again (same token) while the first copies run:
     # on Standard a second execution beside the first, on Express the operator's copy of the message
     schedule = Schedule(
-        orders=("completed", "declined"), crashes=(), actions=(Action("concurrent-restart", seed=7),)
+        orders=("completed", "payment-declined"), crashes=(), actions=(Action("concurrent-restart", seed=7),)
     )
     result = run_schedule(synthesized(stage), schedule)
     # Then both copies of each run ran at once, and each effect happened once
@@ -158,7 +158,7 @@ def test_express_schedules_are_drawn_with_copies_at_once_and_time_limit_kills(ex
 def test_an_express_effect_left_at_its_boundary_waits_in_the_dlq_across_the_window(express: Path) -> None:
     # Given the Express schedules drawn as an effect left at a boundary, then a window crossed
     catalogue = Catalogue.of(express, {"completed": record(express, "completed")})
-    assert catalogue.orders_receives >= 2
+    assert catalogue.queue_receives >= 2
     from chaos.draw import Drawer  # noqa: PLC0415
 
     drawn = [Drawer(catalogue, seed).draw() for seed in range(60)]
@@ -168,7 +168,7 @@ def test_an_express_effect_left_at_its_boundary_waits_in_the_dlq_across_the_wind
     assert left
     kinds = [a.kind for a in left[0].actions]
     window = kinds.index("time-travel")
-    assert kinds[:window] == ["deliver", *["throttled-poll"] * catalogue.orders_receives]
+    assert kinds[:window] == ["deliver", *["throttled-poll"] * catalogue.queue_receives]
     assert kinds[window + 1] == "dlq-redrive"
 
 
@@ -178,7 +178,7 @@ def _dead_lettered_before_its_execution(jump: int) -> Schedule:
     `jump` seconds pass with nobody redriving (the shrunk schedule #60 of `make chaos
     WORKFLOW=express`, seed 20261122)."""
     return Schedule(
-        orders=("declined",),
+        orders=("payment-declined",),
         crashes=(),
         actions=(
             Action("deliver", queue=ORDERS),

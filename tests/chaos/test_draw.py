@@ -32,7 +32,7 @@ POINTS = {
             "charge-payment:after:DynamoDB.GetItem#1",
         )
     ),
-    "declined": (PointHit.parse("release-inventory:after:DynamoDB.TransactWriteItems#1"),),
+    "payment-declined": (PointHit.parse("release-inventory:after:DynamoDB.TransactWriteItems#1"),),
 }
 
 
@@ -139,7 +139,7 @@ def test_coverage_steers_the_boundaries_an_effect_is_left_at(catalogue, monkeypa
 def test_a_violating_schedule_shrinks_to_the_parts_the_violation_needs():
     stop = PointHit.parse("charge-payment:fence:after-effect:ChargePayment#1")
     big = Schedule(
-        orders=("completed", "declined", "completed"),
+        orders=("completed", "payment-declined", "completed"),
         crashes=(PointHit.parse("api:after:DynamoDB.PutItem#1"),),
         stops=(stop,),
         lost=(PointHit.parse("charge-payment:after:DynamoDB.UpdateItem#1"),),

@@ -96,7 +96,7 @@ def test_every_aws_call_made_by_handler_code_goes_through_an_instrumented_client
         chaos_cloud(assembly, controller=controller) as cloud,
     ):
         holder["cloud"] = cloud
-        verdict = run_orders(cloud, ["completed", "declined", "out-of-stock"])
+        verdict = run_orders(cloud, ["completed", "payment-declined", "out-of-stock"])
         runtimes = dict(cloud._runtimes)
 
     assert verdict.ok, verdict.violations

@@ -21,7 +21,7 @@ def test_a_storm_of_faults_on_one_order_keeps_every_invariant(assembly):
     # Given crashes in three functions, 5 deliveries of every message, lease expiries, redrives,
     # a restart with the same token and a DLQ redrive
     schedule = Schedule(
-        orders=("completed", "declined"),
+        orders=("completed", "payment-declined"),
         crashes=(
             PointHit.parse("worker:after:SFN.StartExecution#1"),
             PointHit.parse("charge-payment:fence:after-effect:ChargePayment#1"),
@@ -51,7 +51,7 @@ def test_a_rerun_after_a_declined_run_and_the_first_runs_leftovers_keep_every_in
     # then run 1 coming back: a restart of its execution under the same token, a stray message
     # for a run nobody started, a DLQ redrive and 16 days passing
     schedule = Schedule(
-        orders=("declined",),
+        orders=("payment-declined",),
         crashes=(PointHit.parse("charge-payment:fence:after-effect:ChargePayment#1"),),
         actions=(
             Action("rerun"),
@@ -171,7 +171,7 @@ def test_past_the_fence_windows_every_rule_honours_the_same_exemptions(assembly,
     # Given a declined order stopped by an operator at `stop`, 35 days passing, then `then`
     # (schedules #76 and #27 of `make chaos`'s seed 20261122, which main reported as violations)
     schedule = Schedule(
-        orders=("declined",),
+        orders=("payment-declined",),
         crashes=(),
         stops=(PointHit.parse(stop),),
         actions=(Action("time-travel", days=35, seconds=3456), *then),

@@ -24,7 +24,9 @@ CASES = {
     ),
     "caller-scope: a GET of another's order": (
         "caller-scope",
-        Schedule(orders=("declined",), crashes=(), actions=(Action("another-caller", variant="get"),)),
+        Schedule(
+            orders=("payment-declined",), crashes=(), actions=(Action("another-caller", variant="get"),)
+        ),
     ),
     "retry-finds-order: the sku removed": (
         "retry-finds-order",
@@ -33,7 +35,7 @@ CASES = {
     "rerun-own-write": (
         "rerun-own-write",
         Schedule(
-            orders=("declined",),
+            orders=("payment-declined",),
             crashes=(),
             lost=(PointHit.parse("ops.rerun:after:DynamoDB.UpdateItem#1"),),
             actions=(Action("late-copy"),),
@@ -58,7 +60,7 @@ CASES = {
     "consumer-verifies: no such order": (
         "consumer-verifies",
         Schedule(
-            orders=("declined",),
+            orders=("payment-declined",),
             crashes=(),
             actions=(Action("foreign-event", queue="NotifyQueueUrl", variant="no-order"),),
         ),

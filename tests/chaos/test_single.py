@@ -23,7 +23,7 @@ CASES = [
     # Step Functions retries (Runtime.ExitError): the provider charged, the fence never completed
     ("completed", "charge-payment:fence:after-effect:ChargePayment#1"),
     # compensation: the decline was recorded, then ChargePayment died
-    ("declined", "charge-payment:after:DynamoDB.PutItem#2"),
+    ("payment-declined", "charge-payment:after:DynamoDB.PutItem#2"),
 ]
 
 
@@ -86,7 +86,7 @@ def test_a_tool_that_answers_refused_after_its_own_write_landed_is_a_violation(a
 
     monkeypatch.setattr(ChaosCloud, "rerun", lands_then_refuses)
     with chaos_cloud(assembly) as cloud:
-        placed = place(cloud, "declined", "lands-then-refuses")
+        placed = place(cloud, "payment-declined", "lands-then-refuses")
         cloud.recover()
         assert placed.order_id is not None
         cloud.rerun_order(placed.order_id)

@@ -36,13 +36,14 @@ def test_the_demo_scenario_ends_with_invariants_ok(e2e: E2ETarget, local_control
         "ReserveInventory COMPENSATED",
         "dedup answered both copies (2 dedup hits)",
         "restart-with-same-token",
-        "the takeover found the charge at the provider: 1 provider call, 1 charge",
+        "the takeover found the effect at the provider: 1 provider call, 1 effect",
     ):
         assert promise in output, output
 
-    # And the demo wrote the story of each of its three orders, and said where
+    # And the demo wrote the story of each of its four orders (one per outcome, and the crash), and
+    # said where
     pages = re.findall(r"(\S+/stories/(o-[0-9a-f]{32})\.html)", output)
-    assert len(pages) == 3, output
+    assert len(pages) == 4, output
     crash_id = next(
         order
         for line in output.splitlines()

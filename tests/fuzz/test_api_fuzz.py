@@ -21,7 +21,7 @@ SEED = 1
 
 @pytest.fixture
 def runner(cloud: InProcessCloud, edge: EdgeTransport) -> Runner:
-    stores = Stores(cloud.dynamodb, cloud.outputs["OrdersTableName"], cloud.outputs["IdempotencyTableName"])
+    stores = Stores.of(cloud.dynamodb, cloud.outputs)
     return Runner(edge, stores, stage=STAGE)
 
 

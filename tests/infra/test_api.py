@@ -3,23 +3,18 @@ access logs."""
 
 from __future__ import annotations
 
-import copy
 import json
 import re
 from typing import Any
 
 import jsonschema
-import pytest
-from aws_cdk import App, Stack
-from aws_cdk import aws_lambda as lambda_
 from aws_cdk.assertions import Template
 
 from infra.api_model import model_schema
-from infra.config import ApiAuth, ApiThrottle, load_config
-from infra.constructs import api
-from infra.constructs.api import CATCH_ALL
+from infra.config import load_config
 from orders import openapi
 from orders.workflow import ROUTES
+from reliability.cdk.api import CATCH_ALL
 from simulator.synth import cdk_context
 
 # Each route of orders.workflow.ROUTES by (METHOD, path): the tests iterate it, so a new route is
@@ -139,35 +134,6 @@ def test_the_create_order_model_reads_integers_as_the_document_does(dev_app: Tem
     for refused in (65.5, "65", True, 0, 101.0):
         assert not edge.is_valid({**order, "items": [{"sku": "sku-1", "quantity": refused}]}), refused
     assert not edge.is_valid({**order, "items": [{"sku": "sku-1", "quantity": 1}] * 2})  # uniqueItems
-
-
-def test_routes_that_take_the_same_body_share_one_model(monkeypatch: pytest.MonkeyPatch) -> None:
-    # Regression: each route added its own model, so two routes with one request body clashed on
-    # the construct id (and API Gateway's model name)
-    document = copy.deepcopy(api.OPENAPI)
-    document["paths"]["/orders/{order_id}/copy"] = {"post": document["paths"]["/orders"]["post"]}
-    monkeypatch.setattr(api, "OPENAPI", document)
-    stack = Stack(App(), "SharedModel")
-    handler = lambda_.Function.from_function_arn(
-        stack, "Handler", "arn:aws:lambda:us-east-1:123456789012:function:api"
-    )
-    throttle = ApiThrottle(rate=10, burst=20)
-    api.OrdersApi(
-        stack,
-        "Api",
-        api_name="a",
-        stage_name="s",
-        handler=handler,
-        auth=ApiAuth.NONE,
-        throttle=throttle,
-        retain_logs=False,
-        log_key=None,
-    )
-    template = Template.from_stack(stack)
-    (model_id,) = template.find_resources("AWS::ApiGateway::Model")
-    posts = [props for (method, _), props in _methods(template).items() if method == "POST"]
-    assert len(posts) == 2
-    assert all(props["RequestModels"] == {"application/json": {"Ref": model_id}} for props in posts)
 
 
 def _render(template: str, message: str) -> Any:

@@ -157,7 +157,7 @@ def test_every_provider_step_of_the_declaration_is_capped_not_a_named_one(
 ) -> None:
     # Given a service whose provider step (leased, with a reconcile) is named otherwise (ChargeCard)
     step = next(s for s in manifest.steps() if s.reconcile is not None)
-    renamed = dataclasses.replace(step, name="ChargeCard")
+    renamed = dataclasses.replace(step, name="ChargeCard", next=None, catch={})
     monkeypatch.setattr(manifest, "steps", lambda: (renamed,))
     # Then its function gets the provider cap
     reserved = _plan("dev").reserved_concurrency
@@ -171,10 +171,11 @@ def test_an_express_run_is_timed_with_a_provider_call_for_every_provider_step_no
     # Given a service whose happy path is one provider step (leased, with a reconcile) named
     # otherwise (ChargeCard) and one step that only touches DynamoDB
     declared = manifest.steps()
-    provider = dataclasses.replace(next(s for s in declared if s.reconcile is not None), name="ChargeCard")
-    plain = dataclasses.replace(next(s for s in declared if s.kind == "atomic"), name="HoldSeat")
+    provider = dataclasses.replace(
+        next(s for s in declared if s.reconcile is not None), name="ChargeCard", next=None, catch={}
+    )
+    plain = dataclasses.replace(next(s for s in declared if s.kind == "atomic"), name="HoldSeat", catch={})
     monkeypatch.setattr(manifest, "steps", lambda: (plain, provider))
-    monkeypatch.setattr(manifest, "happy_path", lambda: ("HoldSeat", "ChargeCard"))
     # When an Express worker's time per message is derived
     seconds = worker_seconds_per_message(WorkflowType.EXPRESS)
     # Then the provider step counts a provider call, the other a DynamoDB step

@@ -65,7 +65,7 @@ def test_an_atomic_step_has_no_provider(monkeypatch: pytest.MonkeyPatch) -> None
 def test_a_status_step_writes_the_entity_table(monkeypatch: pytest.MonkeyPatch) -> None:
     step = next(s for s in manifest.steps() if s.status is not None)
     problems = _problems(monkeypatch, step.name, ports=())
-    entity = manifest.workflow().SERVICE.entity.table
+    entity = manifest.service().entity.table
     assert f"step {step.name}: sets the status, so its ports name the {entity!r} table" in problems
 
 

@@ -17,6 +17,7 @@ from ops.redrive import redrive_execution
 from orders.adapters.aws import SqsQueue
 from orders.adapters.order_store import DynamoOrderStore
 from orders.runs import Reruns
+from orders.workflow import SERVICE
 from reliability.testing.crashpoints import CrashPlan
 from simulator.cloud import InProcessCloud, LambdaError, running_cloud
 
@@ -167,7 +168,8 @@ def test_run_2_starts_only_through_the_guarded_rerun_of_a_failed_order(cloud: In
     order_id = _place(cloud, "rerun", {**ORDER, "customer_id": "declined-10"})
     cloud.settle()
     reruns = Reruns(
-        orders=DynamoOrderStore(client=cloud.dynamodb, table_name=cloud.outputs["OrdersTableName"]),
+        entity=SERVICE.entity,
+        store=DynamoOrderStore(client=cloud.dynamodb, table_name=cloud.outputs["OrdersTableName"]),
         queue=SqsQueue(client=cloud.sqs, queue_url=cloud.outputs["OrdersQueueUrl"]),
     )
     # When the operator starts run 2

@@ -1,42 +1,21 @@
-"""`sweep-accepted`, run on a schedule: re-send the message of every order stranded in ACCEPTED.
-
-An order whose API invocation died between the order write and the queue send, and whose client
-never retried, would stay ACCEPTED forever; the sweep is `Reruns.resend_stranded` (the same
-re-send as `make rerun`), and each order re-sent is one `StrandedOrders` decision (log line with
-the order's keys, and a count the dashboard alarms on).
-"""
+"""`sweep-accepted`, run on a schedule: re-send the message of every order stranded in ACCEPTED
+(`reliability.handlers.sweep_handler`: `Reruns.resend_stranded`, the same re-send as
+`make rerun`, one `StrandedOrders` decision per order re-sent)."""
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
-
+# Every invocation re-sends through the run model; orders.runtime imports it only where it builds
+# it, so this function imports it here, at init: its cold start.
+import orders.runs  # noqa: F401
 from orders.config import SweepSettings
 from orders.handlers import init_done
-from orders.observability import logger, tracer
-from orders.runs import Reruns
 from orders.runtime import current
-from reliability.telemetry import Decision, metrics_per_invocation
+from reliability.handlers import SWEEP_STEP, sweep_handler
 
-if TYPE_CHECKING:  # annotations only: the module is not loaded at run time
-    from aws_lambda_powertools.utilities.typing import LambdaContext
-
-STEP = "SweepAccepted"
 SETTINGS = SweepSettings
+STEP = SWEEP_STEP
 
-
-@logger.inject_lambda_context
-@metrics_per_invocation
-@tracer.capture_lambda_handler(capture_response=False)
-def handler(_event: dict[str, Any], _context: LambdaContext) -> dict[str, Any]:
-    runtime = current(SETTINGS)
-    reruns = Reruns(orders=runtime.orders, queue=runtime.queue("orders"))
-    stranded = reruns.resend_stranded(
-        now=runtime.now(), bound_seconds=runtime.settings.stranded_after_seconds
-    )
-    for order in stranded:
-        with runtime.telemetry.bind(order_id=order.order_id, run=order.run):
-            runtime.telemetry.decision(Decision.STRANDED_ORDER, key=order.idempotency_key, step=STEP)
-    return {"resent": [order.order_id for order in stranded]}
+handler = sweep_handler(runtime=lambda: current(SETTINGS))
 
 
 init_done()  # the end of init (orders.handlers)

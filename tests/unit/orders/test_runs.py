@@ -16,11 +16,12 @@ from ops import rerun as rerun_cli
 from ops.target import Target
 from orders.adapters.order_store import DynamoOrderStore
 from orders.contract import CreateOrderRequest, OrderItem
-from orders.domain import ExecutionEnd, OrderMessage, OrderStatus
+from orders.domain import ExecutionEnd, Order, OrderMessage, OrderStatus
 from orders.errors import ExecutionFailed, OrderConflict, RerunRefused, RunNotCurrent
-from orders.messages import OrderMessageModel
-from orders.runs import Reruns, WorkflowStarter
+from orders.runs import Reruns, WorkflowStarter, workflow_input
+from orders.workflow import SERVICE
 from reliability.errors import PoisonMessage
+from reliability.workflow_runs import RunMessage
 from reliability_helpers import lose_answer, make_telemetry, read_emitted
 from tests.unit.orders.test_service import OWNER, TELEMETRY, ListQueue, _service
 
@@ -97,17 +98,19 @@ def test_a_retry_for_an_order_past_accepted_sends_nothing(ddb: Any, status: Orde
 # --- the worker starts only the order's current run -------------------------------------------
 
 
-def _starter(ddb: Any, workflow: RecordingWorkflow) -> WorkflowStarter:
+def _starter(ddb: Any, workflow: RecordingWorkflow) -> WorkflowStarter[Order]:
     return WorkflowStarter(
         stage="dev",
-        orders=DynamoOrderStore(client=ddb, table_name="orders"),
+        entity=SERVICE.entity,
+        store=DynamoOrderStore(client=ddb, table_name="orders"),
+        workflow_input=workflow_input,
         workflow=workflow,
         telemetry=TELEMETRY,
     )
 
 
-def _message(order_id: str, run: int) -> OrderMessageModel:
-    return OrderMessageModel(order_id=order_id, run=run, idempotency_key="key-1")
+def _message(order_id: str, run: int) -> RunMessage:
+    return RunMessage(entity_id=order_id, run=run, idempotency_key="key-1")
 
 
 @pytest.mark.parametrize("status", [OrderStatus.ACCEPTED, OrderStatus.RUNNING, OrderStatus.COMPLETED])
@@ -176,10 +179,14 @@ class RecordingExpress:
         )
 
 
-def _express_starter(ddb: Any, express: RecordingExpress, telemetry: Any = TELEMETRY) -> WorkflowStarter:
+def _express_starter(
+    ddb: Any, express: RecordingExpress, telemetry: Any = TELEMETRY
+) -> WorkflowStarter[Order]:
     return WorkflowStarter(
         stage="dev",
-        orders=DynamoOrderStore(client=ddb, table_name="orders"),
+        entity=SERVICE.entity,
+        store=DynamoOrderStore(client=ddb, table_name="orders"),
+        workflow_input=workflow_input,
         workflow=RecordingWorkflow(),
         telemetry=telemetry,
         express=express,
@@ -251,7 +258,9 @@ def test_a_new_run_is_refused_unless_the_current_run_failed(ddb: Any, status: Or
     queue = ListQueue()
     order = _service(ddb, queue).place(_request(), stored_key="key-1", owner=OWNER)
     _set_status(ddb, order.order_id, status)
-    reruns = Reruns(orders=DynamoOrderStore(client=ddb, table_name="orders"), queue=queue)
+    reruns = Reruns(
+        entity=SERVICE.entity, store=DynamoOrderStore(client=ddb, table_name="orders"), queue=queue
+    )
     with pytest.raises(RerunRefused, match=f"is {status.value} on run 1"):
         reruns.start_next_run(order.order_id)
     assert len(queue.sent) == 1
@@ -262,7 +271,7 @@ def test_a_failed_run_is_followed_by_one_next_run_whose_message_the_worker_start
     order = _service(ddb, queue).place(_request(), stored_key="key-1", owner=OWNER)
     _set_status(ddb, order.order_id, OrderStatus.FAILED)
     store = DynamoOrderStore(client=ddb, table_name="orders")
-    reruns = Reruns(orders=store, queue=queue)
+    reruns = Reruns(entity=SERVICE.entity, store=store, queue=queue)
     # When the operator asks for a new run
     next_run = reruns.start_next_run(order.order_id)
     # Then the order is on run 2, ACCEPTED, and run 2's message went out
@@ -285,14 +294,16 @@ def test_a_late_copy_of_an_earlier_runs_message_is_a_duplicate_not_poison(
     # started, or completed)
     order = _service(ddb, ListQueue()).place(_request(), stored_key="key-1", owner=OWNER)
     _set_status(ddb, order.order_id, OrderStatus.FAILED)
-    Reruns(orders=DynamoOrderStore(client=ddb, table_name="orders"), queue=ListQueue()).start_next_run(
-        order.order_id
-    )
+    Reruns(
+        entity=SERVICE.entity, store=DynamoOrderStore(client=ddb, table_name="orders"), queue=ListQueue()
+    ).start_next_run(order.order_id)
     _set_status(ddb, order.order_id, status)
     workflow = RecordingWorkflow()
     starter = WorkflowStarter(
         stage="dev",
-        orders=DynamoOrderStore(client=ddb, table_name="orders"),
+        entity=SERVICE.entity,
+        store=DynamoOrderStore(client=ddb, table_name="orders"),
+        workflow_input=workflow_input,
         workflow=workflow,
         telemetry=make_telemetry(),
     )
@@ -356,7 +367,7 @@ def test_a_rerun_whose_transition_landed_but_whose_answer_was_lost_is_not_refuse
         )
     # When the operator asks for run 2
     next_run = Reruns(
-        orders=DynamoOrderStore(client=client, table_name="orders"), queue=queue
+        entity=SERVICE.entity, store=DynamoOrderStore(client=client, table_name="orders"), queue=queue
     ).start_next_run(order.order_id)
     # Then it is run 2 (not RerunRefused), and run 2's message went out unless run 2 had started
     assert len(attempts) == 2

@@ -11,9 +11,10 @@ import pytest
 from infra.capacity import MAX_RECEIVE_COUNT, THROTTLE_BACKOFF_SCHEDULE
 from orders.domain import ExecutionEnd
 from orders.errors import ExecutionFailed
-from orders.handlers.worker import _start
+from orders.messages import ORDER_MESSAGES
 from reliability.errors import PoisonMessage
-from tests.unit.orders.test_worker_throttle import _Context, _record, _Runtime, _Settings, _Starter
+from reliability.queue_handlers import start_run
+from tests.unit.orders.test_worker_throttle import _record, _Runtime, _Settings, _Starter
 
 END = ExecutionEnd(
     arn="arn:aws:states:us-east-1:123456789012:express:m:o-1-r1:1",
@@ -36,7 +37,7 @@ def test_a_failed_run_keeps_the_message_for_the_queue_to_run_it_again(receive_co
     runtime = _Runtime(workflow_starter=_Starter(ExecutionFailed(END)), settings=_ExpressSettings())
     # When the worker handles the record (not its last receive)
     with pytest.raises(ExecutionFailed, match="execution FAILED: FenceBusy"):
-        _start(runtime, _record(receive_count), _Context())  # type: ignore[arg-type]
+        start_run(runtime, _record(receive_count), ORDER_MESSAGES)  # type: ignore[arg-type]
     # Then the record fails and comes back after the schedule's backoff, not the visibility timeout
     (_, change) = runtime.sqs.calls[-1]
     assert change["VisibilityTimeout"] == THROTTLE_BACKOFF_SCHEDULE[receive_count - 1]
@@ -45,7 +46,7 @@ def test_a_failed_run_keeps_the_message_for_the_queue_to_run_it_again(receive_co
 def test_a_run_that_fails_on_the_last_receive_is_dead_lettered_with_the_executions_error() -> None:
     runtime = _Runtime(workflow_starter=_Starter(ExecutionFailed(END)), settings=_ExpressSettings())
     with pytest.raises(PoisonMessage) as raised:
-        _start(runtime, _record(MAX_RECEIVE_COUNT), _Context())  # type: ignore[arg-type]
+        start_run(runtime, _record(MAX_RECEIVE_COUNT), ORDER_MESSAGES)  # type: ignore[arg-type]
     assert raised.value.reason == "execution FAILED: FenceBusy: step ChargePayment is in progress"
     assert runtime.sqs.calls == []  # no backoff: it leaves the queue now
 

@@ -11,8 +11,9 @@ from aws_lambda_powertools.utilities.data_classes.sqs_event import SQSRecord
 from botocore.exceptions import ClientError
 
 from infra.capacity import MAX_RECEIVE_COUNT, THROTTLE_BACKOFF_SCHEDULE
-from orders.handlers.worker import StartExecutionThrottled, _start, backoff_seconds, throttle_code
+from orders.messages import ORDER_MESSAGES
 from reliability.errors import TransientError
+from reliability.queue_handlers import StartExecutionThrottled, backoff_seconds, start_run, throttle_code
 
 QUEUE_ARN = "arn:aws:sqs:us-east-1:123456789012:retrysafe-dev-orders"
 
@@ -84,7 +85,7 @@ def test_a_throttled_start_keeps_the_message_with_the_planned_backoff(code: str,
     runtime = _Runtime(workflow_starter=_Starter(_wrapped(code)))
     # When the worker handles the record
     with pytest.raises(StartExecutionThrottled, match=code):
-        _start(runtime, _record(receive_count), _Context())  # type: ignore[arg-type]
+        start_run(runtime, _record(receive_count), ORDER_MESSAGES)  # type: ignore[arg-type]
     # Then the message stays invisible for the schedule's backoff for this receive
     (_, lookup), (_, change) = runtime.sqs.calls
     assert lookup == {"QueueName": "retrysafe-dev-orders", "QueueOwnerAWSAccountId": "123456789012"}
@@ -95,7 +96,7 @@ def test_a_throttled_start_keeps_the_message_with_the_planned_backoff(code: str,
 def test_any_other_failure_is_reported_as_it_was_without_touching_visibility() -> None:
     runtime = _Runtime(workflow_starter=_Starter(_wrapped("ServiceUnavailable")))
     with pytest.raises(TransientError) as raised:
-        _start(runtime, _record(1), _Context())  # type: ignore[arg-type]
+        start_run(runtime, _record(1), ORDER_MESSAGES)  # type: ignore[arg-type]
     assert not isinstance(raised.value, StartExecutionThrottled)
     assert runtime.sqs.calls == []
 

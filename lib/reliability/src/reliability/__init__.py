@@ -2,9 +2,12 @@
 
 Keys, HTTP idempotency, consumer dedup, step fences, fault hook points, telemetry, the
 declaration a service writes of its capabilities (`reliability.declaration`), the runner of its
-fenced steps (`reliability.saga`) and its event consumer (`reliability.consumers`). The test
-seams (crash plans, simulated crashes) are `reliability.testing`, which production code never
-imports.
+fenced steps (`reliability.saga`), its event consumer (`reliability.consumers`), its business
+entity's runs (`reliability.workflow_runs`: the worker's one start per run, reruns, the sweep; the
+entity table's run state, `reliability.run_store`; the SQS and Step Functions adapters), and the
+Lambda handlers built from the declaration (`reliability.api`, `reliability.queue_handlers`,
+`reliability.handlers`). The test seams (crash plans, simulated crashes) are
+`reliability.testing`, which production code never imports.
 
 No aws_cdk imports; every AWS client is injected. See the module docstrings for the contracts.
 
@@ -19,6 +22,7 @@ import importlib
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
+    from reliability.api import RestApi
     from reliability.batch import DeadLetters, parse_body, process_batch
     from reliability.calltoken import CallToken, with_attempt
     from reliability.consumers import EventConsumer
@@ -28,29 +32,57 @@ if TYPE_CHECKING:
     from reliability.errors import (
         BusinessError,
         EffectConditionFailed,
+        EntityNotFound,
+        ExecutionConflict,
+        ExecutionFailed,
         ExternalKeyExpired,
         FenceBusy,
+        MalformedBody,
         PoisonMessage,
         ReliabilityError,
+        RequestError,
+        RerunRefused,
         ResultTooLarge,
         RetryableError,
+        RunNotCurrent,
         StaleFence,
         StoreError,
         TransientError,
+        UnknownEntity,
         store_error,
         transient_errors,
     )
     from reliability.faults import FaultPlan, active_plan, crash_point, instrument
+    from reliability.handlers import step_handler, sweep_handler
     from reliability.http import HttpIdempotency, HttpResponse, error_response, header_value
     from reliability.keys import Fact, Key, canonical_json, derive_key, execution_token
+    from reliability.queue_handlers import (
+        StartExecutionThrottled,
+        consumer_handler,
+        sqs_handler,
+        worker_handler,
+    )
     from reliability.record import TRANSITIONS, Claim, FenceEvent, FenceRecord, FenceState, Outcome, StepId
+    from reliability.run_store import DynamoRunStore
     from reliability.runs import FenceStore
     from reliability.saga import Saga, StepRequest, WorkflowRun
+    from reliability.sqs import SqsQueue
+    from reliability.stepfunctions import ExpressStepFunctionsWorkflow, StepFunctionsWorkflow
     from reliability.telemetry import Decision, Telemetry, metrics_per_invocation
+    from reliability.workflow_runs import (
+        EntityRun,
+        ExecutionEnd,
+        Reruns,
+        RunMessage,
+        RunMessages,
+        RunStatus,
+        RunStore,
+        WorkflowStarter,
+        execution_name,
+    )
 
 # Each public name and the submodule that defines it.
 _SOURCES = {
-    "TRANSITIONS": "record",
     "AtomicEffect": "effects",
     "BusinessError": "errors",
     "CallToken": "calltoken",
@@ -58,14 +90,21 @@ _SOURCES = {
     "Consumer": "declaration",
     "ConsumerDedup": "dedup",
     "DeadLetters": "batch",
-    "Entity": "declaration",
     "Decision": "telemetry",
+    "DynamoRunStore": "run_store",
     "EffectConditionFailed": "errors",
+    "Entity": "declaration",
+    "EntityNotFound": "errors",
+    "EntityRun": "workflow_runs",
     "EventConsumer": "consumers",
+    "ExecutionConflict": "errors",
+    "ExecutionEnd": "workflow_runs",
+    "ExecutionFailed": "errors",
+    "ExpressStepFunctionsWorkflow": "stepfunctions",
     "ExternalEffect": "effects",
     "ExternalKeyExpired": "errors",
-    "FaultPlan": "faults",
     "Fact": "keys",
+    "FaultPlan": "faults",
     "FenceBusy": "errors",
     "FenceEvent": "record",
     "FenceRecord": "record",
@@ -75,40 +114,62 @@ _SOURCES = {
     "HttpResponse": "http",
     "Item": "declaration",
     "Key": "keys",
+    "MalformedBody": "errors",
     "Outcome": "record",
     "PoisonMessage": "errors",
+    "RecordOn": "effects",
     "ReliabilityError": "errors",
-    "RetrySafeLockWrites": "http",
+    "RequestError": "errors",
+    "RerunRefused": "errors",
+    "Reruns": "workflow_runs",
+    "RestApi": "api",
     "ResultTooLarge": "errors",
+    "RetrySafeLockWrites": "http",
     "RetryableError": "errors",
     "Route": "declaration",
-    "Service": "declaration",
-    "StaleFence": "errors",
-    "Step": "declaration",
-    "StepId": "record",
-    "StoreError": "errors",
-    "Telemetry": "telemetry",
-    "TransientError": "errors",
-    "RecordOn": "effects",
+    "RunMessage": "workflow_runs",
+    "RunMessages": "workflow_runs",
+    "RunNotCurrent": "errors",
+    "RunStatus": "workflow_runs",
+    "RunStore": "workflow_runs",
     "Saga": "saga",
+    "Service": "declaration",
+    "SqsQueue": "sqs",
+    "StaleFence": "errors",
+    "StartExecutionThrottled": "queue_handlers",
+    "Step": "declaration",
+    "StepFunctionsWorkflow": "stepfunctions",
+    "StepId": "record",
     "StepRequest": "saga",
     "StepStatus": "declaration",
+    "StoreError": "errors",
+    "TRANSITIONS": "record",
+    "Telemetry": "telemetry",
+    "TransientError": "errors",
+    "UnknownEntity": "errors",
     "WorkflowRun": "saga",
+    "WorkflowStarter": "workflow_runs",
     "Write": "effects",
     "active_plan": "faults",
     "canonical_json": "keys",
+    "consumer_handler": "queue_handlers",
     "crash_point": "faults",
     "derive_key": "keys",
     "error_response": "http",
+    "execution_name": "workflow_runs",
     "execution_token": "keys",
     "header_value": "http",
     "instrument": "faults",
+    "metrics_per_invocation": "telemetry",
     "parse_body": "batch",
     "process_batch": "batch",
+    "sqs_handler": "queue_handlers",
+    "step_handler": "handlers",
     "store_error": "errors",
+    "sweep_handler": "handlers",
     "transient_errors": "errors",
-    "metrics_per_invocation": "telemetry",
     "with_attempt": "calltoken",
+    "worker_handler": "queue_handlers",
 }
 
 __all__ = [
@@ -121,9 +182,16 @@ __all__ = [
     "ConsumerDedup",
     "DeadLetters",
     "Decision",
+    "DynamoRunStore",
     "EffectConditionFailed",
     "Entity",
+    "EntityNotFound",
+    "EntityRun",
     "EventConsumer",
+    "ExecutionConflict",
+    "ExecutionEnd",
+    "ExecutionFailed",
+    "ExpressStepFunctionsWorkflow",
     "ExternalEffect",
     "ExternalKeyExpired",
     "Fact",
@@ -137,40 +205,61 @@ __all__ = [
     "HttpResponse",
     "Item",
     "Key",
+    "MalformedBody",
     "Outcome",
     "PoisonMessage",
     "RecordOn",
     "ReliabilityError",
+    "RequestError",
+    "RerunRefused",
+    "Reruns",
+    "RestApi",
     "ResultTooLarge",
     "RetrySafeLockWrites",
     "RetryableError",
     "Route",
+    "RunMessage",
+    "RunMessages",
+    "RunNotCurrent",
+    "RunStatus",
+    "RunStore",
     "Saga",
     "Service",
+    "SqsQueue",
     "StaleFence",
+    "StartExecutionThrottled",
     "Step",
+    "StepFunctionsWorkflow",
     "StepId",
     "StepRequest",
     "StepStatus",
     "StoreError",
     "Telemetry",
     "TransientError",
+    "UnknownEntity",
     "WorkflowRun",
+    "WorkflowStarter",
     "Write",
     "active_plan",
     "canonical_json",
+    "consumer_handler",
     "crash_point",
     "derive_key",
     "error_response",
+    "execution_name",
     "execution_token",
     "header_value",
     "instrument",
     "metrics_per_invocation",
     "parse_body",
     "process_batch",
+    "sqs_handler",
+    "step_handler",
     "store_error",
+    "sweep_handler",
     "transient_errors",
     "with_attempt",
+    "worker_handler",
 ]
 
 

@@ -147,6 +147,11 @@ class Entity:
     id_prefix: str
     table: str
 
+    @property
+    def id_field(self) -> str:
+        """The field naming the entity in its run's queue message and workflow input (`order_id`)."""
+        return f"{self.name}_id"
+
     def partition(self, entity_id: str) -> str:
         """The partition key of the entity and of every item an effect writes for it."""
         return f"{self.name}#{entity_id}"

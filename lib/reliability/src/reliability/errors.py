@@ -10,6 +10,9 @@ class here changes which states retry or catch it.
   another name.
 - ``ResultTooLarge`` and ``ExternalKeyExpired`` are reliability failures that a retry does not cure.
 - ``PoisonMessage`` marks a queue record no retry can cure: reliability.batch dead-letters it.
+- The run errors (``UnknownEntity``, ``RunNotCurrent``, ``ExecutionConflict``, ``RerunRefused``,
+  ``ExecutionFailed``, ``EntityNotFound``) are what a business entity's runs refuse
+  (reliability.workflow_runs).
 - ``BusinessError`` is the base of the domain's permanent errors. A fence records them as FAILED
   and raises the same class with the same message on every replay; subclasses register themselves
   by class name so a replay can rebuild them from the stored record.
@@ -20,7 +23,7 @@ from __future__ import annotations
 import logging
 from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
-from typing import Any, ClassVar
+from typing import TYPE_CHECKING, Any, ClassVar
 
 from botocore.exceptions import (
     ClientError,
@@ -31,6 +34,9 @@ from botocore.exceptions import (
     ReadTimeoutError,
 )
 from botocore.retries.standard import ThrottledRetryableChecker, TransientRetryableChecker
+
+if TYPE_CHECKING:
+    from reliability.workflow_runs import ExecutionEnd
 
 logger = logging.getLogger(__name__)
 
@@ -94,6 +100,57 @@ class PoisonMessage(Exception):
     def __init__(self, reason: str) -> None:
         super().__init__(reason)
         self.reason = reason
+
+
+# --- a client's request (reliability.api) -----------------------------------------------------
+class RequestError(Exception):
+    """A problem with a client's request; carries its HTTP status and error code (a service's
+    own client errors subclass it, each with its `status` and `code`): the API answers it in the
+    error shape, `{"error": code, "message": str(error)}`."""
+
+    status = 400
+    code = "BadRequest"
+
+
+class MalformedBody(RequestError):
+    """A request body that is not what any route accepts (not JSON, not UTF-8, empty, too big)."""
+
+    status = 400
+    code = "MalformedBody"
+
+
+# --- a business entity's runs (reliability.workflow_runs) -------------------------------------
+class UnknownEntity(Exception):
+    """A queue message or a workflow input names an entity that does not exist, or whose key
+    lineage is not the entity's (a poison input)."""
+
+
+class EntityNotFound(LookupError):
+    """An operator asked for the runs of an entity that does not exist."""
+
+
+class RunNotCurrent(Exception):
+    """A queue message for a run after the entity's current run (a poison input: nobody decided
+    on it): runs after the first start only through `Reruns.start_next_run`, never from a message
+    alone. (A message for an earlier run is a duplicate, not this.)"""
+
+
+class ExecutionConflict(Exception):
+    """A workflow execution with this name exists with a different input: the message is poison."""
+
+
+class RerunRefused(Exception):
+    """A new run was asked for an entity whose current run did not end FAILED."""
+
+
+class ExecutionFailed(TransientError):
+    """An Express execution of the run ended FAILED or TIMED_OUT: the worker keeps the message, and
+    the queue brings it back to run again under the same token (the fences skip what is done); on
+    its last receive it is dead-lettered with `end.reason` (reliability.worker)."""
+
+    def __init__(self, end: ExecutionEnd) -> None:
+        self.end = end
+        super().__init__(end.reason)
 
 
 class BusinessError(Exception):

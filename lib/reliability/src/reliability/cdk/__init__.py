@@ -16,4 +16,13 @@ Python; each other module is imported by its name.
 - `dashboard`: `DecisionDashboard`, a panel for every `reliability.telemetry.Decision`, the DLQs'
   depths, the executions, alarms on stale completions and takeovers.
 - `key`, `log_group`, `nag`: the stage's KMS key, log groups, cdk-nag/checkov acknowledgements.
+
+A service's whole assembly, from its declaration (`reliability.declaration.Service`):
+- `service`: `ServiceStacks`, both stacks of one stage (what a service's CDK app calls).
+- `data_stack`, `app_stack`: `ServiceDataStack`, `ServiceAppStack`; `access`: what each function
+  may touch; `sizing`: each function's handler, timeout and memory; `api`: `OpenApiRestApi`, the
+  REST API from the OpenAPI document (`api_model`: its body models in draft 4);
+  `service_dashboard`: the decision dashboard with the worker queue's and sweeper's alarms.
+- Pure Python: `declared` (the declaration loaded by path, checked at synth), `config` (the
+  stage's cdk.json entry), `capacity` (the capacity plan). `asset`: the Lambda asset builder.
 """

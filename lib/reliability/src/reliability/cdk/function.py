@@ -15,6 +15,18 @@ from reliability.cdk.key import acknowledge_aws_key
 from reliability.cdk.log_group import log_group
 from reliability.cdk.nag import acknowledge, acknowledge_checkov
 
+# A service's runtime and architecture unless it chooses others: the newest Python runtime that
+# both this aws-cdk-lib and the AWS-managed Powertools layer support (the layer is published for
+# python3.10-3.14 under the SSM path below).
+RUNTIME = lambda_.Runtime.PYTHON_3_14
+ARCHITECTURE = lambda_.Architecture.ARM_64
+# Public SSM parameter kept by the Powertools team in every commercial region; resolved by
+# CloudFormation at deploy time, so the template stays region- and account-agnostic. It becomes a
+# stack parameter whose default is this name: emulators without public parameters deploy the same
+# template with that parameter overridden or answer the name themselves, so there is one template
+# per stage whatever the target.
+POWERTOOLS_LAYER_PARAMETER = "/aws/service/powertools/python/arm64/python3.14/latest"
+
 # Lambda's own log level names (the application log level filter of JSON logging).
 _LAMBDA_LOG_LEVEL = {
     "DEBUG": lambda_.ApplicationLogLevel.DEBUG,

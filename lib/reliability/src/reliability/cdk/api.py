@@ -1,11 +1,16 @@
-"""The orders REST API: every operation of the published document (orders.workflow.ROUTES, via
-`make openapi`) as a Lambda proxy, validated at the edge; every other path and method reaches the
-function too (404/405), and every answer of the gateway's own is in the service's error shape."""
+"""A service's REST API built from its published OpenAPI document: every operation as a Lambda
+proxy, validated at the edge (required parameters, the JSON body's model); every other path and
+method reaches the function too (404/405), and every answer of the gateway's own
+(`x-amazon-apigateway-gateway-responses`) is in the service's error shape.
+
+The document is read as data, never imported: the edge's resources, methods, required parameters,
+body models and API Gateway's own error answers come from it, so the edge, the function and the
+document agree."""
 
 from __future__ import annotations
 
 import json
-from pathlib import Path
+from collections.abc import Mapping
 from typing import Any, cast
 
 from aws_cdk import aws_apigateway as apigw
@@ -13,21 +18,15 @@ from aws_cdk import aws_kms as kms
 from aws_cdk import aws_lambda as lambda_
 from constructs import Construct
 
-from infra.api_model import model_schema
-from infra.config import ApiAuth, ApiThrottle
+from reliability.cdk.api_model import model_schema
+from reliability.cdk.config import ApiAuth, ApiThrottle
 from reliability.cdk.log_group import log_group
 from reliability.cdk.nag import acknowledge, acknowledge_checkov
 
-# The published OpenAPI description (written by `make openapi` from the contract models in
-# functions/orders; read here as data, never imported): the edge's resources, methods, required
-# parameters, body models and API Gateway's own error answers come from it, so the edge, the
-# function and the document agree.
-OPENAPI_DOCUMENT = Path(__file__).resolve().parents[2] / "functions" / "orders" / "openapi.json"
-OPENAPI = json.loads(OPENAPI_DOCUMENT.read_text())
 # Methods that send every other request to the function, which answers 404 (unknown path) or 405
 # (known path, other method, with Allow) in the error shape, instead of API Gateway's
 # 403 "Missing Authentication Token". ANY covers the seven methods API Gateway routes; any other
-# (TRACE, ...) still gets that 403 (orders.openapi.ROUTED_METHODS).
+# (TRACE, ...) still gets that 403.
 CATCH_ALL = "ANY"
 
 _ACCESS_LOG_FORMAT = apigw.AccessLogFormat.custom(
@@ -51,17 +50,21 @@ _ACCESS_LOG_FORMAT = apigw.AccessLogFormat.custom(
 )
 
 
-class OrdersApi(Construct):
-    """`api`: each operation of the document (its required parameters and JSON body model
+class OpenApiRestApi(Construct):
+    """`api`: each operation of `document` (its required parameters and JSON body model
     validated) as a Lambda proxy to `handler`, and ANY on `/`, every resource of the document and
-    `/{proxy+}` to the same function (it answers 404/405); IAM auth unless `auth` is NONE."""
+    `/{proxy+}` to the same function (it answers 404/405); IAM auth unless `auth` is NONE.
+    `no_cache_reason` says why the stage has no cache (what its routes need of the function)."""
 
     def __init__(
         self,
         scope: Construct,
         construct_id: str,
         *,
+        document: Mapping[str, Any],
         api_name: str,
+        description: str,
+        no_cache_reason: str,
         stage_name: str,
         handler: lambda_.IFunction,
         auth: ApiAuth,
@@ -70,6 +73,7 @@ class OrdersApi(Construct):
         log_key: kms.IKey | None,
     ) -> None:
         super().__init__(scope, construct_id)
+        self._document = document
         self.access_logs = log_group(
             self, "AccessLogs", name=f"/aws/apigateway/{api_name}/access", retain=retain_logs, key=log_key
         )
@@ -78,7 +82,7 @@ class OrdersApi(Construct):
             self,
             "Api",
             rest_api_name=api_name,
-            description="retrysafe orders API",
+            description=description,
             endpoint_types=[apigw.EndpointType.REGIONAL],
             # Logging to CloudWatch needs the account-wide API Gateway CloudWatch role
             # (AWS::ApiGateway::Account), a setting of the account rather than of one app: set
@@ -99,7 +103,7 @@ class OrdersApi(Construct):
         )
         # The stack publishes the URL as `ApiUrl` (ops tools read it); drop RestApi's own output.
         self.api.node.try_remove_child("Endpoint")
-        for response_type, response in OPENAPI["x-amazon-apigateway-gateway-responses"].items():
+        for response_type, response in document["x-amazon-apigateway-gateway-responses"].items():
             self._gateway_response(response_type, response)
 
         self._body_and_params = self.api.add_request_validator(
@@ -113,17 +117,17 @@ class OrdersApi(Construct):
         self._models: dict[str, apigw.IModel] = {}
         self.operations = [
             self._operation(self._resource(path), method.upper(), operation, integration)
-            for path, operations in OPENAPI["paths"].items()
+            for path, operations in document["paths"].items()
             for method, operation in operations.items()
         ]
         self.catch_all = [
             resource.add_method(CATCH_ALL, integration)
             for resource in (*self._resources.values(), self.api.root.add_resource("{proxy+}"))
         ]
-        self._acknowledge(auth)
+        self._acknowledge(auth, no_cache_reason)
 
     def _resource(self, path: str) -> apigw.IResource:
-        """The resource of a document path (`/orders/{order_id}`), its parents created first."""
+        """The resource of a document path (`/things/{thing_id}`), its parents created first."""
         path = path.rstrip("/")
         if path not in self._resources:
             parent, _, part = path.rpartition("/")
@@ -170,7 +174,7 @@ class OrdersApi(Construct):
             )
             # The schema is the document's, in draft 4's words (JsonSchema would mean retyping it).
             cast(apigw.CfnModel, model.node.default_child).add_property_override(
-                "Schema", model_schema(OPENAPI["components"]["schemas"][schema_name])
+                "Schema", model_schema(self._document["components"]["schemas"][schema_name])
             )
             self._models[schema_name] = model
         return self._models[schema_name]
@@ -191,7 +195,7 @@ class OrdersApi(Construct):
             or None,
         )
 
-    def _acknowledge(self, auth: ApiAuth) -> None:
+    def _acknowledge(self, auth: ApiAuth, no_cache_reason: str) -> None:
         stage = self.api.deployment_stage
         acknowledge(
             stage,
@@ -199,13 +203,7 @@ class OrdersApi(Construct):
             "No WAF web ACL in the reference app: every method needs SigV4 (IAM) on AWS, the stage "
             "is throttled, and bodies are schema-validated; attach a WAF ACL per account policy.",
         )
-        acknowledge_checkov(
-            stage,
-            "CKV_AWS_120",
-            "No cache: every POST /orders must reach the function (its idempotency lives in "
-            "DynamoDB, not at the edge), and GET /orders/{id} reports an order's live progress, "
-            "which a cache would answer stale.",
-        )
+        acknowledge_checkov(stage, "CKV_AWS_120", no_cache_reason)
         no_auth = (
             "Stage `local` only: the offline local cloud has no IAM; the stage config "
             "(api_auth) keeps IAM on every AWS stage."

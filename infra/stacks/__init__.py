@@ -1,1 +1,0 @@
-"""The two stacks: stateful data, and compute that can be redeployed freely."""
