@@ -39,6 +39,18 @@ def git(cwd: Path, *args: str) -> str:
     return run(["git", *identity, *args], cwd).stdout.strip()
 
 
+def synth_tier(copy: Path) -> subprocess.CompletedProcess[str]:
+    """The copy's infra tier (both stages synthesized with cdk-nag), jsii's unpacked runtime
+    shared with this checkout's (~185 MB, unpacked once)."""
+    return run(
+        ["make", "test-infra", f"PY={sys.executable}"],
+        copy,
+        PYTHONPATH=str(LIBRARY / "src"),
+        PYTEST_ADDOPTS="-p no:xdist -q",
+        JSII_RUNTIME_PACKAGE_CACHE_ROOT=str(ROOT / ".cache" / "jsii"),
+    )
+
+
 def fast_tier(copy: Path) -> subprocess.CompletedProcess[str]:
     """The copy's lint (ruff) and unit tests, with this venv and this checkout's library."""
     run([str(VENV_BIN / "ruff"), "check", "--quiet", "."], copy)

@@ -1,6 +1,7 @@
 """`make new-service` end to end: copier renders the template (copier.yml, template/) from this
 checkout into a new directory: a lean service, its answers recorded for `copier update`, none of
-this repository's results or its lab, and its own lint and unit tests pass as generated."""
+this repository's results or its lab, and its own lint, unit tests and synth test (both stages,
+cdk-nag) pass as generated."""
 
 from __future__ import annotations
 
@@ -11,7 +12,15 @@ from pathlib import Path
 import pytest
 import yaml
 
-from tests.template.support import LIBRARY, LIBRARY_REQUIREMENT, NOT_IN_A_COPY, ROOT, fast_tier, run
+from tests.template.support import (
+    LIBRARY,
+    LIBRARY_REQUIREMENT,
+    NOT_IN_A_COPY,
+    ROOT,
+    fast_tier,
+    run,
+    synth_tier,
+)
 
 pytestmark = pytest.mark.slow
 
@@ -83,3 +92,8 @@ def test_the_copys_make_lint_passes_mypy_strict_included(copy: Path) -> None:
     # The copy's own `make lint` (ruff, then mypy --strict over its functions and tests), this
     # checkout's library on mypy's path
     run(["make", "lint", f"PY={sys.executable}"], copy, MYPYPATH=str(LIBRARY / "src"))
+
+
+def test_the_copys_stacks_synthesize_with_cdk_nag(copy: Path) -> None:
+    done = synth_tier(copy)
+    assert " passed" in done.stdout
