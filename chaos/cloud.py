@@ -30,7 +30,7 @@ from chaos.audit import FenceAudit
 from chaos.callers import CallerLog
 from chaos.exchanges import Exchange, HttpClient
 from chaos.foreign import ForeignLog
-from chaos.mutants import Mutant, instrument
+from chaos.mutant import Mutant, instrument
 from chaos.points import CrashController
 from chaos.pool import POOL
 from chaos.recovery import RecoveringCloud, Recovery
@@ -99,14 +99,16 @@ class ChaosCloud(HttpClient, RecoveringCloud):
         self, function_name: str, settings: FunctionSettings
     ) -> orders_runtime.Runtime[FunctionSettings]:
         short = self._short(function_name)
-        factory = self.runtime_factory
-        if self.mutant is not None and self.mutant.runtime and self.mutant.applies(short):
-            factory = self.mutant.runtime
+        factory, guards = self.runtime_factory, {}
+        if self.mutant is not None and self.mutant.applies(short):
+            factory = self.mutant.runtime or factory
+            guards = dict(self.mutant.guards)  # the library's guard off for this function alone
         return factory(
             settings,
             client_factory=self._clients_for(short),
             crash_plan=self.controller.plan_for(short),
             clock=self.clock,
+            **guards,
         )
 
     def _short(self, function_name: str) -> str:

@@ -8,10 +8,10 @@ select it, so no deployment can turn the protection off.
 What "off" means, effect by effect (what a naive implementation would do):
 - a saga step or consumer runs its effect on every attempt: no fence record, no replay;
 - an external effect gets a fresh idempotency key per attempt (no fence, so nothing stable to
-  derive one from), so the payment provider charges again;
-- `POST /orders` runs every request (the order id is still derived from the key, so the order
-  itself is not duplicated, but its message is sent again).
-The control must be caught: double charges, double notifications, double counts.
+  derive one from), so the provider applies it again;
+- an idempotent route runs every request (the entity id is still derived from the key, so the
+  entity itself is not duplicated, but its message is sent again).
+The control must be caught: declared effects applied twice (`double <entry>` in the report).
 """
 
 from __future__ import annotations

@@ -156,9 +156,9 @@ def violations(cloud: ChaosCloud) -> list[str]:
             run = int(json.loads(letter.body).get("run", 0))
         except (ValueError, TypeError, AttributeError):
             continue
-        if (letter.order_id, run) in copies and letter.message_id not in cloud.foreign.letters_before:
+        if (letter.entity_id, run) in copies and letter.message_id not in cloud.foreign.letters_before:
             found.append(
-                f"{letter.order_id}: a late copy of run {run}'s message, behind the order's rerun, was "
+                f"{letter.entity_id}: a late copy of run {run}'s message, behind the order's rerun, was "
                 f"dead-lettered ({letter.reason}): a provable duplicate pages a person"
             )
     return found

@@ -33,7 +33,7 @@ from typing import Any
 
 from chaos.cloud import ChaosCloud, chaos_cloud, rest_post
 from chaos.exchanges import Exchange
-from chaos.mutants import Mutant
+from chaos.mutant import Mutant
 from chaos.points import CrashController
 from chaos.scenarios import HAPPY, PlacedOrder, Verdict, order_body, verdict
 from orders.adapters.order_store import DynamoOrderStore

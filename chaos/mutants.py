@@ -7,142 +7,53 @@ a claim wait for the lease, the fencing counter's increment, the write that make
 step final, ... A mutant the search never catches is a finding: either the guard is dead code
 (the mutant is equivalent, and the table says why) or the search is blind.
 
+Beside the hand-written mutants of the library's guards, every declared entry gets its own,
+derived from the service's declaration (`derived`, `ops.service.service()`): for each step a
+`fence-off` (its fence never refuses a second attempt), for each leased step with a `reconcile` a
+`reconcile-off` (its takeover acts again without looking up), for each consumer a `dedup-off`, for
+each idempotent route a `payload-hash-off`. Each switches the library's guard off for that entry's
+function only (a request rewrite on its clients, or a subclass of the library's class handed to its
+runtime, `chaos.guards`), so a new step, consumer or route is mutated with no edit here.
+
+Mutants of a guard that is the service's own use case (the sample's: its run guard, its callers'
+scope, its consumers' verification) are its proof hook's (`ops.service.service_mutants`).
+
 The all-guards-off control (`chaos.control.unfenced_runtime`) stays as one line of the report.
 """
 
 from __future__ import annotations
 
-import re
 import uuid
-from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
-from chaos import behaviours as old
-from chaos.audit import is_fence
-from orders import workflow
+from chaos import unguarded as old
+from chaos.guards import payload_unhashed, takeover_without_reconcile
+from chaos.mutant import (
+    Mutant,
+    Params,
+    both,
+    drop_fence_put_condition,
+    instrument,
+    prune,
+    replace_condition,
+)
+from ops.service import service, service_mutants
+from reliability.declaration import Service, function_name
 from reliability.http import with_attempt
+from reliability.requests import CLAIMABLE, OWNED
 
-# The functions each guard lives in, from the workflow's lists: a new step or consumer is mutated too.
-STEPS_ATOMIC = frozenset(workflow.function_name(s.name) for s in workflow.STEPS if s.kind == "atomic")
-STEPS_LEASED = frozenset(workflow.function_name(s.name) for s in workflow.STEPS if s.kind == "leased")
-RECONCILED = frozenset(workflow.function_name(s.name) for s in workflow.STEPS if s.reconcile)
-CONSUMERS = frozenset(c.name for c in workflow.CONSUMERS)
+__all__ = ["MUTANTS", "Mutant", "by_name", "derived", "instrument", "prune", "replace_condition"]
+
+# The functions each guard lives in, from the declaration: a new step or consumer is mutated too.
+_DECLARED = service()
+STEPS_ATOMIC = frozenset(function_name(s.name) for s in _DECLARED.steps if s.kind == "atomic")
+STEPS_LEASED = frozenset(function_name(s.name) for s in _DECLARED.steps if s.kind == "leased")
+CONSUMERS = frozenset(c.name for c in _DECLARED.consumers)
 FENCED = STEPS_ATOMIC | STEPS_LEASED | CONSUMERS
 STEPS = STEPS_ATOMIC | STEPS_LEASED
 
-Params = dict[str, Any]
-# (function short name, operation, request parameters, the client) -> the parameters were changed
-Rewrite = Callable[[str, str, Params, Any], bool]
-# (function short name, operation, request parameters, parsed response) -> None (edits in place)
-Respond = Callable[[str, str, Params, dict[str, Any]], None]
-
-_CLAIM = "attribute_not_exists(#id) OR (#state = :in_progress AND #lease < :now)"
-_OWNER = "#state = :in_progress AND #fence = :token"
-_EXPRESSIONS = (
-    "ConditionExpression",
-    "UpdateExpression",
-    "KeyConditionExpression",
-    "FilterExpression",
-    "ProjectionExpression",
-)
-
-
-@dataclass(frozen=True)
-class Mutant:
-    name: str
-    guard: str  # what the guard protects, for the report
-    functions: frozenset[str]
-    rewrite: Rewrite | None = None
-    respond: Respond | None = None
-    # The synthesized app template, edited before the world deploys it (what synth would emit
-    # without the guard: a Retry list, an environment, a schedule).
-    template: Callable[[dict[str, Any]], None] | None = None
-    # The composition root the mutant's functions are built with (an `orders.runtime.Runtime`
-    # whose use case takes the old behaviour), for a guard that is domain code, not a request.
-    runtime: Callable[..., Any] | None = None
-    # Set when the mutant is equivalent to the original (no schedule can tell them apart): why.
-    equivalent: str = ""
-    # Set when the search cannot reach the guard in this simulator (not dead code): why.
-    blind: str = ""
-    issue10: str = ""  # which of issue 10's old behaviours it reintroduces, if any
-
-    def applies(self, function: str) -> bool:
-        return function in self.functions
-
-
-def _entries(operation: str, params: Params) -> Iterable[Params]:
-    """The request bodies that carry expressions (each entry of a transaction)."""
-    if operation == "TransactWriteItems":
-        for entry in params.get("TransactItems", []):
-            yield from entry.values()
-    else:
-        yield params
-
-
-def prune(entry: Params) -> None:
-    """Drop expression names and values no expression uses (DynamoDB refuses unused ones)."""
-    text = " ".join(str(entry.get(k, "")) for k in _EXPRESSIONS)
-    for table in ("ExpressionAttributeNames", "ExpressionAttributeValues"):
-        if table in entry:
-            entry[table] = {k: v for k, v in entry[table].items() if re.search(re.escape(k) + r"\b", text)}
-            if not entry[table]:
-                del entry[table]
-
-
-def replace_condition(old: str, new: str | None, *, operations: Iterable[str] = ()) -> Rewrite:
-    """Replace a ConditionExpression equal to `old` by `new` (None: no condition at all)."""
-    allowed = frozenset(operations)
-
-    def rewrite(_function: str, operation: str, params: Params, _client: Any = None) -> bool:
-        if allowed and operation not in allowed:
-            return False
-        changed = False
-        for entry in _entries(operation, params):
-            if entry.get("ConditionExpression") == old:
-                if new is None:
-                    del entry["ConditionExpression"]
-                    entry.pop("ReturnValuesOnConditionCheckFailure", None)
-                else:
-                    entry["ConditionExpression"] = new
-                prune(entry)
-                changed = True
-        return changed
-
-    return rewrite
-
-
-def _carries_record(update: Params | None) -> bool:
-    """An Update of a business item that sets a fence record on it (`Write.carries_record`)."""
-    names = (update or {}).get("ExpressionAttributeNames", {}).values()
-    return "state" in names and "fencing_token" in names
-
-
-def drop_fence_put_condition(_function: str, operation: str, params: Params, _client: Any = None) -> bool:
-    """A fence record written terminal (`run_atomic`) without `attribute_not_exists`: its Put in a
-    transaction, or the Update of the business item that carries it (alone or heading one)."""
-    if operation == "UpdateItem":
-        entries = [params]
-    elif operation == "TransactWriteItems":
-        entries = [e.get("Put") or e.get("Update") for e in params.get("TransactItems", [])]
-    else:
-        return False
-    changed = False
-    for entry in entries:
-        conditional = entry is not None and entry.get("ConditionExpression") == "attribute_not_exists(#id)"
-        if conditional and (is_fence(entry.get("Item")) or _carries_record(entry)):
-            del entry["ConditionExpression"]
-            entry.pop("ReturnValuesOnConditionCheckFailure", None)
-            prune(entry)
-            changed = True
-    return changed
-
-
-def both(*rewrites: Rewrite) -> Rewrite:
-    def rewrite(function: str, operation: str, params: Params, client: Any = None) -> bool:
-        return any([r(function, operation, params, client) for r in rewrites])  # every one applies
-
-    return rewrite
+_CLAIM, _OWNER = CLAIMABLE, OWNED
 
 
 def counter_stays(_function: str, operation: str, params: Params, _client: Any = None) -> bool:
@@ -180,7 +91,7 @@ class _PayloadHash:
             old["validation"] = sent
 
 
-MUTANTS: tuple[Mutant, ...] = (
+GUARDS: tuple[Mutant, ...] = (
     Mutant(
         "fence-claim-waits-for-lease",
         "a claim of an IN_PROGRESS fence waits until the holder's lease has expired",
@@ -258,21 +169,6 @@ MUTANTS: tuple[Mutant, ...] = (
         old.split_effect_from_fence,
     ),
     Mutant(
-        "run-guard",
-        "the worker starts only the order's current run (a later run's message is poison, an earlier "
-        "run's a duplicate)",
-        frozenset({"worker"}),
-        runtime=old.WorkerWithoutRunGuard,
-        issue10=old.ISSUE10[5],
-    ),
-    Mutant(
-        "provider-reconcile",
-        "a leased takeover asks the provider for an earlier attempt's charge before charging again",
-        RECONCILED,
-        respond=old.provider_finds_nothing,
-        issue10=old.ISSUE10[2],
-    ),
-    Mutant(
         "ttl-window",
         "every fence and dedup TTL outlives the windows it must (synth refuses a shorter one)",
         STEPS | CONSUMERS | {"worker", "api"},
@@ -287,32 +183,10 @@ MUTANTS: tuple[Mutant, ...] = (
         issue10=old.ISSUE10[3],
     ),
     Mutant(
-        "stranded-resend",
-        "an ACCEPTED order's message is sent again, by the client's retry and by the sweeper",
-        frozenset({"api", "sweep-accepted"}),
-        runtime=old.ApiWithoutResend,
-        template=old.no_sweeper,
-        issue10=old.ISSUE10[4],
-    ),
-    Mutant(
         "http-payload-hash",
         "a key reused with a different body is refused (422), never answered with the first's response",
         frozenset({"api"}),
         respond=_PayloadHash().respond,
-    ),
-    # The root causes 1-5 of the outside review ("Whose key is it"), each the old behaviour back.
-    Mutant(
-        "caller-scope",
-        "an Idempotency-Key and its order belong to the caller who sent it (another caller's is 404)",
-        frozenset({"api"}),
-        runtime=old.ApiWithoutCallers,
-    ),
-    Mutant(
-        "retry-finds-order",
-        "a retry with the same key and body gets its order, whatever the catalog became (found before "
-        "pricing refuses)",
-        frozenset({"api"}),
-        runtime=old.ApiPricingFirst,
     ),
     Mutant(
         "rerun-own-write",
@@ -321,19 +195,63 @@ MUTANTS: tuple[Mutant, ...] = (
         frozenset({"ops.rerun"}),
         old.forget_own_write,
     ),
-    Mutant(
-        "consumer-verifies",
-        "a consumer dedupes on the fact an event states and dead-letters what it cannot verify",
-        CONSUMERS,
-        runtime=old.ConsumerTrustingEvents,
-    ),
-    Mutant(
-        "late-copy-duplicate",
-        "a late copy of an earlier run's message is a duplicate (acknowledged), not poison for the DLQ",
-        frozenset({"worker"}),
-        runtime=old.WorkerPagingOnLateCopies,
-    ),
 )
+
+
+# The guard against a fence that never refuses: its record written terminal without
+# `attribute_not_exists` (an atomic step, a consumer's dedup), its claim taken whatever it holds.
+_NEVER_REFUSES = both(drop_fence_put_condition, replace_condition(_CLAIM, None, operations=["UpdateItem"]))
+
+
+def derived(declared: Service) -> tuple[Mutant, ...]:
+    """One mutant per declared entry and guard, each the library's guard off for that entry alone."""
+    mutants = [
+        Mutant(
+            f"fence-off:{step.name}",
+            f"{step.name}'s fence refuses a second attempt: its effect applies once per run",
+            frozenset({function_name(step.name)}),
+            _NEVER_REFUSES,
+        )
+        for step in declared.steps
+    ]
+    mutants += [
+        Mutant(
+            f"reconcile-off:{step.name}",
+            f"a takeover of {step.name} asks its provider what an earlier attempt did before acting again",
+            frozenset({function_name(step.name)}),
+            guards=(("fence_store_class", takeover_without_reconcile(step.name)),),
+            issue10=old.ISSUE10[2],
+        )
+        for step in declared.steps
+        if step.kind == "leased" and step.reconciles
+    ]
+    mutants += [
+        Mutant(
+            f"dedup-off:{consumer.name}",
+            f"{consumer.name} applies an event once (its dedup record, written with the effect)",
+            frozenset({consumer.name}),
+            _NEVER_REFUSES,
+        )
+        for consumer in declared.consumers
+    ]
+    mutants += [
+        Mutant(
+            f"payload-hash-off:{route.operation_id}",
+            f"{route.name}: a key reused with a different body is refused (422), never answered with "
+            "the first's response",
+            frozenset({"api"}),
+            guards=(("http_idempotency_class", payload_unhashed(route.name)),),
+        )
+        for route in declared.routes
+        if route.idempotent
+    ]
+    return tuple(mutants)
+
+
+# The library's guards, each off everywhere it applies; then one per declared entry and guard, and
+# the service's own (its use cases' old behaviours), through its proof hook (the sample's
+# `proof.mutants`, which also says which derived ones are equivalent for its effects, and why).
+MUTANTS: tuple[Mutant, ...] = GUARDS + service_mutants(_DECLARED, derived(_DECLARED))
 
 
 def by_name(name: str) -> Mutant:
@@ -341,26 +259,3 @@ def by_name(name: str) -> Mutant:
         if mutant.name == name:
             return mutant
     raise KeyError(f"no mutant {name!r} (known: {[m.name for m in MUTANTS]})")
-
-
-def instrument(client: Any, function: str, mutant: Mutant | None) -> Any:
-    """Put `mutant`'s hooks on one function's client (and take an earlier world's off)."""
-    events = client.meta.events
-    for event in ("before-parameter-build", "after-call"):
-        events.unregister(event, unique_id=f"mutant-{event}")
-    if mutant is None or not mutant.applies(function):
-        return client
-    rewrite, respond = mutant.rewrite, mutant.respond
-
-    def before(params: Params, model: Any, context: dict[str, Any], **_: Any) -> None:
-        if rewrite is not None:
-            rewrite(function, model.name, params, client)
-        context["mutant_params"] = params  # per request: one client serves concurrent invocations
-
-    def after(parsed: dict[str, Any], model: Any, context: dict[str, Any], **_: Any) -> None:
-        if respond is not None:
-            respond(function, model.name, context.get("mutant_params", {}), parsed)
-
-    events.register("before-parameter-build", before, unique_id="mutant-before-parameter-build")
-    events.register("after-call", after, unique_id="mutant-after-call")
-    return client

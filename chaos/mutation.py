@@ -21,7 +21,7 @@ same on main, which must not show the violation the mutant does.
 
     python -m chaos.mutation                         # every mutant, 5 fresh seeds, the default budget
     python -m chaos.mutation --seed 1732000000       # replay a run (its base seed is printed)
-    python -m chaos.mutation --only provider-reconcile --seeds 20
+    python -m chaos.mutation --only reconcile-off:ChargePayment --seeds 20
 """
 
 from __future__ import annotations
@@ -39,7 +39,8 @@ from typing import Any
 
 from chaos.aim import described, record_reaches
 from chaos.draw import Catalogue
-from chaos.mutants import MUTANTS, Mutant, by_name
+from chaos.mutant import Mutant
+from chaos.mutants import MUTANTS, by_name
 from chaos.search import Catch, replay, search, shrunk
 
 RESULTS_FILE = Path(__file__).resolve().parent / "results" / "mutants.json"

@@ -2,8 +2,9 @@
 drawn in proportion to how many interleavings each has.
 
 A pair's interleavings are the ways two attempts' storage calls can order: C(a + b, a) for a and b
-calls (fewer when a losing attempt stops early). A step with one call per attempt has 2; the
-charge, with a claim, the provider's call, the charge and the completion, has 70. Drawing pairs
+calls (fewer when a losing attempt stops early). A step with one call per attempt has 2; a leased
+step with a provider (the sample's payment: a claim, the provider's call, its write and the
+completion) has 70. Drawing pairs
 round-robin spends as much on the first as on the second, and a random walk through a pair's
 choices repeats interleavings already run. Here a pair is drawn with probability proportional to
 the interleavings it has not run yet (estimated from its function's calls in the recorded
@@ -20,9 +21,9 @@ from dataclasses import dataclass, field
 from math import comb
 
 from chaos.interleave import STEP_ORDER, Chooser, Pair
-from chaos.mutants import Mutant
+from chaos.mutant import Mutant
 from chaos.points import PointHit
-from orders.workflow import function_name
+from reliability.declaration import function_name
 
 # The pair whose attempts run each function's code (every step on the workflow's happy path).
 _PAIR_TARGET = {"api": "api", "worker": "worker", **{function_name(s): s for s in STEP_ORDER}}

@@ -16,19 +16,20 @@ from chaos.recovery import Recovery
 from chaos.single import ScheduleResult
 
 MAX_LISTED = 40
-# How a violation message names the effect that happened more than once (ops.invariants wording).
+# How a violation message names what went wrong (ops.invariants.rules wording): an effect of a
+# declared step or consumer applied twice, an effect of a failed run left standing, a run never
+# finished; a service's own rule (its proof hook) is "other".
+_DOUBLE = re.compile(r"\d+ (\S+) effects \(at most 1\)")
 _KINDS = (
-    ("double charge", re.compile(r"\d+ charges \(at most 1\)|succeeded charge")),
-    ("double notification", re.compile(r"\d+ notifications \(at most 1\)")),
-    ("double count", re.compile(r"aggregate counts \(at most 1\)|the counter says")),
-    ("double reservation", re.compile(r"reservations \(at most 1\)|stock fell by")),
-    ("double ledger entry", re.compile(r"ledger entries \(at most 1\)")),
-    ("order not finished", re.compile(r"neither completed|ended RUNNING|ended ACCEPTED|never got a 202")),
+    ("not compensated", re.compile(r"not undone by|which no step compensates|still standing")),
+    ("not finished", re.compile(r"neither completed|ended RUNNING|ended ACCEPTED|never got a 202")),
     ("HTTP replay differs", re.compile(r"differs from the first")),
 )
 
 
 def classify(violation: str) -> str:
+    if double := _DOUBLE.search(violation):
+        return f"double {double[1]}"
     return next((name for name, pattern in _KINDS if pattern.search(violation)), "other")
 
 

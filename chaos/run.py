@@ -31,6 +31,8 @@ from chaos.points import PointHit
 from chaos.report import Report
 from chaos.schedules import run_random
 from chaos.single import ScheduleResult, catalogue, record_operators, run_all
+from ops.service import service
+from reliability.declaration import function_name
 
 Points = dict[str, list[PointHit]]
 RESULTS = Path(__file__).resolve().parent / "results"
@@ -42,8 +44,13 @@ def results_dir(workflow: str) -> Path:
     return RESULTS if workflow == "standard" else RESULTS / workflow
 
 
-CONTROL_PAIRS = (Pair("ChargePayment", late=True), Pair("PublishEvents", late=True))
-QUICK_PAIRS = (Pair("MarkCompleted"), Pair("api"))
+_DECLARED = service()
+_LEASED = tuple(s.name for s in _DECLARED.steps if s.kind == "leased")
+# The control's zombies: a late copy of each leased step (its external effect, unfenced, repeats).
+CONTROL_PAIRS = tuple(Pair(step, late=True) for step in _LEASED)
+# The quick subset: the happy path's last step and the API.
+QUICK_PAIRS = (Pair(_DECLARED.happy_path()[-1]), Pair("api"))
+_QUICK_FUNCTIONS = frozenset({"api", *(function_name(step) for step in _LEASED[:1])})
 
 
 def _every(_kind: str, _hit: PointHit) -> bool:
@@ -55,9 +62,7 @@ def _after_points(_kind: str, hit: PointHit) -> bool:
 
 
 def _quick_points(_kind: str, hit: PointHit) -> bool:
-    return (
-        hit.occurrence == 1 and hit.point.startswith("after:") and hit.function in ("api", "charge-payment")
-    )
+    return hit.occurrence == 1 and hit.point.startswith("after:") and hit.function in _QUICK_FUNCTIONS
 
 
 @contextlib.contextmanager

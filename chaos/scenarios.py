@@ -18,7 +18,7 @@ from typing import Any
 
 from chaos import callers, foreign
 from chaos.cloud import ChaosCloud
-from ops.invariants import OrderRow, check
+from ops.invariants import EntityRow, check
 from ops.outcomes import id_field, outcomes, request_factory, world_changed
 from ops.service import service
 from ops.stack_outputs import table_names
@@ -50,7 +50,7 @@ class Verdict:
     violations: list[str] = field(default_factory=list)
     statuses: dict[str, str] = field(default_factory=dict)
     dead_letters: int = 0
-    rows: dict[str, OrderRow] = field(default_factory=dict)
+    rows: dict[str, EntityRow] = field(default_factory=dict)
 
     @property
     def ok(self) -> bool:
@@ -87,7 +87,7 @@ def verdict(cloud: ChaosCloud, placed: Sequence[PlacedOrder]) -> Verdict:
     result.violations.extend(cloud.operator_violations)
     result.violations.extend(_execution_violations(cloud))
     result.violations.extend(_failure_violations(cloud))
-    rows = {row.order_id: row for row in report.orders}
+    rows = {row.entity_id: row for row in report.rows}
     result.rows = rows
     for order in placed:
         if order.order_id is None and order.gave_up:

@@ -52,7 +52,7 @@ from typing import TYPE_CHECKING, Any
 
 from chaos.cloud import ChaosCloud, chaos_cloud
 from chaos.concurrent import concurrent_restart, twin_deliver
-from chaos.mutants import Mutant
+from chaos.mutant import Mutant
 from chaos.points import CrashController, PointHit
 from chaos.scenarios import SERVICE, PlacedOrder, place, verdict
 from chaos.single import ScheduleResult

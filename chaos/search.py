@@ -28,7 +28,7 @@ from typing import Any
 
 from chaos.draw import Catalogue, Drawer
 from chaos.interleave import Chooser, Pair, run_interleaving
-from chaos.mutants import Mutant
+from chaos.mutant import Mutant
 from chaos.pairs import PairDraw, pairs_for
 from chaos.points import PointHit
 from chaos.schedules import Action, Schedule, run_schedule

@@ -65,7 +65,9 @@ def proof(declared: Service) -> ModuleType | None:
 
 # The hooks a proof module may define (each optional):
 # `violations(items, counts)`: (the table scans by short name, the per-entity counts it fills) ->
-# its violations over whole tables (`ops.invariants.rules.Counts` is the counts' shape).
+# its violations over whole tables (`ops.invariants.effects.Counts` is the counts' shape); the
+# entries whose effects it counts itself (a provider's calls, an item laid out its own way) are
+# its `COUNTS` (`hook_counts`), which the generic count leaves to it.
 DomainInvariants = Callable[[Callable[[str], list[dict[str, Any]]], Any], list[str]]
 
 
@@ -81,6 +83,20 @@ def domain_invariants(declared: Service) -> DomainInvariants:
     generic rules'. None declared: no more than those."""
     hook: DomainInvariants | None = getattr(proof(declared), "violations", None)
     return hook or (lambda _items, _counts: [])
+
+
+def hook_counts(declared: Service) -> frozenset[str]:
+    """The steps and consumers whose effects the service's `violations` hook counts (its proof's
+    `COUNTS`); none declared: the generic count reads every declared item."""
+    return frozenset(getattr(proof(declared), "COUNTS", ()))
+
+
+def service_mutants(declared: Service, derived: tuple[Any, ...]) -> tuple[Any, ...]:
+    """The mutants of the service: those the fault search derives from its declaration, as its
+    proof's `mutants(derived)` returns them (it may declare some equivalent, saying why, and add
+    its own: `chaos.mutant.Mutant`s of the guards that are its use cases); no hook: the derived."""
+    hook = getattr(proof(declared), "mutants", None)
+    return tuple(hook(derived)) if hook is not None else derived
 
 
 def seed_hook(declared: Service) -> SeedHook:

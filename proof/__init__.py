@@ -2,8 +2,11 @@
 (`orders.workflow.SERVICE.proof = "proof"`) and loaded by the lab (`ops.service.proof`).
 
 - `violations(items, counts)`: its own invariants over whole tables (one amount everywhere, stock
-  conserved, day counters equal to the events counted), beside the generic rules
-  (`proof.invariants`).
+  conserved, day counters equal to the events counted), beside the generic rules, and the count
+  of the effects the generic count cannot read, its `COUNTS` (`proof.invariants`).
+- `mutants(derived)`: the mutants the fault search derives from its declaration, those its
+  effects make equivalent marked so (with why), then its own, guards that are its use cases
+  (`proof.mutants`), loaded only by the fault search.
 - `seed(dynamodb, tables, reset=)`: the reference data its workflow needs (the catalog,
   `proof.catalog`).
 - `request(outcome, index, variant=0)`, `prepare`, `CHANGES`, `change`, `world_changed`: the
@@ -17,16 +20,20 @@ Not part of the Lambda asset (only functions/ is bundled) and imported by nothin
 only the lab and tests load it.
 """
 
+from typing import Any
+
 from proof.catalog import seed
 from proof.fuzz import MAX_BODY_BYTES, invalid_bodies, refusal_problem, valid_bodies, within_contract
-from proof.invariants import violations
+from proof.invariants import COUNTS, violations
 from proof.requests import CHANGES, change, observe, prepare, provider_effects, request, world_changed
 
 __all__ = [
     "CHANGES",
+    "COUNTS",
     "MAX_BODY_BYTES",
     "change",
     "invalid_bodies",
+    "mutants",
     "observe",
     "prepare",
     "provider_effects",
@@ -38,3 +45,10 @@ __all__ = [
     "within_contract",
     "world_changed",
 ]
+
+
+def mutants(derived: tuple[Any, ...]) -> tuple[Any, ...]:
+    """The sample's mutants (`proof.mutants`), imported only when the fault search asks."""
+    from proof.mutants import mutants as sample_mutants  # noqa: PLC0415 - the lab's search only
+
+    return sample_mutants(derived)

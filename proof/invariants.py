@@ -1,9 +1,13 @@
 """The orders sample's own invariants, registered through its ONE hook, `violations` in its
 declaration's proof module (`orders.workflow.SERVICE.proof`: `proof`), which the checker calls
-with the table scans and the per-order counts: it counts each order's effects per run in the sample's tables
-(what the per-run rules of `ops.invariants.rules` are held to), and answers the rules over whole
-tables: one amount everywhere, stock conserved, each day's counter equal to the events counted
-on it."""
+with the table scans and the per-order counts, after the generic count of every declared item
+(`ops.invariants.effects`).
+
+It counts what the generic count cannot read (`COUNTS`): ChargePayment's effect is a succeeded
+charge at the fake provider (a declined one is the provider's refusal, each call counted apart),
+a notification counts its own repeated sends, an analytics marker lives in the event's partition,
+not the order's. And it answers the rules over whole tables: one amount everywhere, stock
+conserved, each day's counter equal to the events counted on it."""
 
 from __future__ import annotations
 
@@ -11,21 +15,23 @@ from collections import Counter, defaultdict
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any
 
-from ops.invariants.rules import UNATTRIBUTED, Counts, run_of, tally_rows
+from ops.invariants.effects import UNATTRIBUTED, Counts, refused, run_in, run_of
 from orders import items as layout
 from orders.domain import OrderStatus
 
 Items = Callable[[str], list[dict[str, Any]]]
+CHARGE_STEP, NOTIFY, ANALYTICS = "ChargePayment", "notify", "analytics"
+# The entries whose effects this hook counts (the generic count leaves them to it).
+COUNTS = frozenset({CHARGE_STEP, NOTIFY, ANALYTICS})
+PROVIDER_CALLS = "provider calls"  # every call to the provider, attributed to no run
 
 
 def violations(items: Items, counts: Counts) -> list[str]:
     """The hook: `items` scans a table by its short name (`ops.invariants.stores.table_scans`);
-    each order's effects are counted into `counts` per run (what `rules.check_runs` holds each
-    run to), and the rules over whole tables answered."""
-    tally_inventory(items("inventory"), counts)
+    the effects in `COUNTS` are counted into `counts` per order and run (what
+    `rules.check_runs` holds each run to), and the rules over whole tables answered."""
     tally_payments(items("payments"), counts)
-    tally_rows(items("ledger"), layout.ENTRY, "ledger", counts)
-    tally_rows(items("notifications"), layout.NOTIFICATION, "notification", counts, times=layout.SENDS)
+    tally_notifications(items("notifications"), counts)
     tally_aggregates(items("aggregates"), counts)
     orders = [i for i in items("orders") if i.get("sk") == layout.ORDER_SK]
     inventory, aggregates = items("inventory"), items("aggregates")
@@ -36,31 +42,34 @@ def violations(items: Items, counts: Counts) -> list[str]:
     )
 
 
-def tally_inventory(items: Iterable[Mapping[str, Any]], counts: Counts) -> None:
-    """Count reservations/releases per order and run."""
-    for item in items:
-        order_id = layout.order_id_of(item["pk"])
-        kind = item.get("kind")
-        if order_id is not None and kind in ("reservation", "release"):
-            counts[order_id][run_of(item)][str(kind)] += 1
-
-
 def tally_payments(items: Iterable[Mapping[str, Any]], counts: Counts) -> None:
+    """A succeeded charge is ChargePayment's effect, a declined one the provider's refusal; each
+    call counts apart, with no run."""
     for item in items:
         order_id = layout.order_id_of(item["pk"])
         if order_id is None:
             continue
         if item["sk"].startswith(layout.CHARGE):
-            counts[order_id][run_of(item)]["charge" if item.get("status") == "SUCCEEDED" else "declined"] += 1
+            # The charge's reference is its run's token (its idempotency key may be an earlier run's)
+            effect = CHARGE_STEP if item.get("status") == "SUCCEEDED" else refused(CHARGE_STEP)
+            counts[order_id][run_in(item.get("reference"))][effect] += 1
         elif item["sk"].startswith(layout.CALL):
-            counts[order_id][UNATTRIBUTED]["call"] += 1
+            counts[order_id][UNATTRIBUTED][PROVIDER_CALLS] += 1
+
+
+def tally_notifications(items: Iterable[Mapping[str, Any]], counts: Counts) -> None:
+    """One item per event, counted as often as it was sent (a duplicate send is a count of 2)."""
+    for item in items:
+        order_id = layout.order_id_of(item["pk"])
+        if order_id is not None and item["sk"].startswith(layout.NOTIFICATION):
+            counts[order_id][run_of(item)][NOTIFY] += int(item.get(layout.SENDS, 1))
 
 
 def tally_aggregates(items: Iterable[Mapping[str, Any]], counts: Counts) -> None:
     """Count each order's aggregate markers per run (a marker counted twice is two counts)."""
     for item in items:
         if item["sk"] == layout.MARKER_SK:
-            counts[str(item.get("order_id"))][run_of(item)]["aggregate"] += int(item.get(layout.COUNTED, 1))
+            counts[str(item.get("order_id"))][run_of(item)][ANALYTICS] += int(item.get(layout.COUNTED, 1))
 
 
 def check_day_counters(items: Iterable[Mapping[str, Any]]) -> list[str]:

@@ -24,7 +24,7 @@ def settle(demo: Demo) -> Report:
     while not report.ok and time.monotonic() < deadline:
         time.sleep(1.0)
         report = check(stores)
-    demo.say(f"invariant checker read {len(report.orders)} {demo.plan.service.entity.name}(s)")
+    demo.say(f"invariant checker read {len(report.rows)} {demo.plan.service.entity.name}(s)")
     return report
 
 
@@ -54,7 +54,7 @@ def steps(demo: Demo, entity_id: str) -> str:
 
 
 def report(demo: Demo, checked: Report) -> str:
-    rows = {row.order_id: row for row in checked.orders}
+    rows = {row.entity_id: row for row in checked.rows}
     entity = demo.plan.service.entity.name
     lines = [
         "",

@@ -1,6 +1,6 @@
 """Where the invariant checker reads, and how: whole tables (consistent scans, plain values), dead
 letters peeked without consuming them (every queue the service declares), and the saga step
-records of an order's run (wherever the declaration puts them: `ops.service.record_at`)."""
+records of an entity's run (wherever the declaration puts them: `ops.service.record_at`)."""
 
 from __future__ import annotations
 
@@ -61,7 +61,7 @@ class Stores:
 class DeadLetter:
     queue: str
     message_id: str
-    order_id: str | None
+    entity_id: str | None  # the business entity its body names (`<entity>_id`)
     reason: str | None
     source: str | None
     body: str
@@ -91,8 +91,12 @@ def plain(value: Any) -> Any:
     return value
 
 
-def peek_dead_letters(sqs: Any, queue_url: str, queue: str) -> list[DeadLetter]:
-    """Read a DLQ without consuming it (visibility 0, deduplicated by message id)."""
+def peek_dead_letters(
+    sqs: Any, queue_url: str, queue: str, *, id_field: str | None = None
+) -> list[DeadLetter]:
+    """Read a DLQ without consuming it (visibility 0, deduplicated by message id); each letter's
+    entity is its body's `id_field` (default: the declared entity's, `<name>_id`)."""
+    id_field = id_field or f"{service().entity.name}_id"
     seen: dict[str, DeadLetter] = {}
     for _ in range(_DLQ_PEEK_ROUNDS):
         response = sqs.receive_message(
@@ -110,7 +114,7 @@ def peek_dead_letters(sqs: Any, queue_url: str, queue: str) -> list[DeadLetter]:
             seen[message["MessageId"]] = DeadLetter(
                 queue=queue,
                 message_id=message["MessageId"],
-                order_id=_body_order_id(body),
+                entity_id=_body_entity_id(body, id_field),
                 reason=(attributes.get("reason") or {}).get("StringValue"),
                 source=(attributes.get("source") or {}).get("StringValue"),
                 body=body,
@@ -120,12 +124,12 @@ def peek_dead_letters(sqs: Any, queue_url: str, queue: str) -> list[DeadLetter]:
     return list(seen.values())
 
 
-def _body_order_id(body: str) -> str | None:
+def _body_entity_id(body: str, id_field: str) -> str | None:
     try:
         data = json.loads(body)
     except (json.JSONDecodeError, TypeError):
         return None
-    value = data.get("order_id") if isinstance(data, dict) else None
+    value = data.get(id_field) if isinstance(data, dict) else None
     return value if isinstance(value, str) else None
 
 
@@ -167,14 +171,11 @@ def fences_by_token(items: Iterable[Mapping[str, Any]]) -> dict[str, dict[str, s
     return out
 
 
-def fences_of(
-    order: Mapping[str, Any], fences: Mapping[str, dict[str, str]], run: int | None = None
-) -> dict[str, str]:
-    """The fences of one run of the order (its current run unless `run` says; found by the run's
-    token, whose first segment is the stage)."""
-    wanted = int(order.get("run", 1)) if run is None else run
+def fences_of(entity_id: str, fences: Mapping[str, dict[str, str]], run: int) -> dict[str, str]:
+    """The step records of one run of an entity (found by the run's token, whose first segment is
+    the stage)."""
     for token, by_step in fences.items():
         stage = token.split(".", 1)[0]
-        if token == execution_token(stage=stage, business_id=order["order_id"], run=wanted):
+        if token == execution_token(stage=stage, business_id=entity_id, run=run):
             return by_step
     return {}

@@ -226,7 +226,7 @@ class Collector:
         charges = self._query(self.outputs["PaymentsTableName"], order_id, layout.CHARGE)
         calls = self._query(self.outputs["PaymentsTableName"], order_id, layout.CALL)
         report = check(self.stores, allow_in_flight=True)
-        row = next((r for r in report.orders if r.order_id == order_id), None)
+        row = next((r for r in report.rows if r.entity_id == order_id), None)
         return Story(
             order_id=order_id,
             status=str(order.get("status", "?")),

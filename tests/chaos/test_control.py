@@ -16,9 +16,9 @@ pytestmark = pytest.mark.filterwarnings("ignore:No application metrics:UserWarni
 @pytest.mark.parametrize(
     ("label", "expected"),
     [
-        ("charge-payment:after:DynamoDB.PutItem#2", "double charge"),
-        ("notify:after:DynamoDB.TransactWriteItems#1", "double notification"),
-        ("analytics:after:DynamoDB.TransactWriteItems#1", "double count"),
+        ("charge-payment:after:DynamoDB.PutItem#2", "double ChargePayment"),
+        ("notify:after:DynamoDB.TransactWriteItems#1", "double notify"),
+        ("analytics:after:DynamoDB.TransactWriteItems#1", "double analytics"),
     ],
 )
 def test_without_guards_one_crash_duplicates_an_effect_and_the_checker_sees_it(assembly, label, expected):
@@ -32,4 +32,4 @@ def test_without_guards_one_crash_duplicates_an_effect_and_the_checker_sees_it(a
 
 def test_without_fences_a_zombie_charges_twice(assembly):
     result = explore(assembly, Pair("ChargePayment", late=True), control=True, limit=1)
-    assert any(classify(v) == "double charge" for v in result.violations), result.violations
+    assert any(classify(v) == "double ChargePayment" for v in result.violations), result.violations

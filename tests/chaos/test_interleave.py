@@ -64,4 +64,4 @@ def test_a_zombie_that_resumes_after_its_lease_passed_cannot_record_its_charge(a
     # order and token) instead of calling the provider again
     assert run.problems == []
     (row,) = run.verdict.rows.values()
-    assert (row.charges, row.provider_calls, row.status) == (1, 1, "COMPLETED")
+    assert (row.effects["ChargePayment"], row.effects["provider calls"], row.status) == (1, 1, "COMPLETED")

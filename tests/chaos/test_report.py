@@ -34,7 +34,7 @@ def test_a_clean_run_with_a_caught_control_passes(tmp_path):
         report.exercised.add(hit.label)
     report.lost.add(POINTS["completed"][1].label)
     report.add_pair(PairResult("api", interleavings=10), zombie=False)
-    report.control.add(_result("api:after:DynamoDB.PutItem#1", ["o-1: 2 charges (at most 1)"]))
+    report.control.add(_result("api:after:DynamoDB.PutItem#1", ["o-1: 2 ChargePayment effects (at most 1)"]))
 
     json_path, md_path = report.write(tmp_path)
 
@@ -42,7 +42,7 @@ def test_a_clean_run_with_a_caught_control_passes(tmp_path):
     assert data["ok"] is True
     assert data["invariant_violations"] == 0
     assert data["control_violations"] == 1
-    assert data["control"]["violation_kinds"] == {"double charge": 1}
+    assert data["control"]["violation_kinds"] == {"double ChargePayment": 1}
     assert data["crash_points"]["exercised"] == data["crash_points"]["points"] == 2
     assert data["interleavings"]["total"] == 10
     assert "| single faults | 2 | 2 | 0.0 | 0 | 0 | - |" in md_path.read_text()
@@ -52,24 +52,25 @@ def test_no_control_violation_or_an_unexercised_point_fails_the_run():
     report = Report(command="make chaos", seed=1, catalogue=POINTS)
     report.exercised.add(POINTS["completed"][0].label)
     assert not report.ok  # control found nothing, and one point never crashed
-    report.control.add(_result("x", ["o-1: 2 notifications (at most 1)"]))
+    report.control.add(_result("x", ["o-1: 2 notify effects (at most 1)"]))
     assert not report.ok
     report.exercised.add(POINTS["completed"][1].label)
     assert not report.ok  # the call's answer was never lost
     report.lost.add(POINTS["completed"][1].label)
     assert report.ok
-    report.random.add(_result("y", ["o-2: 2 aggregate counts (at most 1)"]))
+    report.random.add(_result("y", ["o-2: 2 analytics effects (at most 1)"]))
     assert not report.ok
 
 
 def test_violations_are_classified_by_the_effect_repeated():
-    assert classify("o-1: 2 charges (at most 1)") == "double charge"
-    assert classify("o-1: 2 notifications (at most 1)") == "double notification"
-    assert (
-        classify("day#2026-11-22: the counter says 2 order(s) but 1 event(s) were counted") == "double count"
+    assert classify("o-1: 2 ChargePayment effects (at most 1)") == "double ChargePayment"
+    assert classify("o-1: 2 notify effects (at most 1)") == "double notify"
+    assert classify("o-1: FAILED but its ReserveInventory effect was not undone by ReleaseInventory") == (
+        "not compensated"
     )
+    assert classify("day#2026-11-22: the counter says 2 order(s) but 1 event(s) were counted") == "other"
     assert classify("o-1: RUNNING: neither completed, compensated, nor in a DLQ with a reason") == (
-        "order not finished"
+        "not finished"
     )
 
 

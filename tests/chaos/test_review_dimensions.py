@@ -1,5 +1,5 @@
 """The search dimensions the outside review found missing ("Whose key is it"): each new action's
-world passes on main and catches the old behaviour of its root cause (`chaos.behaviours`)."""
+world passes on main and catches the old behaviour of its root cause (`proof.behaviours`)."""
 
 from __future__ import annotations
 

@@ -92,4 +92,4 @@ def test_each_consumer_applies_a_fact_once_and_dead_letters_what_it_cannot_verif
     report = check(cloud.stores())
     assert report.ok, report.to_text()
     row = report.row(order_id)
-    assert (row.notifications, row.aggregate_counts) == (1, 1)
+    assert (row.effects["notify"], row.effects["analytics"]) == (1, 1)

@@ -16,7 +16,7 @@ import pytest
 from botocore.exceptions import ClientError
 
 from ops import redrive
-from ops.invariants import OrderRow, check
+from ops.invariants import EntityRow, check
 from ops.story.collect import Collector
 from ops.story.logs import Invocation, _assemble
 from ops.story.model import Lane, Outcome
@@ -51,7 +51,7 @@ def _place(cloud: InProcessCloud, key: str) -> str:
     return str(response.body["order_id"])
 
 
-def _row(cloud: InProcessCloud, order_id: str) -> OrderRow:
+def _row(cloud: InProcessCloud, order_id: str) -> EntityRow:
     report = check(cloud.stores())
     assert report.ok, report.to_text()
     return report.row(order_id)
@@ -76,7 +76,13 @@ def test_an_express_order_completes_end_to_end_with_no_execution_api(cloud: InPr
     cloud.settle()
     # Then the order completed once, through one Express execution the worker waited for
     row = _row(cloud, order_id)
-    assert (row.status, row.charges, row.provider_calls, row.notifications, row.aggregate_counts) == (
+    assert (
+        row.status,
+        row.effects["ChargePayment"],
+        row.effects["provider calls"],
+        row.effects["notify"],
+        row.effects["analytics"],
+    ) == (
         "COMPLETED",
         1,
         1,
@@ -130,7 +136,13 @@ def test_two_copies_of_one_run_executed_concurrently_have_their_effects_once(
     # entry, one event to each consumer (the second copy's steps were skipped or waited out)
     cloud.settle()
     row = _row(cloud, order_id)
-    assert (row.status, row.charges, row.provider_calls, row.notifications, row.aggregate_counts) == (
+    assert (
+        row.status,
+        row.effects["ChargePayment"],
+        row.effects["provider calls"],
+        row.effects["notify"],
+        row.effects["analytics"],
+    ) == (
         "COMPLETED",
         1,
         1,
@@ -160,7 +172,11 @@ def test_a_failed_execution_is_run_again_by_the_queue_under_the_same_token(expre
         assert token.endswith(f"{order_id}.r1")
         cloud.settle()
         row = _row(cloud, order_id)
-        assert (row.status, row.charges, row.provider_calls) == ("COMPLETED", 1, 1)
+        assert (row.status, row.effects["ChargePayment"], row.effects["provider calls"]) == (
+            "COMPLETED",
+            1,
+            1,
+        )
 
 
 def test_a_run_that_fails_on_every_receive_ends_in_the_dlq_with_the_executions_error(
@@ -175,7 +191,7 @@ def test_a_run_that_fails_on_every_receive_ends_in_the_dlq_with_the_executions_e
         # Then after maxReceiveCount failed executions the message is in the DLQ, with their error
         assert len(cloud.executions()) == receives
         (dead,) = cloud.messages("OrdersDlqUrl")
-        assert dead["order_id"] == order_id
+        assert dead["entity_id"] == order_id
         # (the task's error message, not Lambda's whole error document)
         assert (
             dead["reason"]

@@ -82,11 +82,11 @@ def test_a_crash_after_the_provider_call_then_a_restart_charges_once(assembly):
         assert report.ok, report.to_text()
         row = report.row(order_id)
         assert (
-            row.reservations,
-            row.charges,
-            row.ledger_entries,
-            row.notifications,
-            row.aggregate_counts,
+            row.effects["ReserveInventory"],
+            row.effects["ChargePayment"],
+            row.effects["RecordLedger"],
+            row.effects["notify"],
+            row.effects["analytics"],
         ) == (
             1,
             1,
@@ -119,7 +119,7 @@ def test_a_permanent_payment_failure_releases_inventory_once_and_fails_the_order
     assert _stock(cloud, "sku-5") == before
     report = check(cloud.stores())
     assert report.ok, report.to_text()
-    assert report.row(order_id).releases == 1
+    assert report.row(order_id).effects["ReleaseInventory"] == 1
     assert report.row(order_id).verdict == "compensated"
 
     # And replaying the compensation is a fence skip: released once, whatever the retries
@@ -218,5 +218,5 @@ def test_many_orders_settle_with_every_invariant_holding(cloud: InProcessCloud):
 
     report = check(cloud.stores())
     assert report.ok, report.to_text() + "".join(i.traceback or "" for i in cloud.invocations)
-    assert sorted(row.verdict for row in report.orders) == ["compensated"] + ["completed"] * 8
-    assert {row.order_id for row in report.orders} == set(ids)
+    assert sorted(row.verdict for row in report.rows) == ["compensated"] + ["completed"] * 8
+    assert {row.entity_id for row in report.rows} == set(ids)

@@ -111,7 +111,7 @@ def test_sample_events_run_through_their_handlers(cloud: InProcessCloud):
     assert cloud.invoke("SweepAccepted", _event("sweep-accepted/scheduled.json")) == {"resent": []}
     report = check(cloud.stores())
     assert report.ok, report.to_text()
-    assert sorted(row.verdict for row in report.orders) == ["compensated", "completed"]
+    assert sorted(row.verdict for row in report.rows) == ["compensated", "completed"]
 
 
 @pytest.mark.parametrize("path", sorted(str(p.relative_to(EVENTS_DIR)) for p in EVENTS_DIR.glob("*/*.json")))

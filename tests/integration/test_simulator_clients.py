@@ -26,7 +26,7 @@ def test_a_client_that_gives_up_strands_its_order_until_it_comes_back_after_the_
         assert client.gave_up
         assert [a.status for a in client.attempts] == [DIED, DIED]
         cloud.settle()
-        (row,) = check(cloud.stores()).orders
+        (row,) = check(cloud.stores()).rows
         assert row.status == "ACCEPTED"  # stored, never enqueued: stranded
         assert not cloud.executions()
 
@@ -37,11 +37,14 @@ def test_a_client_that_gives_up_strands_its_order_until_it_comes_back_after_the_
 
         # Then it finds the same order, whose message is sent again, and it completes once
         assert response is not None
-        assert (response.status, response.body["order_id"]) == (202, row.order_id)
+        assert (response.status, response.body["order_id"]) == (202, row.entity_id)
         assert not client.gave_up
         cloud.settle()
         report = check(cloud.stores())
-        assert (report.row(row.order_id).status, report.row(row.order_id).charges) == ("COMPLETED", 1)
+        assert (report.row(row.entity_id).status, report.row(row.entity_id).effects["ChargePayment"]) == (
+            "COMPLETED",
+            1,
+        )
         assert not report.violations
 
 
@@ -60,4 +63,4 @@ def test_a_retry_after_the_ttl_of_a_completed_order_finds_it_and_changes_nothing
         assert not client.attempts[-1].replayed  # the record had expired: executed again
         cloud.settle()
         assert len(cloud.executions()) == 1
-        assert check(cloud.stores()).row(first.body["order_id"]).charges == 1
+        assert check(cloud.stores()).row(first.body["order_id"]).effects["ChargePayment"] == 1

@@ -31,7 +31,7 @@ def _stopped_after_the_charge(cloud: InProcessCloud) -> tuple[str, str]:
     (arn,) = stop.stopped
     assert cloud.sfn.describe_execution(executionArn=arn)["status"] == "ABORTED"
     row = check(cloud.stores()).row(order_id)
-    assert (row.status, row.charges) == ("RUNNING", 1)  # the invocation's effect landed
+    assert (row.status, row.effects["ChargePayment"]) == ("RUNNING", 1)  # the invocation's effect landed
     return order_id, arn
 
 
@@ -53,7 +53,7 @@ def test_a_stop_during_an_invocation_then_a_redrive_days_later_completes_once(cl
     # And the order completes with the one charge (the fence skips ChargePayment)
     report = check(cloud.stores())
     row = report.row(order_id)
-    assert (row.status, row.charges) == ("COMPLETED", 1)
+    assert (row.status, row.effects["ChargePayment"]) == ("COMPLETED", 1)
     assert not report.violations
 
 
@@ -71,7 +71,7 @@ def test_past_the_14_day_window_the_redrive_restarts_under_the_same_token(cloud:
     # Then ops.redrive restarted it under the same token (its fences still live): one charge
     assert redriven.method == Method.RESTART
     row = check(cloud.stores()).row(order_id)
-    assert (row.status, row.charges) == ("COMPLETED", 1)
+    assert (row.status, row.effects["ChargePayment"]) == ("COMPLETED", 1)
 
 
 def test_a_redrive_asked_again_with_its_client_token_redrives_once(cloud: InProcessCloud) -> None:
@@ -123,7 +123,7 @@ def test_a_stop_before_the_handler_runs_still_lets_the_invocation_finish(cloud: 
     (arn,) = stop.stopped
     assert cloud.sfn.describe_execution(executionArn=arn)["status"] == "ABORTED"
     row = check(cloud.stores()).row(order_id)
-    assert (row.status, row.reservations, row.charges) == ("RUNNING", 1, 0)
+    assert (row.status, row.effects["ReserveInventory"], row.effects["ChargePayment"]) == ("RUNNING", 1, 0)
 
 
 def test_a_stopped_execution_is_aborted_at_once_while_its_invocation_runs_on(cloud: InProcessCloud) -> None:
@@ -148,7 +148,7 @@ def test_a_stopped_execution_is_aborted_at_once_while_its_invocation_runs_on(clo
     described = cloud.sfn.describe_execution(executionArn=arn)
     assert (described["status"], described["stopDate"]) == ("ABORTED", seen[0][1])
     row = check(cloud.stores()).row(order_id)
-    assert (row.status, row.charges, row.ledger_entries) == ("RUNNING", 1, 0)
+    assert (row.status, row.effects["ChargePayment"], row.effects["RecordLedger"]) == ("RUNNING", 1, 0)
 
 
 def test_rerun_starts_run_2_of_a_failed_order_and_refuses_a_completed_one(cloud: InProcessCloud) -> None:
@@ -187,4 +187,4 @@ def test_redrive_dlq_sends_a_throttled_out_message_back_and_the_order_completes(
     # Then it was moved and the order completed once
     assert moved.moved == 1
     row = check(cloud.stores()).row(order_id)
-    assert (row.status, row.charges) == ("COMPLETED", 1)
+    assert (row.status, row.effects["ChargePayment"]) == ("COMPLETED", 1)

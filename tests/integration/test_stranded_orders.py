@@ -47,7 +47,11 @@ def test_the_sweeper_resends_an_order_stranded_past_the_bound_and_leaves_a_young
         cloud.settle()
         # Then the stranded order completes, charged once; the young one is left alone
         row = check(cloud.stores()).row(old)
-        assert (row.status, row.charges, row.reservations) == ("COMPLETED", 1, 1)
+        assert (row.status, row.effects["ChargePayment"], row.effects["ReserveInventory"]) == (
+            "COMPLETED",
+            1,
+            1,
+        )
         assert _accepted_orders(cloud) == {young}
         assert len(cloud.executions()) == 1
         # And a second sweep once the young order is past the bound heals it too; the completed
@@ -59,7 +63,7 @@ def test_the_sweeper_resends_an_order_stranded_past_the_bound_and_leaves_a_young
         assert len(cloud.executions()) == 2
         report = check(cloud.stores())
         assert report.ok, report.to_text()
-        assert [report.row(o).charges for o in (old, young)] == [1, 1]
+        assert [report.row(o).effects["ChargePayment"] for o in (old, young)] == [1, 1]
 
 
 def test_a_sweep_that_dies_is_retried_as_lambda_retries_an_asynchronous_invocation(assembly):

@@ -118,7 +118,7 @@ def test_the_same_name_with_another_input_is_poison(cloud: InProcessCloud):
     # Then the message is acknowledged and dead-lettered with a reason, and nothing else moved
     assert (result.received, result.failed) == (1, [])
     (letter,) = cloud.messages("OrdersDlqUrl")
-    assert letter["order_id"] == order["order_id"]
+    assert letter["entity_id"] == order["order_id"]
     assert "different input" in letter["reason"]
     assert letter["source"] == "worker"
     assert len(cloud.executions()) == 1

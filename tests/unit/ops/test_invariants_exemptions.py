@@ -92,7 +92,9 @@ def test_a_declined_order_whose_charge_fence_ttl_deleted_passes(aws: tuple[Any, 
     assert check(_stores(ddb, sqs, now=old)).violations == []
     # while it still is one when the fences must still be there
     young = check(_stores(ddb, sqs, now=_created() + 60)).violations
-    assert "o-declined: a declined charge on a FAILED order whose ChargePayment is None" in young
+    assert (
+        "o-declined: a refusal of ChargePayment's call on a FAILED run whose ChargePayment is None" in young
+    )
 
 
 def test_an_order_left_to_an_operator_may_keep_what_it_took_beside_a_strays_dead_letter(
@@ -121,5 +123,5 @@ def test_an_order_left_to_an_operator_may_keep_what_it_took_beside_a_strays_dead
     assert check(stores, left_to_operator={"o-left"}).violations == []
     # and for an order nobody left to an operator the dead letter still excuses nothing
     assert check(stores).violations == [
-        "o-left: RUNNING, in a DLQ, but stock taken still standing (not compensated)"
+        "o-left: RUNNING, in a DLQ, but ReserveInventory's effect still standing (not compensated)"
     ]

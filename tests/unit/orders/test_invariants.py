@@ -114,7 +114,11 @@ def test_a_clean_completed_order_passes(ddb: Any):
 
 @pytest.mark.parametrize(
     ("charges", "notifications", "expected"),
-    [(2, 1, "2 charges"), (1, 2, "2 notifications"), (0, 1, "0 succeeded charge")],
+    [
+        (2, 1, "2 ChargePayment effects (at most 1)"),
+        (1, 2, "2 notify effects (at most 1)"),
+        (0, 1, "0 ChargePayment effect(s), expected 1"),
+    ],
 )
 def test_a_double_or_missing_effect_is_a_violation(ddb: Any, charges: int, notifications: int, expected: str):
     _completed(ddb, "o-1", charges=charges, notifications=notifications)
@@ -149,7 +153,9 @@ def test_a_failed_order_must_be_compensated(ddb: Any):
     )
     _take(ddb, "sku-2", 1)
     report = check(_stores(ddb))
-    assert any("not released" in v for v in report.violations)
+    assert any(
+        "its ReserveInventory effect was not undone by ReleaseInventory" in v for v in report.violations
+    )
 
 
 def test_an_accepted_order_must_be_finished_or_dead_lettered_with_a_reason(ddb: Any):
@@ -190,7 +196,7 @@ def test_a_dead_letter_does_not_excuse_an_order_whose_effects_still_stand(ddb: A
     )
     # Then the stock it still holds is a violation: nothing compensated it
     assert check(_stores(ddb, dlq)).violations == [
-        "o-4: RUNNING, in a DLQ, but stock taken still standing (not compensated)"
+        "o-4: RUNNING, in a DLQ, but ReserveInventory's effect still standing (not compensated)"
     ]
 
 
