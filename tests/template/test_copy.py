@@ -22,7 +22,8 @@ from tests.template.support import (
     synth_tier,
 )
 
-pytestmark = pytest.mark.slow
+# One copy for the module: under `make test`'s --dist loadgroup its tests share one worker.
+pytestmark = [pytest.mark.slow, pytest.mark.xdist_group("template-copy")]
 
 
 @pytest.fixture(scope="module")
