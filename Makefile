@@ -245,9 +245,19 @@ rerun: install ## Start run N+1 of an order whose run N ended FAILED (guarded on
 	@test -n "$(ORDER)" || { echo "usage: make rerun ORDER=<order id>" >&2; exit 2; }
 	$(PY) -m ops.rerun $(ORDER)
 
-new-service: install ## Copy this project as a new service, renamed everywhere, git init'ed: make new-service NAME=payments-api [DEST=../payments-api]
-	@test -n "$(NAME)" || { echo "usage: make new-service NAME=<service name> [DEST=<directory>]" >&2; exit 2; }
-	$(PY) -m ops.new_service $(NAME) $(if $(DEST),--dest $(DEST))
+# The template (copier.yml, template/) from this checkout, its working tree included, offline. Until the
+# reliability library is published, the copy's requirements reach it in this checkout's lib/reliability.
+NEW_SERVICE_DEST = $(or $(DEST),../$(NAME))
+new-service: install ## A new service from the template (copier), git init'ed: make new-service NAME=payments-api [ENTITY=booking] [DEST=../payments-api]
+	@test -n "$(NAME)" || { echo "usage: make new-service NAME=<service name> [ENTITY=<entity>] [DEST=<directory>]" >&2; exit 2; }
+	@test -z "$$(git status --porcelain -- copier.yml template)" \
+	  || echo "note: uncommitted template changes are in the copy; 'copier update' needs them committed" >&2
+	$(VENV)/bin/copier copy --vcs-ref HEAD --defaults --quiet \
+	  --data service_name=$(NAME) $(if $(ENTITY),--data entity_name=$(ENTITY)) \
+	  --data "reliability_requirement=retrysafe-reliability[cdk] @ file://$(CURDIR)/lib/reliability" \
+	  $(CURDIR) $(NEW_SERVICE_DEST)
+	cd $(NEW_SERVICE_DEST) && git init --quiet && git add --all
+	@echo "$(NEW_SERVICE_DEST): commit it, then 'copier update' there brings later template changes in"
 
 constraints: ## Re-pin transitive dependencies after editing requirements*.txt
 	rm -rf $(VENV) && $(PYTHON) -m venv $(VENV)
