@@ -4,7 +4,7 @@ For the demo, chaos and e2e code that use a local cloud started elsewhere (`make
 
     from ops.local import control, outputs
     endpoint = outputs.load().endpoint
-    control.set_crash_points(endpoint, "after:DynamoDB.PutItem@charge-payment=1")
+    control.set_crash_points(endpoint, "after:DynamoDB.PutItem@<function>=1")
     control.status(endpoint)["workers"]     # {function name: [worker pids]}
     control.set_crash_points(endpoint, None)  # off again
     control.prewarm(endpoint)               # one warm worker per function now (after a switch)
