@@ -117,7 +117,7 @@ class Route:
     `view` (`module:function`) gets the path parameters as keyword arguments and returns the
     success body (a model of the service's contract) or a whole response. `response` and
     `request` name contract models (the success body; the JSON body, validated at the edge).
-    `idempotent`: the Idempotency-Key header is required (a replay carries Idempotency-Replayed).
+    `idempotent`: the Idempotency-Key header is required (a replay carries `http.REPLAYED_HEADER`).
     `errors`: status -> the codes the view answers, besides those every operation may get.
     """
 
