@@ -165,10 +165,10 @@ layer: install ## Build the Powertools layer zip for an emulator (.cache/layer/)
 openapi: install ## Write the API's OpenAPI description (functions/orders/openapi.json) from the route list and the contract models
 	$(PY) -m orders.openapi
 
-fuzz: install ## Hostile requests, then schemathesis (every phase, schemathesis.toml) over HTTP against a local cloud (running, or started and stopped); FUZZ_ARGS="--requests 5000 --seed 11 --schemathesis-examples 500"; writes ops/results/{fuzz,schemathesis}.{json,md}
+fuzz: install ## Hostile requests, then schemathesis (every phase, schemathesis.toml) over HTTP against a local cloud (running, or started and stopped); FUZZ_ARGS="--requests 5000 --seed 11 --schemathesis-examples 500"; writes results/ops/{fuzz,schemathesis}.{json,md}
 	$(PY) -m ops.fuzz $(FUZZ_ARGS)
 
-load: install ## Orders/s and POST, GET, end-to-end latency from 16 clients, 5 rounds of 1,000 orders on one local cloud (running, or started and stopped); LOAD_ARGS="--clients 16 --orders 1000 --rounds 5"; writes ops/results/load.{json,md}
+load: install ## Orders/s and POST, GET, end-to-end latency from 16 clients, 5 rounds of 1,000 orders on one local cloud (running, or started and stopped); LOAD_ARGS="--clients 16 --orders 1000 --rounds 5"; writes results/ops/load.{json,md}
 	$(PY) -m ops.load $(LOAD_ARGS)
 
 scale: install ## Burst (10,000 orders/min) and 1 h soak with faults in the scale model, planned and mutant; writes scale/results/report.{json,md}
@@ -188,7 +188,7 @@ mutation: install ## Mutation-test the reliability library with its own tests (m
 	$(PY) lib/reliability/scripts/mutation_report.py "make mutation$(if $(MUTANTS), MUTANTS=$(MUTANTS))"
 	$(if $(filter none,$(CONSTANT_MUTANTS)),,nice -n 10 $(PY) lib/reliability/scripts/constant_mutants.py $(CONSTANT_MUTANTS))
 
-chaos: install ## Crash points, error responses, lost answers, time travel, random schedules, interleavings, the control, the mutants' catch rates; writes chaos/results/ (WORKFLOW=express: an Express stage, chaos/results/express/)
+chaos: install ## Crash points, error responses, lost answers, time travel, random schedules, interleavings, the control, the mutants' catch rates; writes results/chaos/ (WORKFLOW=express: an Express stage, results/chaos/express/)
 	$(PY) -m chaos $(if $(WORKFLOW),--workflow $(WORKFLOW)) $(CHAOS_ARGS); first=$$?; \
 	$(PY) -m chaos.mutation $(if $(WORKFLOW),--workflow $(WORKFLOW)) $(MUTATION_ARGS) && exit $$first
 

@@ -1,6 +1,6 @@
 """A few single faults against the local cloud in EXIT mode: the Lambda worker process really dies.
 
-    PYTHONPATH=functions:. python -m chaos.local      # writes chaos/results/localcloud.{json,md}
+    PYTHONPATH=functions:. python -m chaos.local      # writes results/chaos/localcloud.{json,md}
 
 The in-process harness proves the logic under every fault; this proves the crash mechanism is the
 real one: `RETRYSAFE_CRASH_MODE=exit` makes the worker process `os._exit(137)` at the point, the
@@ -28,6 +28,7 @@ from typing import Any, TypeVar
 
 import boto3
 
+from emulator import project
 from ops.api_client import ApiClient
 from ops.invariants import Stores, check
 from ops.local import control, process
@@ -39,7 +40,7 @@ from ops.service import proof, service
 from reliability.declaration import Service, function_name
 
 T = TypeVar("T")
-RESULTS = Path(__file__).resolve().parent / "results"
+RESULTS = project.results("chaos")
 SERVICE = service()
 HAPPY = outcomes(SERVICE)[0]
 FINAL_STATUSES = frozenset(s.status for s in SERVICE.steps if s.status)
@@ -136,9 +137,9 @@ def _one(
     control.set_crash_points(out.endpoint, f"{point}=1", state_dir=str(state_dir), mode="exit")
     created = api.post_order(request_factory(SERVICE)(HAPPY.name, n), key=f"local-{uuid.uuid4().hex[:12]}")
     if created.status != 202:
-        result.violations.append(f"POST /orders answered {created.status}: {created.text}")
+        result.violations.append(f"the starting POST answered {created.status}: {created.text}")
         return result
-    order_id = created.json["order_id"]
+    order_id = created.json[SERVICE.entity.id_field]
 
     def final() -> str | None:
         status = str(api.get_order(order_id).json["status"])

@@ -42,8 +42,9 @@ from chaos.draw import Catalogue
 from chaos.mutant import Mutant
 from chaos.mutants import MUTANTS, by_name
 from chaos.search import Catch, replay, search, shrunk
+from emulator import project
 
-RESULTS_FILE = Path(__file__).resolve().parent / "results" / "mutants.json"
+RESULTS_FILE = project.results("chaos") / "mutants.json"
 SEEDS = 5  # fresh seeds per mutant
 # Guards an Express stage does not have, so no mutant of theirs to catch there: why.
 NOT_ON_EXPRESS = {
@@ -283,7 +284,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--seeds", type=int, default=SEEDS, help=f"fresh seeds per mutant ({SEEDS})")
     parser.add_argument("--budget", type=int, default=BUDGET, help=f"worlds per search ({BUDGET})")
     parser.add_argument("--jobs", type=int, default=2, help="worker processes (2)")
-    parser.add_argument("--out", type=Path, default=None, help="default chaos/results (Express: .../express)")
+    parser.add_argument("--out", type=Path, default=None, help="default results/chaos (Express: .../express)")
     parser.add_argument("--workflow", choices=sorted(STAGES), default="standard", help="the stage's type")
     args = parser.parse_args(argv)
     args.out = args.out or results_dir(args.workflow)

@@ -1,4 +1,4 @@
-"""The large run behind `make chaos` (`python -m chaos`); writes chaos/results/report.{json,md}.
+"""The large run behind `make chaos` (`python -m chaos`); writes results/chaos/report.{json,md}.
 
     python -m chaos                                  # everything, defaults below
     python -m chaos --random 1000 --seed 7           # a larger random set on demand
@@ -31,11 +31,12 @@ from chaos.points import PointHit
 from chaos.report import Report
 from chaos.schedules import run_random
 from chaos.single import ScheduleResult, catalogue, record_operators, run_all
+from emulator import project
 from ops.service import service
 from reliability.declaration import function_name
 
 Points = dict[str, list[PointHit]]
-RESULTS = Path(__file__).resolve().parent / "results"
+RESULTS = project.results("chaos")
 # The stage each workflow type is searched on (cdk.json), and where its results go.
 STAGES = {"standard": "local", "express": "local-express"}
 
@@ -69,7 +70,7 @@ def _quick_points(_kind: str, hit: PointHit) -> bool:
 def quiet() -> Iterator[None]:
     """The functions log and flush EMF metrics to stdout on every invocation, and moto logs every
     failed execution: thousands of lines nobody reads. Progress goes to stderr."""
-    from orders.observability import logger  # noqa: PLC0415
+    from reliability.observability import logger  # noqa: PLC0415
 
     logger.setLevel("CRITICAL")
     logging.getLogger("moto").setLevel(logging.CRITICAL)
@@ -205,7 +206,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--interleavings", type=int, default=None, help="limit per pair (default: all)")
     parser.add_argument("--jobs", type=int, default=2, help="worker processes (2)")
     parser.add_argument("--quick", action="store_true", help="a few of each (smoke run)")
-    parser.add_argument("--out", type=Path, default=None, help="default chaos/results (Express: .../express)")
+    parser.add_argument("--out", type=Path, default=None, help="default results/chaos (Express: .../express)")
     parser.add_argument("--workflow", choices=sorted(STAGES), default="standard", help="the stage's type")
     args = parser.parse_args(argv)
     args.out = args.out or results_dir(args.workflow)

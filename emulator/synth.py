@@ -23,7 +23,9 @@ from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-ROOT = Path(__file__).resolve().parents[1]
+from emulator import project
+
+ROOT = project.root()  # the service's checkout (emulator.project), not the lab's
 CACHE_DIR = ROOT / ".cache" / "test-cdk.out"
 _FINGERPRINT = ".inputs-sha256"
 # What the synthesized templates depend on: a change here makes an assembly stale (this cache's

@@ -26,6 +26,7 @@ from typing import IO, Any
 import boto3
 from botocore.config import Config as BotoConfig
 
+from emulator import project
 from emulator.apigw_template import RestApiSpec, apis_from_template
 from emulator.config import ACCOUNT_ID
 from emulator.synth import synth_env
@@ -42,7 +43,7 @@ from ops.local.outputs import Endpoint, Outputs
 
 logger = logging.getLogger("localcloud")
 
-PROJECT_DIR = Path(__file__).resolve().parents[1]
+PROJECT_DIR = project.root()
 STAND_IN_LAYER = "localcloud-venv-layer"
 # Stacks in these states hold what is deployed; a REST API of any other stack is not served.
 DEPLOYED_STATES = ("CREATE_COMPLETE", "UPDATE_COMPLETE", "UPDATE_ROLLBACK_COMPLETE")

@@ -20,10 +20,11 @@ import time
 import urllib.error
 import urllib.request
 from collections.abc import Iterator, Mapping, Sequence
-from pathlib import Path
 from typing import IO
 
-PROJECT_DIR = Path(__file__).resolve().parents[1]
+from emulator import project
+
+PROJECT_DIR = project.root()
 ENGINE_PYTHON = PROJECT_DIR / ".venv-ministack" / "bin" / "python"
 HOST = "127.0.0.1"
 PORT = 4566  # LocalStack's port: the engine stands in for it

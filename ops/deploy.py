@@ -40,12 +40,13 @@ from typing import Any
 import boto3
 from botocore.exceptions import BotoCoreError, ClientError
 
+from emulator import project
 from emulator.synth import stacks_of_stage, synth_env
 from ops.local import control
 from ops.local import outputs as localcloud_outputs
 from ops.target import LOCALSTACK_CREDENTIALS, local_state_dir, localstack, outputs_file
 
-PROJECT_DIR = Path(__file__).resolve().parents[1]
+PROJECT_DIR = project.root()
 CLI = PROJECT_DIR / "node_modules" / ".bin" / "cdk"
 TARGETS = ("local", "localstack", "aws")
 # What `cdk bootstrap` writes with the default qualifier; templates check it at deploy time.

@@ -29,10 +29,11 @@ from typing import Any
 
 from botocore.exceptions import BotoCoreError, ClientError
 
+from emulator import project
 from ops.target import localstack
 from reliability.cdk.function import ARCHITECTURE, RUNTIME
 
-PROJECT_DIR = Path(__file__).resolve().parents[1]
+PROJECT_DIR = project.root()
 REQUIREMENTS = PROJECT_DIR / "requirements-layer.txt"
 CONSTRAINTS = PROJECT_DIR / "constraints.txt"
 LAYER_DIR = PROJECT_DIR / ".cache" / "layer"

@@ -25,10 +25,11 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from emulator import project
 from emulator.synth import SynthError, cdk_context, stack_names, synthesize_stages
 from reliability.cdk.config import CONTEXT_KEY
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = project.root()
 CHECKOV = ROOT / ".venv-checkov" / "bin" / "checkov"
 # Only the templates: the assembly's asset directory is a copy of functions/, not the stage.
 # --skip-download: no call to Prisma Cloud (guidelines, severities); the checks ship in the wheel.

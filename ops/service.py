@@ -1,9 +1,10 @@
 """The service the operator tools work on: its declaration (`reliability.declaration.Service`).
 
-Found by one setting, `[tool.retrysafe] service = "module:attribute"` in pyproject.toml (the
-sample's is `orders.workflow:SERVICE`), so a service that replaces the sample points the tools at
-its own declaration there and nowhere else. Every tool takes a `Service` argument and falls back
-to `service()`; a test hands it a declaration of its own.
+Found by one setting, `[tool.retrysafe] service = "module:attribute"` in the project's
+pyproject.toml (`emulator.project`: the sample's is `orders.workflow:SERVICE`), so a service
+that replaces the sample points the tools at its own declaration there and nowhere else. Every
+tool takes a `Service` argument and falls back to `service()`; a test hands it a declaration of
+its own.
 
 Beside the loader, what the tools derive from a declaration alone: where a step's record of a
 run lives and the status it gives the step (the physical names are the stack outputs',
@@ -21,10 +22,13 @@ from pathlib import Path
 from types import ModuleType
 from typing import Any, Protocol
 
+from emulator import project
 from reliability.declaration import FENCES, Service
 from reliability.record import FenceState
 
-PYPROJECT = Path(__file__).resolve().parents[1] / "pyproject.toml"
+
+def _pyproject() -> Path:
+    return project.root() / "pyproject.toml"
 
 
 class ServiceNotFound(LookupError):
@@ -32,8 +36,9 @@ class ServiceNotFound(LookupError):
 
 
 @cache
-def service(pyproject: Path = PYPROJECT) -> Service:
+def service(pyproject: Path | None = None) -> Service:
     """The declaration `[tool.retrysafe] service` names, imported once."""
+    pyproject = pyproject or _pyproject()
     settings = tomllib.loads(pyproject.read_text()).get("tool", {}).get("retrysafe", {})
     path = settings.get("service")
     if not isinstance(path, str) or ":" not in path:
@@ -45,15 +50,15 @@ def service(pyproject: Path = PYPROJECT) -> Service:
     return declared
 
 
-def openapi_path(pyproject: Path = PYPROJECT) -> Path:
+def openapi_path(pyproject: Path | None = None) -> Path:
     """The service's published OpenAPI document: `openapi.json` beside its declaration's module
     (`make openapi` writes it there; the sample's is functions/orders/openapi.json)."""
-    settings = tomllib.loads(pyproject.read_text()).get("tool", {}).get("retrysafe", {})
+    settings = tomllib.loads((pyproject or _pyproject()).read_text()).get("tool", {}).get("retrysafe", {})
     module = importlib.import_module(str(settings.get("service", "")).partition(":")[0])
     return Path(str(module.__file__)).with_name("openapi.json")
 
 
-def openapi_document(pyproject: Path = PYPROJECT) -> dict[str, Any]:
+def openapi_document(pyproject: Path | None = None) -> dict[str, Any]:
     document: dict[str, Any] = json.loads(openapi_path(pyproject).read_text())
     return document
 

@@ -2,7 +2,7 @@
 then schemathesis (every phase) against the published OpenAPI document on the same cloud.
 
 Uses the running local cloud in `--dir` (left running), else starts one there and stops it. Prints
-the figures and writes them to ops/results/fuzz.{json,md} and ops/results/schemathesis.{json,md}
+the figures and writes them to results/ops/fuzz.{json,md} and results/ops/schemathesis.{json,md}
 (schemathesis's own reports in .cache/schemathesis/); exit 1 when any answer broke the contract
 (a 5xx, an error without the shape, an answer the OpenAPI description does not list or the contract
 does not promise, a state change from a rejected request, an accepted order that does not read
@@ -17,9 +17,9 @@ import os
 import platform
 import sys
 import time
-from pathlib import Path
 from typing import Any
 
+from emulator import project
 from ops.fuzz import schemathesis_run
 from ops.fuzz.oracle import Tally
 from ops.fuzz.run import Runner, Stores
@@ -28,7 +28,7 @@ from ops.lifecycle import local_cloud, target_of
 from ops.seed import seed_service
 from ops.target import add_state_dir_option
 
-RESULTS = Path(__file__).resolve().parents[1] / "results"
+RESULTS = project.results("ops")
 SCHEMATHESIS_REPORTS = schemathesis_run.PROJECT / ".cache" / "schemathesis"
 STAGE = "local"
 

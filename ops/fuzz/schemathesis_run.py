@@ -22,9 +22,10 @@ from collections import Counter
 from pathlib import Path
 from typing import Any
 
+from emulator import project
 from ops.service import openapi_path
 
-PROJECT = Path(__file__).resolve().parents[2]
+PROJECT = project.root()
 DOCUMENT = openapi_path()
 CONFIG = PROJECT / "schemathesis.toml"
 PHASES = ("examples", "coverage", "fuzzing", "stateful")

@@ -7,7 +7,7 @@ POST, GET and end-to-end (POST to a GET that reads it final) latency percentiles
 connection errors, the local cloud process's CPU seconds per order (moto, the REST API, the pollers
 and Step Functions run in that one Python process, so it serves at most about 1 / that orders/s),
 and the load average around it (the machine is shared: read figures with it).
-Writes ops/results/load.{json,md}; exit 1 on a connection error or an order that never got final.
+Writes results/ops/load.{json,md}; exit 1 on a connection error or an order that never got final.
 Only ever sends to 127.0.0.1.
 """
 
@@ -22,13 +22,14 @@ import time
 from pathlib import Path
 from typing import Any
 
+from emulator import project
 from ops.lifecycle import local_cloud, target_of
 from ops.load.run import Plan, Round
 from ops.local import control
 from ops.seed import seed_service
 from ops.target import add_state_dir_option
 
-RESULTS = Path(__file__).resolve().parents[1] / "results"
+RESULTS = project.results("ops")
 # Later rounds may be at most this much slower than the first (orders/s) on the same cloud.
 FLAT_TOLERANCE = 0.20
 

@@ -16,9 +16,10 @@ from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from pathlib import Path
 
+from emulator import project
 from ops.local import outputs
 
-PROJECT_DIR = Path(__file__).resolve().parents[2]
+PROJECT_DIR = project.root()
 
 
 class StartError(RuntimeError):

@@ -44,7 +44,7 @@ RECORDED = [r for r in load() if r["reproducer"]]
 
 @pytest.mark.parametrize("recorded", RECORDED, ids=[r["name"] for r in RECORDED])
 def test_each_recorded_reproducer_catches_its_mutant_and_main_passes_it(assembly, recorded):
-    # Given the reproducer `make chaos` found for this guard's mutant (chaos/results/mutants.json)
+    # Given the reproducer `make chaos` found for this guard's mutant (results/chaos/mutants.json)
     # When it runs with the guard off, then on main (one replay each: the simulator is deterministic)
     caught = replay(assembly, recorded["reproducer"], by_name(recorded["name"]))
     clean = replay(assembly, recorded["reproducer"], None)
