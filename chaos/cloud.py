@@ -36,14 +36,15 @@ from chaos.pool import POOL
 from chaos.recovery import RecoveringCloud, Recovery
 from emulator.shapes import EXIT_ERROR, TIMED_OUT
 from emulator.templates import queue_consumers, workflow_tasks
+from ops.service import composition_root, service
 from ops.target import CLIENT_CONFIG as OPERATOR_CLIENT_CONFIG
-from orders import runtime as orders_runtime
-from orders.config import FunctionSettings
+from reliability.runtime import CLIENT_CONFIG, Runtime
+from reliability.settings import FunctionSettings
 from reliability.testing.crashpoints import SimulatedCrash
 from simulator.cloud import Clock, InProcessCloud, rest_event
 from simulator.world import deployed
 
-RuntimeFactory = Callable[..., orders_runtime.Runtime]
+RuntimeFactory = Callable[..., Runtime[FunctionSettings]]
 _SFN_LAMBDA = "moto.stepfunctions.parser.asl.component.state.exec.state_task.lambda_eval_utils"
 
 
@@ -60,7 +61,7 @@ class ChaosCloud(HttpClient, RecoveringCloud):
         *,
         controller: CrashController | None = None,
         clock: Clock | None = None,
-        runtime_factory: RuntimeFactory = orders_runtime.Runtime,
+        runtime_factory: RuntimeFactory | None = None,
         mutant: Mutant | None = None,
     ) -> None:
         super().__init__(assembly, clock=clock)
@@ -70,12 +71,13 @@ class ChaosCloud(HttpClient, RecoveringCloud):
         self.controller = controller or CrashController()
         self.controller.wait = self.clock.advance  # a lost answer's read timeout passes
         self.controller.time_limit = self._time_limit_here  # an Express execution's limit reached
-        self.runtime_factory = runtime_factory
+        # the service's own runtime (`Service.runtime`) unless told otherwise (the control's)
+        self.runtime_factory = runtime_factory or composition_root(service()).Runtime
         self.exchanges: list[Exchange] = []
         self.callers = CallerLog()  # another caller's reads (`chaos.callers`)
         self.foreign = ForeignLog()  # messages from outside the app (`chaos.foreign`)
         self.recovery = Recovery()
-        self.awaiting_operator: set[str] = set()  # orders whose failed execution's redrive was refused
+        self.awaiting_operator: set[str] = set()  # entities whose failed execution's redrive was refused
         self.restarted_express: set[str] = set()
         self.operator_violations: list[str] = []
         self.failures: dict[str, tuple[str, str | None]] = {}
@@ -95,9 +97,7 @@ class ChaosCloud(HttpClient, RecoveringCloud):
         return POOL.get("harness", service)
 
     # --- functions ------------------------------------------------------------------------------
-    def new_runtime(
-        self, function_name: str, settings: FunctionSettings
-    ) -> orders_runtime.Runtime[FunctionSettings]:
+    def new_runtime(self, function_name: str, settings: FunctionSettings) -> Runtime[FunctionSettings]:
         short = self._short(function_name)
         factory, guards = self.runtime_factory, {}
         if self.mutant is not None and self.mutant.applies(short):
@@ -118,7 +118,7 @@ class ChaosCloud(HttpClient, RecoveringCloud):
         """The function's clients (built as the functions build theirs), with this world's mutant
         (if any) on them."""
         return lambda service: instrument(
-            POOL.get(function, service, config=orders_runtime.CLIENT_CONFIG), function, self.mutant
+            POOL.get(function, service, config=CLIENT_CONFIG), function, self.mutant
         )
 
     def operator_client(self, tool: str, service: str) -> Any:
@@ -207,7 +207,6 @@ def chaos_cloud(
     from chaos.control import unfenced_runtime  # noqa: PLC0415
     from ops.outcomes import prepare  # noqa: PLC0415
     from ops.seed import seed_service  # noqa: PLC0415
-    from ops.service import service  # noqa: PLC0415
     from ops.stack_outputs import table_names  # noqa: PLC0415
 
     def seed_world(cloud: InProcessCloud) -> None:
@@ -217,7 +216,7 @@ def chaos_cloud(
 
     random.seed(seed)  # the Retry jitter of moto's interpreter
     clock = clock or Clock()
-    factory: RuntimeFactory = unfenced_runtime if control else orders_runtime.Runtime
+    factory: RuntimeFactory | None = unfenced_runtime if control else None
     with ExitStack() as stack:
         cloud = ChaosCloud(
             assembly, controller=controller, clock=clock, runtime_factory=factory, mutant=mutant
@@ -234,5 +233,9 @@ def chaos_cloud(
 
 
 def rest_post(key: str, body: Mapping[str, Any]) -> dict[str, Any]:
-    """The API Gateway event of `POST /orders` (for attempts run directly on threads)."""
-    return rest_event("POST", "/orders", body=dict(body), headers={"Idempotency-Key": key})
+    """The API Gateway event of a POST to the declared starting route (for attempts run directly
+    on threads)."""
+    from ops.outcomes import starting_route  # noqa: PLC0415
+
+    path = starting_route(service()).path
+    return rest_event("POST", path, body=dict(body), headers={"Idempotency-Key": key})

@@ -43,6 +43,8 @@ from dataclasses import replace
 from functools import partial
 from typing import TYPE_CHECKING, Any
 
+from ops.service import service
+from ops.stack_outputs import queue_output, table_output
 from simulator.cloud import LambdaError
 from simulator.concurrent import Interleaver, seeded
 
@@ -52,7 +54,7 @@ if TYPE_CHECKING:
     from chaos.points import PointHit
     from chaos.schedules import Action, Schedule
 
-ORDERS = "OrdersQueueUrl"
+WORKER_QUEUE = queue_output(service().queue)  # the worker's queue's URL output
 TWIN_SHARE = 1 / 2  # Express schedules given a twin delivery of the orders queue
 RESTART_SHARE = 1 / 4  # schedules given a restart while the first copy runs
 TIME_LIMIT_SHARE = 1 / 3  # Express schedules given a time-limit kill at a step's point
@@ -102,21 +104,21 @@ def concurrent_restart(cloud: ChaosCloud, *, seed: int) -> int:
     """Every run started again while its first copy runs (see the module doc). Returns how many
     executions or workers ran at once with a copy of their run."""
     if not cloud.express:
-        cloud.deliver(ORDERS)
+        cloud.deliver(WORKER_QUEUE)
         cloud.restart_same_token()
         copies = cloud.queued_executions.run_together(seeded(seed))
     else:
         _resend_unfinished_runs(cloud)
-        messages, _ = cloud.receive_batch(ORDERS)
+        messages, _ = cloud.receive_batch(WORKER_QUEUE)
         if not messages:
             return 0
-        queue_arn = cloud._queue_arn(ORDERS)
+        queue_arn = cloud._queue_arn(WORKER_QUEUE)
         from simulator.events import sqs_record  # noqa: PLC0415
 
         events = [{"Records": [sqs_record(m, queue_arn=queue_arn)]} for m in messages]
         runs = Counter(_run_of(m) for m in messages)
-        succeeded = _workers_at_once(cloud, ORDERS, events, seed)
-        cloud.acknowledge(ORDERS, messages, succeeded)
+        succeeded = _workers_at_once(cloud, WORKER_QUEUE, events, seed)
+        cloud.acknowledge(WORKER_QUEUE, messages, succeeded)
         copies = sum(count for count in runs.values() if count > 1)
     cloud.recovery.concurrent_copies += copies
     return copies
@@ -125,7 +127,7 @@ def concurrent_restart(cloud: ChaosCloud, *, seed: int) -> int:
 def _run_of(message: dict[str, Any]) -> tuple[str, int]:
     try:
         body = json.loads(message["Body"])
-        return str(body.get("order_id")), int(body.get("run", 1))
+        return str(body.get(service().entity.id_field)), int(body.get("run", 1))
     except (ValueError, TypeError, AttributeError):
         return ("", 0)
 
@@ -135,9 +137,11 @@ def _resend_unfinished_runs(cloud: ChaosCloud) -> None:
     tool refuses a finished order, and one past the restart-safe window, which it leaves to a
     person: `RecoveringCloud.restart_express_order`)."""
     sqs = cloud.operator_client("ops.redrive", "sqs")
-    items = cloud.dynamodb.scan(TableName=cloud.outputs["OrdersTableName"]).get("Items", [])
+    items = cloud.dynamodb.scan(TableName=cloud.outputs[table_output(service().entity.table)]).get(
+        "Items", []
+    )
     for item in items:
-        order_id = item.get("order_id", {}).get("S")
+        order_id = item.get(service().entity.id_field, {}).get("S")
         if order_id is not None and cloud.restart_express_order(order_id, sqs):
             cloud.recovery.restarts += 1
 
@@ -152,8 +156,8 @@ def _left_in_the_dlq(actions: list[Action], receives: int) -> list[Action]:
     from chaos.schedules import Action  # noqa: PLC0415 - schedules imports this module
 
     held = [
-        Action("deliver", queue=ORDERS),
-        *(Action("throttled-poll", queue=ORDERS) for _ in range(receives)),
+        Action("deliver", queue=WORKER_QUEUE),
+        *(Action("throttled-poll", queue=WORKER_QUEUE) for _ in range(receives)),
     ]
     return [*held, actions[0], Action("dlq-redrive"), *actions[1:]]
 
@@ -169,7 +173,7 @@ def with_concurrency(schedule: Schedule, rng: random.Random, catalogue: Catalogu
         actions.insert(rng.randint(min(1, len(actions)), len(actions)), action)
 
     if express and rng.random() < TWIN_SHARE:
-        insert(Action("twin-deliver", queue=ORDERS, seed=rng.randrange(2**31)))
+        insert(Action("twin-deliver", queue=WORKER_QUEUE, seed=rng.randrange(2**31)))
     if rng.random() < RESTART_SHARE:
         insert(Action("concurrent-restart", seed=rng.randrange(2**31)))
     if (

@@ -1,6 +1,6 @@
 """The control experiment: the same runtime with fences, HTTP idempotency and consumer dedup OFF.
 
-Switched off by injection, never by a flag: `unfenced_runtime` builds an `orders.runtime.Runtime`
+Switched off by injection, never by a flag: `unfenced_runtime` builds the service's `Runtime`
 given fence stores that run every effect unguarded and an HTTP idempotency that executes every
 request. The chaos harness builds it instead of `Runtime` for the control run; nothing in `functions/` can
 select it, so no deployment can turn the protection off.
@@ -22,12 +22,13 @@ from typing import Any
 
 from botocore.exceptions import ClientError
 
-from orders.config import FunctionSettings
-from orders.runtime import Runtime
+from ops.service import composition_root, service
 from reliability import AtomicEffect, FenceStore, Outcome, RecordOn, StepId
 from reliability.errors import BusinessError, EffectConditionFailed
 from reliability.http import HttpIdempotency, HttpResponse
 from reliability.keys import Key
+from reliability.runtime import Runtime
+from reliability.settings import FunctionSettings
 
 
 class PassThroughFences(FenceStore):
@@ -94,6 +95,7 @@ class NoHttpIdempotency(HttpIdempotency):
 def unfenced_runtime(settings: FunctionSettings, **kwargs: Any) -> Runtime[FunctionSettings]:
     """A `Runtime` with every guard replaced by a pass-through (the control), injected at the
     composition root like any other dependency."""
-    return Runtime(
+    runtime: type[Runtime[FunctionSettings]] = composition_root(service()).Runtime
+    return runtime(
         settings, fence_store_class=PassThroughFences, http_idempotency_class=NoHttpIdempotency, **kwargs
     )

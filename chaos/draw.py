@@ -21,7 +21,7 @@ whatever the budget):
   probability 1/2, and the schedule draws only from its swarm, so a schedule of few kinds (a
   stop and a time jump, without the redrive that would heal it first) is as common as any;
 - *windows*: a time jump is one of the windows the app's keys and queues live by, read from the
-  synthesized templates and `infra.config` (never retyped: `Windows.read`), just past it (half),
+  synthesized templates and `reliability.cdk.config` (never retyped: `Windows.read`), just past it (half),
   just short of it (a quarter), or 1-15 days (a quarter);
 - *coverage*: each schedule is the best of `CANDIDATES` drawn the same way: the one with the most
   (fault kind, point) pairs no earlier schedule of the search fired;
@@ -127,7 +127,8 @@ class Windows:
     def read(cls, assembly: Path) -> Windows:
         """From the synthesized templates (every `*_SECONDS` of the functions' environments, the
         step functions' timeout, which is their fence lease, the queues' retention) and the
-        windows AWS sets (`infra.config.REDRIVE_WINDOW_DAYS`, `ops.redrive.RESTART_SAFE_SECONDS`)."""
+        windows AWS sets (`reliability.cdk.config.REDRIVE_WINDOW_DAYS`,
+        `ops.redrive.RESTART_SAFE_SECONDS`)."""
         app, data = read_template(assembly, "app"), read_template(assembly, "data")
         functions = [f["Properties"] for f in resources_of_type(app, "AWS::Lambda::Function").values()]
         steps = set(workflow_tasks(app).values())

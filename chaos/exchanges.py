@@ -1,6 +1,6 @@
 """The chaos clouds' HTTP client: a POST to the service's starting route (`ops.outcomes.
 starting_route`: its one idempotent POST) as a well-behaved client retries it
-(`simulator.clients.OrderClient`), every attempt recorded as an `Exchange`, and what the answers
+(`simulator.clients.RetryingClient`), every attempt recorded as an `Exchange`, and what the answers
 must satisfy (the same answer on every replay; the OpenAPI contract)."""
 
 from __future__ import annotations
@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING, Any
 
 from ops.outcomes import id_field, starting_route
 from ops.service import service
-from simulator.clients import OrderClient
+from simulator.clients import RetryingClient
 from simulator.cloud import ApiResponse, InProcessCloud
 
 if TYPE_CHECKING:
@@ -69,9 +69,9 @@ class HttpClient(InProcessCloud):
     recovery: Recovery
 
     def post_order(self, key: str, body: Mapping[str, Any], *, max_attempts: int = 8) -> ApiResponse | None:
-        """POST to the starting route as a well-behaved client (`simulator.clients.OrderClient`),
+        """POST to the starting route as a well-behaved client (`simulator.clients.RetryingClient`),
         every attempt recorded as an `Exchange`; None if it never got an answer."""
-        client = OrderClient(self, key, dict(body), max_attempts=max_attempts, path=STARTING_PATH)
+        client = RetryingClient(self, key, dict(body), max_attempts=max_attempts, path=STARTING_PATH)
         response = client.post()
         self.recovery.client_retries += len(client.attempts) - 1
         self.exchanges.extend(

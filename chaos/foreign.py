@@ -1,15 +1,19 @@
 """Messages the app did not send itself, on its queues.
 
-- `foreign-event`: an OrderCompleted event on a consumer's queue from another producer: the same
-  order's fact under another event id (a hand-made redrive), another stage's event for the same
-  order, an event naming an order that does not exist, or one whose `occurred_at` is no instant.
-  Oracle: each effect at most once (`ops.invariants`, which also refuses effects of an order that
+- `foreign-event`: an event on a consumer's queue from another producer, made from one the app
+  itself delivered there (`InProcessCloud.delivered`): the same entity's fact under another event
+  id (a hand-made redrive), another stage's event for the same entity, an event naming an entity
+  that does not exist, or one without the entity's id at all (malformed).
+  Oracle: each effect at most once (`ops.invariants`, which also refuses effects of an entity that
   does not exist), and each event a consumer cannot verify or parse is dead-lettered WITH a reason
   (`violations`), never applied, never crash-looped into the DLQ without one.
-- `late-copy`: `make rerun` of a FAILED order (run N+1), then a late copy of run N's message on
-  the orders queue (a straggling delivery). Oracle: a message for a run behind the order's
+- `late-copy`: `make rerun` of a FAILED entity (run N+1), then a late copy of run N's message on
+  the worker's queue (a straggling delivery). Oracle: a message for a run behind the entity's
   current one is provably a duplicate (run N+1 began only once run N had ended): it is never
   dead-lettered (no DLQ alarm pages a person for it).
+
+The event's envelope is the library's (`reliability.consumers`: `event_id`, `stage`); the field
+that names the entity is the one whose value is the entity's id.
 """
 
 from __future__ import annotations
@@ -17,24 +21,27 @@ from __future__ import annotations
 import json
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any
 
 from ops.invariants import peek_dead_letters
-from ops.outcomes import outcomes, request_factory
 from ops.service import service
-from orders.adapters.order_store import DynamoOrderStore
-from orders.domain import Order, OrderStatus, completed_event, completed_fact
+from ops.stack_outputs import dlq_output, queue_output, table_output
+from reliability.run_store import record_key
+from reliability.workflow_runs import RunMessage
 
 if TYPE_CHECKING:
     from chaos.cloud import ChaosCloud
     from chaos.scenarios import PlacedOrder
     from chaos.schedules import Action
 
-VARIANTS = ("other-id", "other-stage", "no-order", "bad-time")
-POISON = frozenset({"other-stage", "no-order", "bad-time"})  # what a consumer must refuse
+VARIANTS = ("other-id", "other-stage", "no-entity", "malformed")
+POISON = frozenset({"other-stage", "no-entity", "malformed"})  # what a consumer must refuse
 OTHER_STAGE = "elsewhere"
-UNKNOWN_ORDER = "o-" + "0" * 32  # an order id no key derives here
+
+
+def unknown_id() -> str:
+    """An entity id no key derives here (the entity's prefix, then zeros)."""
+    return service().entity.id_prefix + "0" * 32
 
 
 @dataclass(frozen=True)
@@ -48,88 +55,102 @@ class Sent:
 @dataclass
 class ForeignLog:
     events: list[Sent] = field(default_factory=list)
-    # (order id, run) of each late copy, and the orders DLQ's letters already there when it was sent
+    # (entity id, run) of each late copy, and the worker DLQ's letters already there when it was sent
     late_copies: list[tuple[str, int]] = field(default_factory=list)
     letters_before: set[str] = field(default_factory=set)
 
 
-def _orders(cloud: ChaosCloud) -> DynamoOrderStore:
-    return DynamoOrderStore(client=cloud.dynamodb, table_name=cloud.outputs["OrdersTableName"])
+def _delivered(cloud: ChaosCloud, queue: str) -> list[dict[str, Any]]:
+    """The events the app delivered on `queue` so far (JSON objects only)."""
+    events = []
+    for body in cloud.delivered.get(queue, {}).values():
+        try:
+            event = json.loads(body)
+        except ValueError:
+            continue
+        if isinstance(event, dict):
+            events.append(event)
+    return events
+
+
+def _subject(event: dict[str, Any], entity_id: str | None) -> str | None:
+    """The field of `event` that names the entity (`entity_id`'s, or the one with its prefix)."""
+    prefix = service().entity.id_prefix
+    for name, value in event.items():
+        if name in ("event_id", "stage") or not isinstance(value, str):
+            continue
+        if value == entity_id or (entity_id is None and value.startswith(prefix)):
+            return name
+    return None
 
 
 def foreign_event(cloud: ChaosCloud, action: Action, placed: Sequence[PlacedOrder]) -> None:
     """Send the event `action.variant` names to `action.queue`, once the platform is at rest (it
-    arrives from outside, later). An event about order i needs order i COMPLETED (a fact that
-    happened); otherwise the event names an order that does not exist."""
+    arrives from outside, later), made from one the app delivered there: about entity i when the
+    app published its fact (a fact that happened), else about an entity that does not exist. No
+    event delivered on that queue yet: nothing to imitate, nothing sent."""
     cloud.rest()
-    stage = cloud.functions[cloud.function("Api")].environment["STAGE"]
-    order_id = placed[action.order % len(placed)].order_id
-    order = _orders(cloud).get(order_id) if order_id else None
+    entity_id = placed[action.order % len(placed)].order_id
+    delivered = _delivered(cloud, action.queue)
+    about = [e for e in delivered if entity_id is not None and _subject(e, entity_id) is not None]
     variant = action.variant
-    if order is None or order.status is not OrderStatus.COMPLETED:
-        variant = "no-order" if variant in ("other-id", "other-stage") else variant
-    event: dict[str, Any] = dict(
-        completed_event(
-            stage=stage, order=order or _stranger(), run=order.run if order else 1, occurred_at=_now(cloud)
-        )
-    )
+    if not about:
+        variant = "no-entity" if variant in ("other-id", "other-stage") else variant
+    if not (about or delivered):
+        return
+    model = (about or delivered)[0]
+    subject = _subject(model, entity_id if about else None)
+    if subject is None:
+        return
+    event: dict[str, Any] = dict(model)
     if variant == "other-id":
-        event["event_id"] = f"{event['event_id']}-redriven-by-hand"
+        event["event_id"] = f"{event.get('event_id')}-redriven-by-hand"
     elif variant == "other-stage":
         event["stage"] = OTHER_STAGE
-        event["event_id"] = completed_fact(event["order_id"], event["run"]).id(stage=OTHER_STAGE)
-    elif variant == "no-order":
-        event["order_id"] = UNKNOWN_ORDER
-        event["event_id"] = completed_fact(UNKNOWN_ORDER, event["run"]).id(stage=stage)
-    elif variant == "bad-time":
-        event["occurred_at"] = "yesterday at noon"
+        event["event_id"] = f"{event.get('event_id')}-{OTHER_STAGE}"
+    elif variant == "no-entity":
+        event[subject] = unknown_id()
+        event["event_id"] = f"{event.get('event_id')}-unknown"
+    elif variant == "malformed":
+        del event[subject]
     body = json.dumps(event)
     cloud.sqs.send_message(QueueUrl=cloud.outputs[action.queue], MessageBody=body)
     cloud.foreign.events.append(Sent(action.queue, variant, body, cloud.clock()))
 
 
-def _stranger() -> Order:
-    """An order no key derives here, on the terms of the proof's happy request."""
-    from orders.domain import Line  # noqa: PLC0415
-
-    declared = service()
-    body = request_factory(declared)(outcomes(declared)[0].name, 0)
-    return Order(
-        order_id=UNKNOWN_ORDER,
-        customer_id=body["customer_id"],
-        currency=body["currency"],
-        lines=tuple(Line(**item, unit_price_cents=100) for item in body["items"]),
-        idempotency_key="none",
-        created_at="2026-11-01T00:00:00+00:00",
-        owner="",
-        run=1,
-        status=OrderStatus.COMPLETED,
-        execution_arn=None,
-    )
-
-
-def _now(cloud: ChaosCloud) -> datetime:
-    return datetime.fromtimestamp(cloud.clock(), tz=UTC)
+def _record(cloud: ChaosCloud, entity_id: str) -> dict[str, Any] | None:
+    """The entity's record as stored (the harness's read)."""
+    entity = service().entity
+    item: dict[str, Any] | None = cloud.dynamodb.get_item(
+        TableName=cloud.outputs[table_output(entity.table)],
+        Key=record_key(entity, entity_id),
+        ConsistentRead=True,
+    ).get("Item")
+    return item
 
 
 def late_copy(cloud: ChaosCloud, action: Action, placed: Sequence[PlacedOrder]) -> None:
-    """`make rerun` of order i (the first FAILED-kind order from i on), then run N's message again."""
+    """`make rerun` of entity i (the first FAILED-kind entity from i on), then run N's message again."""
     from chaos.scenarios import HAPPY  # noqa: PLC0415 - scenarios imports this module
 
     failing = [p for p in placed if p.kind != HAPPY and p.order_id] or list(placed)
-    order_id = failing[action.order % len(failing)].order_id
-    if order_id is None:
+    entity_id = failing[action.order % len(failing)].order_id
+    if entity_id is None:
         return
-    cloud.rerun_order(order_id)
-    order = _orders(cloud).get(order_id)
-    if order is None or order.run < 2:
+    cloud.rerun_order(entity_id)
+    record = _record(cloud, entity_id)
+    if record is None or int(record["run"]["N"]) < 2:
         return
-    run = order.run - 1
-    dlq = cloud.outputs["OrdersDlqUrl"]
-    cloud.foreign.letters_before |= {d.message_id for d in peek_dead_letters(cloud.sqs, dlq, "orders")}
-    message = {"order_id": order_id, "run": run, "idempotency_key": order.idempotency_key}
-    cloud.sqs.send_message(QueueUrl=cloud.outputs["OrdersQueueUrl"], MessageBody=json.dumps(message))
-    cloud.foreign.late_copies.append((order_id, run))
+    run = int(record["run"]["N"]) - 1
+    declared = service()
+    dlq = cloud.outputs[dlq_output(declared.queue)]
+    cloud.foreign.letters_before |= {d.message_id for d in peek_dead_letters(cloud.sqs, dlq, declared.queue)}
+    message = RunMessage(entity_id=entity_id, run=run, idempotency_key=record["idempotency_key"]["S"])
+    cloud.sqs.send_message(
+        QueueUrl=cloud.outputs[queue_output(declared.queue)],
+        MessageBody=json.dumps(message.body(declared.entity)),
+    )
+    cloud.foreign.late_copies.append((entity_id, run))
 
 
 def _retention(cloud: ChaosCloud, dlq: str) -> int:
@@ -156,14 +177,14 @@ def violations(cloud: ChaosCloud) -> list[str]:
         elif not all(letter.reason for letter in mine):
             found.append(f"{sent.queue}: a foreign event ({sent.variant}) was dead-lettered without a reason")
     copies = set(cloud.foreign.late_copies)
-    for letter in letters.get("OrdersQueueUrl", []):
+    for letter in letters.get(queue_output(service().queue), []):
         try:
             run = int(json.loads(letter.body).get("run", 0))
         except (ValueError, TypeError, AttributeError):
             continue
         if (letter.entity_id, run) in copies and letter.message_id not in cloud.foreign.letters_before:
             found.append(
-                f"{letter.entity_id}: a late copy of run {run}'s message, behind the order's rerun, was "
+                f"{letter.entity_id}: a late copy of run {run}'s message, behind the entity's rerun, was "
                 f"dead-lettered ({letter.reason}): a provable duplicate pages a person"
             )
     return found

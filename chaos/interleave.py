@@ -36,10 +36,11 @@ from chaos.exchanges import Exchange
 from chaos.mutant import Mutant
 from chaos.points import CrashController
 from chaos.scenarios import HAPPY, PlacedOrder, Verdict, order_body, verdict
-from orders.adapters.order_store import DynamoOrderStore
-from orders.domain import WorkflowInput
-from orders.workflow import happy_path
+from ops.service import composition_root, service
+from ops.stack_outputs import queue_output
 from reliability.keys import execution_token
+from reliability.runtime import Runtime
+from reliability.settings import FunctionSettings, settings_of
 from simulator.cloud import Clock, sqs_record
 from simulator.world import reusing
 
@@ -47,7 +48,7 @@ PARK_TIMEOUT_SECONDS = 60
 # What a losing attempt may answer: retryable refusals the platform retries or ignores.
 ACCEPTABLE_ERRORS = frozenset({"FenceBusy", "StaleFence"})
 # The saga's happy path, from its one declaration (a step's function prefix is its state name).
-STEP_ORDER = happy_path()
+STEP_ORDER = service().happy_path()
 
 
 class SkewClock(Clock):
@@ -230,16 +231,20 @@ def _run_pair(
         for index in scheduler.finished:  # the client sees answers in the order they complete
             _record_exchange(cloud, key, attempts[index])
         response = cloud.post_order(key, body)  # the client's retry of whatever was refused
-        order_id = str(response.body["order_id"]) if response is not None and response.status == 202 else None
+        order_id = (
+            str(response.body[service().entity.id_field])
+            if response is not None and response.status == 202
+            else None
+        )
         return attempts, PlacedOrder(HAPPY, key, order_id)
 
     response = cloud.post_order(key, body)
     if response is None or response.status != 202:
-        raise RuntimeError(f"setup: POST /orders answered {response}")
-    order_id = str(response.body["order_id"])
+        raise RuntimeError(f"setup: the starting POST answered {response}")
+    order_id = str(response.body[service().entity.id_field])
     placed = PlacedOrder(HAPPY, key, order_id)
     if pair.target == "worker":
-        url = cloud.outputs["OrdersQueueUrl"]
+        url = cloud.outputs[queue_output(service().queue)]
         (message,) = cloud.sqs.receive_message(QueueUrl=url, AttributeNames=["All"], MaxNumberOfMessages=1)[
             "Messages"
         ]
@@ -259,14 +264,14 @@ def _run_pair(
         return attempts, placed
 
     # A saga step: run the steps before it directly (as the execution would), then the pair.
-    order = DynamoOrderStore(client=cloud.dynamodb, table_name=cloud.outputs["OrdersTableName"]).get(order_id)
-    if order is None:
-        raise RuntimeError(f"setup: no order {order_id}")
-    state: dict[str, Any] = WorkflowInput(
-        terms=order,
-        run=1,
-        token=execution_token(stage=_stage(cloud), business_id=order_id, run=1),
-    ).as_dict()
+    # The worker's runtime (the service's own, on the harness's clients: no crash point, no
+    # mutant) reads the entity and gives the workflow's input.
+    harness = _harness_runtime(cloud, "Worker")
+    entity = harness.run_store.get(order_id)
+    if entity is None:
+        raise RuntimeError(f"setup: no {service().entity.name} {order_id}")
+    token = execution_token(stage=_stage(cloud), business_id=order_id, run=1)
+    state: dict[str, Any] = dict(harness.workflow_input(entity, 1, token))
     results: dict[str, Any] = {}
     for step in STEP_ORDER[: STEP_ORDER.index(pair.target)]:
         results[step] = cloud.call(cloud.function(step), {**state, "results": dict(results)})
@@ -279,6 +284,13 @@ def _run_pair(
     # The attempts' leases pass before the workflow (started by recover()) gets there.
     cloud.clock.advance(_lease(cloud, pair.target))
     return attempts, placed
+
+
+def _harness_runtime(cloud: ChaosCloud, prefix: str) -> Runtime[FunctionSettings]:
+    function = cloud.function(prefix)
+    settings = settings_of(cloud.functions[function].handler).from_env(cloud.environment(function))
+    runtime: type[Runtime[FunctionSettings]] = composition_root(service()).Runtime
+    return runtime(settings, client_factory=cloud.client, clock=cloud.clock)
 
 
 def _stage(cloud: ChaosCloud) -> str:

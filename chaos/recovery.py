@@ -26,10 +26,13 @@ from ops.redrive import (
     redrive_failed_executions,
     restart_express_run,
 )
+from ops.service import service
+from ops.stack_outputs import queue_output, table_output
 from orders.adapters.aws import SqsQueue
 from orders.adapters.order_store import DynamoOrderStore
-from orders.errors import RerunRefused
-from orders.items import order_key
+from reliability.errors import RerunRefused
+from reliability.run_store import record_key
+from reliability.workflow_runs import RunMessage, execution_name, run_of_execution
 from simulator.cloud import InProcessCloud, Invocation, LambdaError
 
 _UNIT_SECONDS = {"minute": 60, "hour": 3600, "day": 86_400}  # an EventBridge rate() expression's units
@@ -177,13 +180,18 @@ class RecoveringCloud(InProcessCloud):
         if item is None:
             return
         run, key = int(item["run"]["N"]) + 1, item["idempotency_key"]["S"]
-        message = {"order_id": order_id, "run": run, "idempotency_key": key}
-        self.sqs.send_message(QueueUrl=self.outputs["OrdersQueueUrl"], MessageBody=json.dumps(message))
+        declared = service()
+        message = RunMessage(entity_id=order_id, run=run, idempotency_key=key).body(declared.entity)
+        self.sqs.send_message(
+            QueueUrl=self.outputs[queue_output(declared.queue)], MessageBody=json.dumps(message)
+        )
         self.recovery.stray_runs += 1
 
     def _order_item(self, order_id: str) -> dict[str, Any] | None:
         item: dict[str, Any] | None = self.dynamodb.get_item(
-            TableName=self.outputs["OrdersTableName"], Key=order_key(order_id), ConsistentRead=True
+            TableName=self.outputs[table_output(service().entity.table)],
+            Key=record_key(service().entity, order_id),
+            ConsistentRead=True,
         ).get("Item")
         return item
 
@@ -224,7 +232,7 @@ class RecoveringCloud(InProcessCloud):
         self.recovery.refused_redrives += len(results) - len(redriven)
         for refused in (r for r in results if r.method == Method.REFUSED):
             described = self.described(refused.failed_execution_arn)
-            self.awaiting_operator.add(str(json.loads(described["input"])["order_id"]))
+            self.awaiting_operator.add(run_of_execution(described["name"])[0])
         return len(redriven)
 
     def _restart_express_runs(self, failed: list[dict[str, Any]]) -> int:
@@ -236,13 +244,14 @@ class RecoveringCloud(InProcessCloud):
         before its execution started leaves no execution, only the message, which SQS deletes
         once the DLQ's retention has passed (counted from its first enqueue)."""
         runs: dict[str, str] = {}  # `<order>-r<run>` -> order
+        entity = service().entity
         for execution in failed:
-            described = json.loads(self.described(execution["executionArn"])["input"])
-            runs[f"{described['order_id']}-r{described.get('run', 1)}"] = str(described["order_id"])
-        for item in self.dynamodb.scan(TableName=self.outputs["OrdersTableName"]).get("Items", []):
-            if item.get("sk", {}).get("S") == "order" and item.get("status", {}).get("S") == "RUNNING":
-                order_id = item["order_id"]["S"]
-                runs[f"{order_id}-r{item.get('run', {}).get('N', '1')}"] = order_id
+            entity_id, number = run_of_execution(self.described(execution["executionArn"])["name"])
+            runs[execution_name(entity_id, number)] = entity_id
+        for item in self.dynamodb.scan(TableName=self.outputs[table_output(entity.table)]).get("Items", []):
+            if item.get("sk", {}).get("S") == entity.name and item.get("status", {}).get("S") == "RUNNING":
+                entity_id = item[entity.id_field]["S"]
+                runs[execution_name(entity_id, int(item.get("run", {}).get("N", "1")))] = entity_id
         due = {run: order_id for run, order_id in runs.items() if run not in self.restarted_express}
         if not due:
             return 0
@@ -262,8 +271,10 @@ class RecoveringCloud(InProcessCloud):
         (another copy of the run completed it); a failed call is the tool's violation."""
         try:
             result = restart_express_run(
-                orders=DynamoOrderStore(client=self.dynamodb, table_name=self.outputs["OrdersTableName"]),
-                queue=SqsQueue(client=sqs, queue_url=self.outputs["OrdersQueueUrl"]),
+                orders=DynamoOrderStore(
+                    client=self.dynamodb, table_name=self.outputs[table_output(service().entity.table)]
+                ),
+                queue=SqsQueue(client=sqs, queue_url=self.outputs[queue_output(service().queue)]),
                 order_id=order_id,
                 now=self.clock(),
             )
@@ -283,7 +294,7 @@ class RecoveringCloud(InProcessCloud):
     def restart_same_token(self) -> int:
         """Start every order's workflow again under a new name with the same input (same token),
         while its first execution started less than `RESTART_SAFE_SECONDS` ago: the fences only
-        promise to outlive that (`infra.config.FENCE_WINDOWS`), and `ops.redrive` refuses a
+        promise to outlive that (`reliability.cdk.config.FENCE_WINDOWS`), and `ops.redrive` refuses a
         restart past it. An older token coming back is no path the platform has."""
         started = 0
         seen: set[str] = set()
@@ -316,9 +327,10 @@ class RecoveringCloud(InProcessCloud):
         redriven."""
         tick_due = True  # again only while the last tick failed: EventBridge fires the next one
         for _ in range(rounds):
-            moved = self.drain_queue("OrdersQueueUrl")
+            worker_queue = queue_output(service().queue)
+            moved = self.drain_queue(worker_queue)
             self.wait_all()
-            moved += sum(self.drain_queue(q) for q in self.queue_consumers if q != "OrdersQueueUrl")
+            moved += sum(self.drain_queue(q) for q in self.queue_consumers if q != worker_queue)
             if operator:
                 moved += self.redrive_failed()
             if moved == 0 and tick_due:

@@ -3,7 +3,7 @@ cloud assembly, with the real handler code, simulated time and what AWS does as 
 
     from simulator.cloud import running_cloud, Clock
     with running_cloud(assembly) as cloud:
-        cloud.api("POST", "/orders", ...); cloud.settle(); cloud.advance(2 * 86400)
+        cloud.api("POST", "/<entity>s", ...); cloud.settle(); cloud.advance(2 * 86400)
 
 - `simulator.cloud`: `InProcessCloud`, `running_cloud`, `stores()` for `ops.invariants`; built from
   `simulator.deploy` (the templates onto moto), `simulator.lambdas` (the real handlers run in this

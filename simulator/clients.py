@@ -1,7 +1,8 @@
-"""Clients of the orders API as people write them: some retry until they get an answer, some give
+"""Clients of the service's API as people write them: some retry until they get an answer, some give
 up, some come back after the idempotency key's TTL has passed.
 
-`OrderClient(cloud, key, body, max_attempts=N).post()` sends `POST /orders` with its key and retries
+`RetryingClient(cloud, key, body, max_attempts=N).post()` sends `POST` to the declaration's starting
+route (`ops.outcomes.starting_route`) with its key and retries
 with the same key on a dead function (API Gateway's 502), a 5xx or a 409 (the first attempt is still
 in progress), waiting the api function's timeout between attempts on the simulated clock; after
 `max_attempts` it gives up (`gave_up`, `post()` returns None) and never sends again unless told.
@@ -13,6 +14,9 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
+
+from ops.outcomes import starting_route
+from ops.service import service
 
 if TYPE_CHECKING:
     from simulator.cloud import ApiResponse, InProcessCloud
@@ -29,27 +33,28 @@ class Attempt:
 
 
 @dataclass
-class OrderClient:
+class RetryingClient:
     cloud: InProcessCloud
     key: str
     body: dict[str, Any]
     max_attempts: int = 8
     attempts: list[Attempt] = field(default_factory=list)
     gave_up: bool = False
-    path: str = "/orders"  # the route it posts to (chaos: the declared starting route's)
+    path: str = ""  # the route it posts to; "": the declared starting route's
 
     def post(self) -> ApiResponse | None:
         """Up to `max_attempts` sends with the same key; the final answer, or None (gave up)."""
         from simulator.cloud import LambdaError  # noqa: PLC0415 - cloud imports this module
 
         cloud = self.cloud
+        path = self.path or starting_route(service()).path
         wait = cloud.functions[cloud.function("Api")].timeout + 1
         for attempt in range(self.max_attempts):
             if attempt:
                 cloud.clock.advance(wait)
             try:
                 response = cloud.api(
-                    "POST", self.path, body=dict(self.body), headers={"Idempotency-Key": self.key}
+                    "POST", path, body=dict(self.body), headers={"Idempotency-Key": self.key}
                 )
             except LambdaError:
                 self.attempts.append(Attempt(DIED, None, replayed=False))

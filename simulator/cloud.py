@@ -43,9 +43,11 @@ from emulator.shapes import EXIT_ERROR
 from emulator.templates import queue_consumers, read_template, resources_of_type
 from ops.invariants import Stores
 from ops.redrive import DlqRedrive, WorkflowRedrive
+from ops.service import service
+from ops.stack_outputs import queue_output
 from ops.target import CLIENT_CONFIG as OPERATOR_CLIENT_CONFIG
-from orders import runtime as orders_runtime
-from orders.domain import Order
+from reliability.runtime import CLIENT_CONFIG, Runtime
+from reliability.settings import FunctionSettings
 from reliability.testing.crashpoints import CrashPlan
 from simulator.clock import Clock
 from simulator.consumers import EventSourceMapping, PumpResult
@@ -99,10 +101,13 @@ class InProcessCloud(HandlerRunner, EventSourceMapping):
         self.clock = clock or Clock()
         self.resolve = Resolver()
         self.queue_urls: dict[str, str] = {}  # by queue name
+        # every message a consumer was handed, by queue output and message id (its body): what the
+        # app itself sent, for a harness that imitates it (chaos.foreign)
+        self.delivered: dict[str, dict[str, str]] = {}
         self.outputs: dict[str, str] = {}
         self.functions: dict[str, FunctionSpec] = {}  # by physical name
         self.invocations: list[Invocation] = []
-        self._runtimes: dict[str, orders_runtime.Runtime] = {}
+        self._runtimes: dict[str, Runtime[FunctionSettings]] = {}
         self._lock = threading.Lock()
         self.write_observers: list[Observer] = []  # told every DynamoDB write (simulator.observe)
         self.ttl_tables = ttl_tables(self.data_template)
@@ -118,9 +123,9 @@ class InProcessCloud(HandlerRunner, EventSourceMapping):
         return boto3.client(service, region_name=REGION)
 
     def function_client(self, service: str) -> Any:
-        """A client as the functions build theirs (`orders.runtime.CLIENT_CONFIG`: the SDK's
+        """A client as the functions build theirs (`reliability.runtime.CLIENT_CONFIG`: the SDK's
         standard retries, its timeouts), so a resend happens exactly as the SDK does it."""
-        return boto3.client(service, region_name=REGION, config=orders_runtime.CLIENT_CONFIG)
+        return boto3.client(service, region_name=REGION, config=CLIENT_CONFIG)
 
     def operator_client(self, tool: str, service: str) -> Any:  # noqa: ARG002 - for overrides
         """A client as the operator tools build theirs (`ops.target.CLIENT_CONFIG`); `tool` names
@@ -226,9 +231,9 @@ class InProcessCloud(HandlerRunner, EventSourceMapping):
         return ApiResponse(status=int(raw["statusCode"]), body=parsed, headers=headers)
 
     # --- operators (simulator.operators: the ops tools' own code) --------------------------------
-    def rerun(self, order_id: str) -> Order:
-        """Start run N+1 of a FAILED order (`ops.rerun`)."""
-        return rerun(self.outputs, REGION, order_id, clients=lambda s: self.operator_client("ops.rerun", s))
+    def rerun(self, entity_id: str) -> Any:
+        """Start run N+1 of a FAILED entity (`ops.rerun`); its record after the transition."""
+        return rerun(self.outputs, REGION, entity_id, clients=lambda s: self.operator_client("ops.rerun", s))
 
     def redrive(self, execution_arn: str) -> WorkflowRedrive:
         """Redrive a failed execution (`ops.redrive`): resumed at its failed state within the redrive
@@ -268,13 +273,14 @@ class InProcessCloud(HandlerRunner, EventSourceMapping):
         ]
 
     def described(self, execution_arn: str) -> dict[str, Any]:
-        """An execution's input (JSON text), status, error and cause, as DescribeExecution gives
+        """An execution's name, input (JSON text), status, error and cause, as DescribeExecution gives
         them; on Express, which has no such API (E3), as the cloud itself knows them."""
         if not self.express:
             return dict(self.sfn.describe_execution(executionArn=execution_arn))
         execution = self._express_execution(execution_arn)
         return {
             "executionArn": execution.execution_arn,
+            "name": execution.name,
             "input": execution.execution_input,
             "status": execution.status,
             "error": execution.error,
@@ -329,13 +335,14 @@ class InProcessCloud(HandlerRunner, EventSourceMapping):
         return [_ended(e) for e in self.executions()]
 
     def settle(self, *, rounds: int = 5) -> None:
-        """Drive everything to rest: orders queue -> executions -> consumer queues."""
+        """Drive everything to rest: the worker's queue -> executions -> consumer queues."""
         consumers = queue_consumers(self.data_template, self.app_template)
+        worker_queue = queue_output(service().queue)
         for _ in range(rounds):
-            moved = self.drain("OrdersQueueUrl", consumers["OrdersQueueUrl"])
+            moved = self.drain(worker_queue, consumers[worker_queue])
             self.wait_all()
             for queue, function in consumers.items():
-                if queue != "OrdersQueueUrl":  # the event consumers (orders.workflow.CONSUMERS)
+                if queue != worker_queue:  # the event consumers (the declaration's)
                     moved += self.drain(queue, function)
             if moved == 0:
                 return

@@ -32,6 +32,7 @@ class EventSourceMapping:
 
     clock: Clock
     outputs: dict[str, str]
+    delivered: dict[str, dict[str, str]]
 
     if TYPE_CHECKING:
 
@@ -56,6 +57,9 @@ class EventSourceMapping:
             WaitTimeSeconds=0,
         ).get("Messages", [])
         queue_arn = self._queue_arn(queue_output)
+        seen = self.delivered.setdefault(queue_output, {})
+        for message in messages:
+            seen.setdefault(message["MessageId"], message["Body"])
         return messages, {"Records": [sqs_record(m, queue_arn=queue_arn) for m in messages]}
 
     def pump(self, queue_output: str, function_prefix: str, *, batch_size: int = 10) -> PumpResult:

@@ -2,11 +2,11 @@
 
 `installed()` patches moto's single code-running point, `LambdaFunction._invoke_lambda`, to import
 the function's handler (`module.function` under `functions/`) and call it with the Lambda context
-the local cloud's workers also build (`emulator.lambda_runtime`) and a per-function
-`orders.runtime.Runtime` built from that function's own environment. A handler exception comes back
-with `errorType` = its class name, as on AWS, so Retry/Catch match; a `SimulatedCrash` (a raise-mode
-crash point) comes back as `Runtime.ExitError`, what Lambda reports for a sandbox that died, so the
-state machine retries it as it would on AWS.
+the local cloud's workers also build (`emulator.lambda_runtime`) and a per-function runtime, the
+service's own (`Service.runtime`), built from that function's own environment. A handler exception
+comes back with `errorType` = its class name, as on AWS, so Retry/Catch match; a `SimulatedCrash`
+(a raise-mode crash point) comes back as `Runtime.ExitError`, what Lambda reports for a sandbox
+that died, so the state machine retries it as it would on AWS.
 """
 
 from __future__ import annotations
@@ -30,8 +30,9 @@ from moto.sqs.responses import SQSResponse
 from emulator.functions import lambda_environment
 from emulator.lambda_runtime import LambdaContext, load_handler
 from emulator.shapes import EXIT_ERROR, error_payload
-from orders import runtime as orders_runtime
-from orders.config import FunctionSettings, settings_of
+from ops.service import composition_root, service
+from reliability.runtime import Runtime
+from reliability.settings import FunctionSettings, settings_of
 from reliability.testing.crashpoints import CrashPlan, SimulatedCrash
 from simulator.clock import Clock, clocked_datetime_module
 from simulator.concurrent import switch_point
@@ -103,7 +104,7 @@ class HandlerRunner:
     stops: list[StopDuring]
     queued_executions: ExecutionQueue
     write_observers: list[Observer]
-    _runtimes: dict[str, orders_runtime.Runtime]
+    _runtimes: dict[str, Runtime[FunctionSettings]]
     _lock: threading.Lock
 
     if TYPE_CHECKING:
@@ -156,7 +157,7 @@ class HandlerRunner:
         """What the function's code would find in its environment on Lambda."""
         return lambda_environment(self.functions[function_name], log_stream=f"simulator/{function_name}")
 
-    def runtime_for(self, function_name: str) -> orders_runtime.Runtime[FunctionSettings]:
+    def runtime_for(self, function_name: str) -> Runtime[FunctionSettings]:
         with self._lock:
             runtime = self._runtimes.get(function_name)
             if runtime is None:
@@ -169,10 +170,11 @@ class HandlerRunner:
         self,
         function_name: str,  # noqa: ARG002 - for overrides
         settings: FunctionSettings,
-    ) -> orders_runtime.Runtime[FunctionSettings]:
-        """A function's runtime, built once (a hook: the chaos cloud gives each function its own
-        crash plan, clients and runtime class)."""
-        return orders_runtime.Runtime(
+    ) -> Runtime[FunctionSettings]:
+        """A function's runtime, built once: the service's own (`Service.runtime`). A hook: the
+        chaos cloud gives each function its own crash plan, clients and runtime class."""
+        runtime: type[Runtime[FunctionSettings]] = composition_root(service()).Runtime
+        return runtime(
             settings, client_factory=self.function_client, crash_plan=self.crash_plan, clock=self.clock
         )
 
@@ -188,7 +190,7 @@ class HandlerRunner:
         set_caller(Caller(function_name, context.aws_request_id))
         try:
             self._stop(function_name, "before", event)
-            with orders_runtime.scoped(self.runtime_for(function_name)):
+            with composition_root(service()).RUNTIMES.scoped(self.runtime_for(function_name)):
                 result = handler(event, context)
             self._stop(function_name, "after", event)
             return result

@@ -15,7 +15,7 @@ Applied together by `InProcessCloud.installed()` (`on_the_clock(clock)`), for th
    parser's backend), so "ended 15 days ago" means simulated days.
 3. RedriveExecution: moto has none (NotImplementedError). The simulator answers it with AWS's
    refusal of an execution that is not failed, or that ended more than the redrive window
-   (`infra.config.REDRIVE_WINDOW_DAYS`) ago (`ExecutionNotRedrivable`); within the window the
+   (`reliability.cdk.config.REDRIVE_WINDOW_DAYS`) ago (`ExecutionNotRedrivable`); within the window the
    execution resumes at the state it failed in (`simulator.redrive`), as AWS's does. Like AWS's,
    it is idempotent by `clientToken` (which the SDK generates once per call, so its own resend
    carries the same one): a redrive asked again with the token of a successful one within
@@ -67,9 +67,9 @@ from moto.stepfunctions.responses import StepFunctionResponse
 from emulator import patches_express as express
 from emulator import patches_speed as speed
 from emulator.patches_dynamo import query_by_partition, transactions_by_item
-from infra.config import REDRIVE_WINDOW_DAYS
 from ops.redrive import REDRIVABLE_STATUSES
-from orders.observability import logger
+from reliability.cdk.config import REDRIVE_WINDOW_DAYS
+from reliability.observability import logger
 from simulator.clock import Clock, clocked_datetime_module
 from simulator.redrive import resume_at_failed_state
 

@@ -33,13 +33,13 @@ from datetime import datetime
 from functools import partial
 from typing import Any
 
-from infra.config import FENCE_WINDOWS, outlived
 from ops.invariants.effects import Effects, new_counts, tally_declared
 from ops.invariants.report import EntityRow, Report
 from ops.invariants.rules import Exemptions, check_runs
 from ops.invariants.stores import DeadLetter, Stores, fences_of, peek_dead_letters, step_records, table_scans
 from ops.service import domain_invariants, hook_counts
 from ops.target import Target
+from reliability.cdk.config import FENCE_WINDOWS, outlived
 
 __all__ = ["DeadLetter", "EntityRow", "Report", "Stores", "check", "main", "peek_dead_letters"]
 

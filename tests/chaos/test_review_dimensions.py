@@ -3,10 +3,15 @@ world passes on main and catches the old behaviour of its root cause (`proof.beh
 
 from __future__ import annotations
 
+import json
+
 import pytest
 
+from chaos.cloud import chaos_cloud
+from chaos.foreign import foreign_event, unknown_id
 from chaos.mutants import by_name
 from chaos.points import PointHit
+from chaos.scenarios import place
 from chaos.schedules import Action, Schedule, run_schedule
 
 pytestmark = pytest.mark.filterwarnings("ignore:No application metrics:UserWarning")
@@ -60,9 +65,9 @@ CASES = {
     "consumer-verifies: no such order": (
         "consumer-verifies",
         Schedule(
-            orders=("payment-declined",),
+            orders=("completed", "payment-declined"),
             crashes=(),
-            actions=(Action("foreign-event", queue="NotifyQueueUrl", variant="no-order"),),
+            actions=(Action("foreign-event", queue="NotifyQueueUrl", variant="no-entity", order=1),),
         ),
     ),
     "late-copy-duplicate": (
@@ -83,9 +88,35 @@ def test_a_malformed_foreign_event_is_dead_lettered_with_a_reason(assembly):
     schedule = Schedule(
         orders=("completed",),
         crashes=(),
-        actions=(Action("foreign-event", queue="AnalyticsQueueUrl", variant="bad-time"),),
+        actions=(Action("foreign-event", queue="AnalyticsQueueUrl", variant="malformed"),),
     )
     assert run_schedule(assembly, schedule).violations == []
+
+
+def _foreign(assembly, kinds, variant):
+    """The events `foreign-event` (`variant`) sends to the notify queue after `kinds` are placed,
+    and the ones the app itself delivered there."""
+    with chaos_cloud(assembly) as cloud:
+        placed = [place(cloud, kind, f"foreign-{i}-{kind}", index=i) for i, kind in enumerate(kinds)]
+        foreign_event(cloud, Action("foreign-event", queue="NotifyQueueUrl", variant=variant), placed)
+        delivered = [json.loads(body) for body in cloud.delivered.get("NotifyQueueUrl", {}).values()]
+        return [json.loads(sent.body) for sent in cloud.foreign.events], delivered, placed
+
+
+def test_a_foreign_event_is_one_the_app_delivered_with_one_thing_changed(assembly):
+    sent, delivered, placed = _foreign(assembly, ("completed",), "malformed")
+    (event,) = sent
+    (model,) = delivered
+    assert model["order_id"] == placed[0].order_id
+    assert event == {k: v for k, v in model.items() if k != "order_id"}  # malformed: no entity id
+    sent, _, _ = _foreign(assembly, ("completed",), "no-entity")
+    assert sent[0]["order_id"] == unknown_id()
+
+
+def test_no_foreign_event_where_the_app_delivered_none_to_imitate(assembly):
+    # A world whose only order failed delivered no event: nothing to imitate, nothing is sent.
+    sent, delivered, _ = _foreign(assembly, ("payment-declined",), "no-entity")
+    assert (sent, delivered) == ([], [])
 
 
 def test_another_caller_refused_for_the_catalog_is_not_told_a_key_is_in_use(assembly):

@@ -7,7 +7,7 @@ import pytest
 
 from ops.invariants import check
 from reliability.testing.crashpoints import CrashPlan
-from simulator.clients import DIED, OrderClient
+from simulator.clients import DIED, RetryingClient
 from simulator.cloud import running_cloud
 
 pytestmark = pytest.mark.filterwarnings("ignore:No application metrics:UserWarning")
@@ -19,7 +19,7 @@ def test_a_client_that_gives_up_strands_its_order_until_it_comes_back_after_the_
     # Given an api that dies just before sending the order's message, twice
     plan = CrashPlan.parse("before:SQS.SendMessage@api=2", mode="raise")
     with running_cloud(assembly, crash_plan=plan) as cloud:
-        client = OrderClient(cloud, "gives-up-1", ORDER, max_attempts=2)
+        client = RetryingClient(cloud, "gives-up-1", ORDER, max_attempts=2)
 
         # When the client gives up after two attempts
         assert client.post() is None
@@ -50,7 +50,7 @@ def test_a_client_that_gives_up_strands_its_order_until_it_comes_back_after_the_
 
 def test_a_retry_after_the_ttl_of_a_completed_order_finds_it_and_changes_nothing(assembly) -> None:
     with running_cloud(assembly) as cloud:
-        client = OrderClient(cloud, "after-ttl-1", ORDER)
+        client = RetryingClient(cloud, "after-ttl-1", ORDER)
         first = client.post()
         assert first is not None
         assert first.status == 202

@@ -24,6 +24,11 @@ from reliability.workflow_runs import RunStatus
 T = TypeVar("T")
 
 
+def record_key(entity: Entity, entity_id: str) -> dict[str, Any]:
+    """The key of the entity's record on its table (what a tool reads it by, too)."""
+    return {"pk": {"S": entity.partition(entity_id)}, "sk": {"S": entity.name}}
+
+
 class DynamoRunStore(Generic[T]):
     """The entity's record on its table: created once, read, and its runs' transitions."""
 
@@ -45,7 +50,7 @@ class DynamoRunStore(Generic[T]):
         self._decode = decode
 
     def key(self, entity_id: str) -> dict[str, Any]:
-        return {"pk": {"S": self._entity.partition(entity_id)}, "sk": {"S": self._entity.name}}
+        return record_key(self._entity, entity_id)
 
     def create(self, record: T) -> T:
         """Store `record` unless its id is taken: then the record stored under it is returned (a

@@ -62,6 +62,17 @@ def execution_name(entity_id: str, run: int) -> str:
     return f"{entity_id}-r{run}"
 
 
+RESTART_SUFFIX = "-restart-"  # an operator's restart of a run: `<execution name>-restart-<n>`
+
+
+def run_of_execution(name: str) -> tuple[str, int]:
+    """The (entity id, run) an execution's name carries (`execution_name`, or a restart's)."""
+    entity_id, _, run = name.split(RESTART_SUFFIX, maxsplit=1)[0].rpartition("-r")
+    if not entity_id or not run.isdigit():
+        raise ValueError(f"{name!r} is not an execution name of a run")
+    return entity_id, int(run)
+
+
 @dataclass(frozen=True)
 class RunMessage:
     """A run's queue message: which entity, which run, and the key lineage it was created with."""
