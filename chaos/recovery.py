@@ -262,9 +262,9 @@ class RecoveringCloud(InProcessCloud):
         (another copy of the run completed it); a failed call is the tool's violation."""
         try:
             result = restart_express_run(
-                orders=DynamoOrderStore(client=self.dynamodb, table_name=self.outputs["OrdersTableName"]),
+                store=DynamoOrderStore(client=self.dynamodb, table_name=self.outputs["OrdersTableName"]),
                 queue=SqsQueue(client=sqs, queue_url=self.outputs["OrdersQueueUrl"]),
-                order_id=order_id,
+                entity_id=order_id,
                 now=self.clock(),
             )
         except RedriveError:

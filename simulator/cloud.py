@@ -45,7 +45,7 @@ from ops.invariants import Stores
 from ops.redrive import DlqRedrive, WorkflowRedrive
 from ops.target import CLIENT_CONFIG as OPERATOR_CLIENT_CONFIG
 from orders import runtime as orders_runtime
-from orders.domain import Order
+from reliability.run_store import RunRecord
 from reliability.testing.crashpoints import CrashPlan
 from simulator.clock import Clock
 from simulator.consumers import EventSourceMapping, PumpResult
@@ -226,7 +226,7 @@ class InProcessCloud(HandlerRunner, EventSourceMapping):
         return ApiResponse(status=int(raw["statusCode"]), body=parsed, headers=headers)
 
     # --- operators (simulator.operators: the ops tools' own code) --------------------------------
-    def rerun(self, order_id: str) -> Order:
+    def rerun(self, order_id: str) -> RunRecord:
         """Start run N+1 of a FAILED order (`ops.rerun`)."""
         return rerun(self.outputs, REGION, order_id, clients=lambda s: self.operator_client("ops.rerun", s))
 

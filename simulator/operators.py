@@ -2,7 +2,7 @@
 built as the tools build theirs (`ops.target.CLIENT_CONFIG`) by the cloud (`operator_client`), so
 a fault injected at a client reaches the tools' calls too.
 
-- `rerun`: run N+1 of a FAILED order (`ops.rerun.reruns` -> `orders.runs.Reruns`);
+- `rerun`: run N+1 of a FAILED order (`ops.rerun.reruns` -> `reliability.workflow_runs.Reruns`);
 - `redrive`: a failed execution again (`ops.redrive.redrive_execution`), resumed at its failed
   state (simulator.redrive); later than the redrive window after it ended, Step Functions refuses
   it (`ExecutionNotRedrivable`, simulator.patches) and ops.redrive restarts it under the same token
@@ -23,7 +23,7 @@ from typing import Any
 from ops.redrive import DlqRedrive, WorkflowRedrive, redrive_dlq, redrive_execution
 from ops.rerun import reruns
 from ops.target import Target
-from orders.domain import Order
+from reliability.run_store import RunRecord
 
 WHEN = ("before", "after")
 ClientFactory = Callable[[str], Any]
@@ -41,7 +41,7 @@ class ToolTarget(Target):
 
 def rerun(
     outputs: dict[str, str], region: str, order_id: str, *, clients: ClientFactory | None = None
-) -> Order:
+) -> RunRecord:
     """Start run N+1 of `order_id` as `python -m ops.rerun` does (same code, this cloud's outputs)."""
     target = ToolTarget(endpoint_url=None, region=region, outputs=outputs, clients=clients)
     return reruns(target).start_next_run(order_id)

@@ -33,13 +33,13 @@ from datetime import datetime
 from functools import partial
 from typing import Any
 
-from infra.config import FENCE_WINDOWS, outlived
 from ops.invariants.effects import Effects, new_counts, tally_declared
 from ops.invariants.report import EntityRow, Report
 from ops.invariants.rules import Exemptions, check_runs
 from ops.invariants.stores import DeadLetter, Stores, fences_of, peek_dead_letters, step_records, table_scans
 from ops.service import domain_invariants, hook_counts
 from ops.target import Target
+from reliability.cdk.config import FENCE_WINDOWS, outlived
 
 __all__ = ["DeadLetter", "EntityRow", "Report", "Stores", "check", "main", "peek_dead_letters"]
 
@@ -98,8 +98,8 @@ def check(stores: Stores, *, allow_in_flight: bool = False, left_to_operator: Co
 
 def older_than_fence_windows(entity: Mapping[str, Any], now: float) -> bool:
     """Every fence of the entity was written after it was created and must live at least the fence
-    windows (infra.config; synth refuses a shorter TTL): younger than that, a missing fence is a
-    violation; older, TTL may have deleted it."""
+    windows (reliability.cdk.config; a synth refuses a shorter TTL): younger than that, a missing
+    fence is a violation; older, TTL may have deleted it."""
     created = datetime.fromisoformat(str(entity["created_at"])).timestamp()
     return now - created >= outlived(FENCE_WINDOWS)
 

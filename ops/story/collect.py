@@ -40,9 +40,9 @@ from ops.story.model import Story
 from reliability.declaration import Service
 from reliability.http import ANONYMOUS
 from reliability.keys import derive_key
+from reliability.saga import SAGA_NAMESPACE
 
 _DESERIALIZER = TypeDeserializer()
-FENCE_NAMESPACE = "saga"  # orders.saga.SAGA_NAMESPACE (a test pins the two are the same)
 
 
 def create_route(declared: Service | None = None) -> str:
@@ -70,7 +70,7 @@ def record_location(
     """(physical table, key) of a saga step's record on the run `token` of `order_id`: where the
     declaration puts it (`ops.service.record_at`: the fence table, or the item that carries it)."""
     stage = token.split(".", 1)[0]
-    fence_id = derive_key(FENCE_NAMESPACE, stage=stage, identity={"token": token, "step": step}).value
+    fence_id = derive_key(SAGA_NAMESPACE, stage=stage, identity={"token": token, "step": step}).value
     table, key = record_at(declared or service(), step, entity_id=order_id, token=token, fence_id=fence_id)
     return outputs[table_output(table)], key
 
