@@ -1,6 +1,6 @@
 """Inspect and reset idempotency state, one record at a time, with a confirmation and an audit line.
 
-    python -m ops.idem show --key KEY [--caller C]     # the HTTP record of POST /orders for a caller's key
+    python -m ops.idem show --key KEY [--caller C]     # the create route's HTTP record of a caller's key
     python -m ops.idem forget --key KEY [--caller C] [--yes]  # delete it (refused while live)
     python -m ops.idem fence-show --order O --step S [--run N]
     python -m ops.idem fence-reset --order O --step S [--run N] [--yes]

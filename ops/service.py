@@ -1,9 +1,9 @@
 """The service the operator tools work on: its declaration (`reliability.declaration.Service`).
 
-Found by one setting, `[tool.retrysafe] service = "module:attribute"` in pyproject.toml (the
-sample's is `orders.workflow:SERVICE`), so a service that replaces the sample points the tools at
-its own declaration there and nowhere else. Every tool takes a `Service` argument and falls back
-to `service()`; a test hands it a declaration of its own.
+Found by one setting, `[tool.retrysafe] service = "module:attribute"` in pyproject.toml, so a
+service that replaces the sample points the tools at its own declaration there and nowhere else.
+Every tool takes a `Service` argument and falls back to `service()`; a test hands it a
+declaration of its own.
 
 Beside the loader, what the tools derive from a declaration alone: where a step's record of a
 run lives and the status it gives the step (the physical names are the stack outputs',
@@ -47,7 +47,7 @@ def service(pyproject: Path = PYPROJECT) -> Service:
 
 def openapi_path(pyproject: Path = PYPROJECT) -> Path:
     """The service's published OpenAPI document: `openapi.json` beside its declaration's module
-    (`make openapi` writes it there; the sample's is functions/orders/openapi.json)."""
+    (`make openapi` writes it there)."""
     settings = tomllib.loads(pyproject.read_text()).get("tool", {}).get("retrysafe", {})
     module = importlib.import_module(str(settings.get("service", "")).partition(":")[0])
     return Path(str(module.__file__)).with_name("openapi.json")
@@ -140,7 +140,8 @@ def record_at(
 ) -> tuple[str, dict[str, Any]]:
     """(table short name, key) of `step`'s record on the run `token` of an entity: the fence table
     under its fence id, or the item the step declares as its `record` (`<prefix><token>` in the
-    entity's partition). The sample's runtime reads the same place (orders.items.record_at)."""
+    entity's partition), as the library's saga puts it (`reliability.saga.Saga.record_on`; a test
+    holds the sample's runtime to the same place)."""
     record = declared.step(step).record
     if record is None:
         return FENCES, {"id": {"S": fence_id}}
@@ -156,8 +157,8 @@ def record_tables(declared: Service) -> tuple[str, ...]:
 def step_statuses(declared: Service, states: Mapping[str, str]) -> dict[str, str]:
     """Each declared step's status on a run from its record's state (`FenceState` values by step
     name; absent: never ran): COMPLETED is DONE, FAILED is FAILED, and a completed compensation
-    marks the step it undoes COMPENSATED. The sample's GET /orders/{id} shows the same
-    (`orders.saga.step_statuses`; a test holds the two equal)."""
+    marks the step it undoes COMPENSATED. A service's GET of its entity shows the same
+    (`reliability.saga.Saga.step_statuses`; a test holds the two equal)."""
     statuses: dict[str, str] = {}
     for step in declared.steps:
         state = states.get(step.name)

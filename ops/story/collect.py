@@ -168,7 +168,7 @@ class Collector:
 
     def executions(self, order_id: str, runs: int) -> list[dict[str, Any]]:
         """Every execution of the order's runs, by name (no listing of the whole state machine):
-        `<order>-r<run>` (orders.domain.execution_name) and the local restarts `-restart-<n>`
+        `<order>-r<run>` (reliability.workflow_runs.execution_name) and the local restarts `-restart-<n>`
         (ops.redrive; on AWS a redrive keeps the execution)."""
         prefix = self.outputs["StateMachineArn"].replace(":stateMachine:", ":execution:")
         found = []
@@ -227,7 +227,7 @@ class Collector:
         entries = log_entries(invocations, step_of)
         entries += execution_entries(executions)
         fences = {step: self.fence(tokens[-1], step, order_id) for step in workflow.steps} if tokens else {}
-        # Each step's status on the latest run, derived from its fence as GET /orders/{id} does it
+        # Each step's status on the latest run, derived from its fence as the entity's GET does it
         statuses = step_statuses(self.declared, {step: f["state"] for step, f in fences.items() if f})
         steps = {name: {"status": status} for name, status in statuses.items()}
         catch_targets = {to for _, to, kind in workflow.edges if kind.startswith("catch")}
