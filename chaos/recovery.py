@@ -28,10 +28,9 @@ from ops.redrive import (
 )
 from ops.service import service
 from ops.stack_outputs import queue_output, table_output
-from orders.adapters.aws import SqsQueue
-from orders.adapters.order_store import DynamoOrderStore
 from reliability.errors import RerunRefused
-from reliability.run_store import record_key
+from reliability.run_store import record_key, run_records
+from reliability.sqs import SqsQueue
 from reliability.workflow_runs import RunMessage, execution_name, run_of_execution
 from simulator.cloud import InProcessCloud, Invocation, LambdaError
 
@@ -271,11 +270,13 @@ class RecoveringCloud(InProcessCloud):
         (another copy of the run completed it); a failed call is the tool's violation."""
         try:
             result = restart_express_run(
-                orders=DynamoOrderStore(
-                    client=self.dynamodb, table_name=self.outputs[table_output(service().entity.table)]
+                store=run_records(
+                    client=self.dynamodb,
+                    table_name=self.outputs[table_output(service().entity.table)],
+                    entity=service().entity,
                 ),
                 queue=SqsQueue(client=sqs, queue_url=self.outputs[queue_output(service().queue)]),
-                order_id=order_id,
+                entity_id=order_id,
                 now=self.clock(),
             )
         except RedriveError:

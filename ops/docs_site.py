@@ -5,11 +5,12 @@ Markers are replaced when a page is built, so the site cannot retype what the co
 - `<!-- constant chaos.mutation.BUDGET -->`: the value of a module-level constant, read from its
   source (a number, a string, or arithmetic over the module's other constants); a name that is gone
   or not such a constant fails the build;
-- `<!-- api-errors -->`: every error status and code the published OpenAPI document
-  (functions/orders/openapi.json, written by `make openapi` from the route list) says an answer may
-  carry, with the operations that may get it and what it means (the library's codes here, in
-  `ERROR_MEANINGS`; the service's own in its proof's, `service_meanings`). A code the document
-  has and neither explains, or the other way round, fails the build.
+- `<!-- api-errors -->`: every error status and code the published OpenAPI document (the
+  `openapi.json` beside the service's declaration, written by `make openapi` from its route list,
+  `OPENAPI`) says an answer may carry, with the operations that may get it and what it means (the
+  library's codes here, in `ERROR_MEANINGS`; the service's own in its proof's,
+  `service_meanings`). A code the document has and neither explains, or the other way round,
+  fails the build.
 
 Standard library only: MkDocs loads this file in .venv-docs, which has none of the project's packages.
 """
@@ -28,7 +29,7 @@ from pathlib import Path
 from typing import Any
 
 ROOT = Path(__file__).resolve().parent.parent
-OPENAPI = ROOT / "functions" / "orders" / "openapi.json"
+PYPROJECT = ROOT / "pyproject.toml"
 MAKE_HELP = "<!-- make-help -->"
 API_ERRORS = "<!-- api-errors -->"
 # Where the site serves mermaid.js (mkdocs.yml's extra_javascript names it).
@@ -123,6 +124,21 @@ def _module_source(module: str, roots: tuple[Path, ...]) -> Path:
     raise ValueError(f"no module {module} under {[str(r) for r in roots]}")
 
 
+def declaration_source(pyproject: Path = PYPROJECT, roots: tuple[Path, ...] = MODULE_ROOTS) -> Path:
+    """The source of the service's declaration: the module `[tool.retrysafe] service` names."""
+    settings = tomllib.loads(pyproject.read_text()).get("tool", {}).get("retrysafe", {})
+    return _module_source(str(settings["service"]).partition(":")[0], roots)
+
+
+def openapi_source(pyproject: Path = PYPROJECT, roots: tuple[Path, ...] = MODULE_ROOTS) -> Path:
+    """The service's published OpenAPI document: `openapi.json` beside its declaration (found as
+    `ops.service.openapi_path` finds it, without importing the service)."""
+    return declaration_source(pyproject, roots).with_name("openapi.json")
+
+
+OPENAPI = openapi_source()
+
+
 def _assignments(tree: ast.Module) -> dict[str, ast.expr]:
     found: dict[str, ast.expr] = {}
     for node in tree.body:
@@ -195,8 +211,7 @@ def service_meanings(roots: tuple[Path, ...] = MODULE_ROOTS) -> dict[str, str]:
     (the sample's proof/docs.py), read, never imported, like the constants: the service is the
     one pyproject.toml's `[tool.retrysafe] service` names, its proof package the `proof=` its
     `Service(...)` is given. No proof, or no such module: none of its own."""
-    settings = tomllib.loads((ROOT / "pyproject.toml").read_text()).get("tool", {}).get("retrysafe", {})
-    declaration = _module_source(str(settings["service"]).partition(":")[0], roots)
+    declaration = declaration_source(roots=roots)
     package = next(
         (
             keyword.value.value

@@ -1,6 +1,6 @@
 """Inspect and reset idempotency state, one record at a time, with a confirmation and an audit line.
 
-    python -m ops.idem show --key KEY [--caller C]     # the HTTP record of POST /orders for a caller's key
+    python -m ops.idem show --key KEY [--caller C]     # the create route's HTTP record of a caller's key
     python -m ops.idem forget --key KEY [--caller C] [--yes]  # delete it (refused while live)
     python -m ops.idem fence-show --order O --step S [--run N]
     python -m ops.idem fence-reset --order O --step S [--run N] [--yes]
@@ -32,12 +32,13 @@ from botocore.exceptions import ClientError
 
 from ops.service import service
 from ops.stack_outputs import IDEMPOTENCY_TABLE_OUTPUT
-from ops.story.collect import FENCE_NAMESPACE, add_caller_argument, create_route, plain, record_location
+from ops.story.collect import add_caller_argument, create_route, plain, record_location
 from ops.target import DEFAULT_STAGE, Target, local_state_dir
 from reliability import FenceRecord, FenceState
 from reliability.declaration import Service
 from reliability.http import ANONYMOUS, RECORD_PREFIX, scoped_key
 from reliability.keys import derive_key, execution_token
+from reliability.saga import SAGA_NAMESPACE
 
 POWERTOOLS_IN_PROGRESS = "INPROGRESS"
 # reliability.http hands Powertools key_prefix RECORD_PREFIX, `event_key_jmespath="key"` (the
@@ -61,7 +62,7 @@ def http_record_id(
 def fence_record_id(order_id: str, step: str, *, stage: str, run: int = 1) -> tuple[str, str]:
     """(fence record id, execution token) of a saga step of one run of an order."""
     token = execution_token(stage=stage, business_id=order_id, run=run)
-    key = derive_key(FENCE_NAMESPACE, stage=stage, identity={"token": token, "step": step})
+    key = derive_key(SAGA_NAMESPACE, stage=stage, identity={"token": token, "step": step})
     return key.value, token
 
 
@@ -126,7 +127,7 @@ def describe_http(item: Mapping[str, Any], *, raw_key: str, scoped: str, now: fl
 
 def describe_fence(item: Mapping[str, Any], *, now: float, carried: bool = False) -> Shown:
     """`carried`: the record is on the business item its step's effect wrote
-    (`orders.items.record_at`): a COMPLETED one IS that effect's item, never deleted here."""
+    (`ops.service.record_at`): a COMPLETED one IS that effect's item, never deleted here."""
     record = FenceRecord.from_item(item)
     live = record.lease_live(now)
     lines = [

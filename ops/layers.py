@@ -2,8 +2,8 @@
 on the project's import path.
 
 `python -m ops.layers` is `lint-imports` with pytest's `pythonpath` from pyproject.toml put first,
-so the check finds `orders` under functions/ and this tree's library whether or not the caller set
-PYTHONPATH as the Makefile does (a pre-commit hook, a bare shell).
+so the check finds the service's packages under functions/ and this tree's library whether or not
+the caller set PYTHONPATH as the Makefile does (a pre-commit hook, a bare shell).
 """
 
 from __future__ import annotations

@@ -12,10 +12,10 @@ and otherwise a fallback with the same guarantees for this service (moto has nei
   it starts from the first state, every step whose fence completed is skipped and only the
   unfinished work runs, including a step whose fence an operator reset (docs/operating.md,
   "Inspecting and resetting idempotency state").
-- workflow on Express (`--order`): Express has no RedriveExecution and no execution API to find a
-  failed execution by; its orders queue is the run's retry. A restart is the order's current-run
-  message sent again: the worker runs the run once more under the same token
-  (`restart_express_run`), refused past the same restart-safe window.
+- workflow on Express (`--order`: an entity's id): Express has no RedriveExecution and no
+  execution API to find a failed execution by; the service's queue is the run's retry. A restart
+  is the entity's current-run message sent again: the worker runs the run once more under the
+  same token (`restart_express_run`), refused past the same restart-safe window.
 The result says which method was used. A start the SDK sent again after it had landed (a lost
 answer) is recognised, not reported as a failure: a move task refused while the DLQ's own task,
 started since the call, runs; a restart's name taken by an execution with the same input.
@@ -31,7 +31,7 @@ from collections.abc import Sequence
 from dataclasses import asdict, dataclass
 from datetime import datetime
 from enum import StrEnum
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Protocol, TypeVar
 
 from botocore.exceptions import ClientError
 
@@ -40,19 +40,19 @@ from ops.stack_outputs import dlq_output, queue_output, table_output
 from ops.target import Target
 from reliability.cdk.config import FENCE_WINDOWS, outlived
 from reliability.declaration import Service
+from reliability.run_store import run_records
+from reliability.sqs import SqsQueue
+from reliability.stepfunctions import execution_arn as execution_arn_of
+from reliability.workflow_runs import TERMINAL_STATUSES, EntityRun, RunMessage, execution_name
 
 if TYPE_CHECKING:
-    from orders.ports import OrderStore, Queue
-from orders.adapters.aws import SqsQueue
-from orders.adapters.aws import execution_arn as execution_arn_of
-from orders.adapters.order_store import DynamoOrderStore
-from orders.domain import TERMINAL_STATUSES, OrderMessage, execution_name
+    from reliability.workflow_runs import Queue, RunStore
 
 REDRIVABLE_STATUSES = frozenset({"FAILED", "TIMED_OUT", "ABORTED"})
 # Every fence of an execution was written after it started and lives at least the windows it must
-# outlive (infra.config checks each stage's TTL at synth), so a restart under the same token is safe
-# while the execution started less than this ago; later, its fences may be gone and a restart could
-# repeat effects.
+# outlive (a synth checks each stage's TTL: reliability.cdk.config), so a restart under the same
+# token is safe while the execution started less than this ago; later, its fences may be gone and
+# a restart could repeat effects.
 RESTART_SAFE_SECONDS = outlived(FENCE_WINDOWS)
 _RECEIVE_BATCH = 10
 # AWS refuses a request signed more than 5 minutes off its clock: the most a task's start time
@@ -68,7 +68,18 @@ class Method(StrEnum):
     # Step Functions refused (stopped more than the redrive window ago) and its fences may be gone.
     REFUSED = "ExecutionNotRedrivable"
     # Express: the run's message sent again; the worker starts the execution under the same token.
-    QUEUED_RESTART = "restart-with-same-token-by-the-orders-queue"
+    QUEUED_RESTART = "restart-with-same-token-by-the-queue"
+
+
+class CreatedRun(EntityRun, Protocol):
+    """An entity's run and when the entity was created (an Express restart's window counts from
+    it): `reliability.run_store.RunRecord`, or a service's own record."""
+
+    @property
+    def created_at(self) -> str: ...  # ISO 8601
+
+
+C = TypeVar("C", bound=CreatedRun)
 
 
 class RedriveError(RuntimeError):
@@ -184,7 +195,7 @@ def redrive_execution(
     """Run a failed execution again: resumed at its failed state where the endpoint redrives, else
     (or with `restart`) from its first state under the same token, its fences skipping what is done.
     Past the redrive window a restart stands in, while the fences certainly live; after that the
-    result is REFUSED and the order needs a person (`make story`, then `make rerun` once FAILED)."""
+    result is REFUSED and the entity needs a person (`make story`, then `make rerun` once FAILED)."""
     execution = sfn.describe_execution(executionArn=execution_arn)
     if execution["status"] not in REDRIVABLE_STATUSES:
         raise RedriveError(f"{execution_arn} is {execution['status']}; only failed executions redrive")
@@ -246,29 +257,35 @@ def redrive_execution(
 
 
 def restart_express_run(
-    *, orders: OrderStore, queue: Queue, order_id: str, now: float | None = None
+    *,
+    store: RunStore[C],
+    queue: Queue,
+    entity_id: str,
+    now: float | None = None,
+    declared: Service | None = None,
 ) -> WorkflowRedrive:
-    """Express: run an order's current run again under the same token, by its message (module doc).
+    """Express: run an entity's current run again under the same token, by its message (module doc).
 
-    Refused (`Method.REFUSED`) once the order is older than `RESTART_SAFE_SECONDS`: its run's
-    fences were all written after the order was created, so they surely live until then (the order's
-    creation bounds the run's first start; a rerun of an old order is refused early, never late).
-    A finished order has nothing to restart (`RedriveError`)."""
-    order = orders.get(order_id)
-    if order is None:
-        raise RedriveError(f"no order {order_id!r}")
-    if order.status in TERMINAL_STATUSES:
-        raise RedriveError(f"order {order_id} is {order.status.value}: nothing to restart")
-    failed = order.execution_arn or execution_name(order.order_id, order.run)
-    age = (now if now is not None else time.time()) - datetime.fromisoformat(order.created_at).timestamp()
+    Refused (`Method.REFUSED`) once the entity is older than `RESTART_SAFE_SECONDS`: its run's
+    fences were all written after the entity was created, so they surely live until then (its
+    creation bounds the run's first start; a rerun of an old entity is refused early, never late).
+    A finished entity has nothing to restart (`RedriveError`)."""
+    entity = (declared or service()).entity
+    found = store.get(entity_id)
+    if found is None:
+        raise RedriveError(f"no {entity.name} {entity_id!r}")
+    if found.status in TERMINAL_STATUSES:
+        raise RedriveError(f"{entity.name} {entity_id} is {found.status}: nothing to restart")
+    failed = found.execution_arn or execution_name(found.entity_id, found.run)
+    age = (now if now is not None else time.time()) - datetime.fromisoformat(found.created_at).timestamp()
     if age >= RESTART_SAFE_SECONDS:
         return WorkflowRedrive(Method.REFUSED, failed, failed)
-    queue.send(OrderMessage(order.order_id, order.run, order.idempotency_key).as_dict())
-    return WorkflowRedrive(Method.QUEUED_RESTART, failed, execution_name(order.order_id, order.run))
+    queue.send(RunMessage(found.entity_id, found.run, found.idempotency_key).body(entity))
+    return WorkflowRedrive(Method.QUEUED_RESTART, failed, execution_name(found.entity_id, found.run))
 
 
-def express_order(execution_arn: str) -> str:
-    """The order an Express execution ARN ran (`...:express:<machine>:<order>-r<run>:<id>`)."""
+def express_entity(execution_arn: str) -> str:
+    """The entity an Express execution ARN ran (`...:express:<machine>:<entity id>-r<run>:<id>`)."""
     parts = execution_arn.split(":")
     if len(parts) < 9 or parts[5] != "express" or "-r" not in parts[7]:
         raise RedriveError(f"{execution_arn} is not an execution of this service's Express workflow")
@@ -295,11 +312,13 @@ def redrive_failed_executions(
     ]
 
 
-def _workflow(target: Target, args: argparse.Namespace) -> WorkflowRedrive | list[WorkflowRedrive]:
+def _workflow(
+    target: Target, args: argparse.Namespace, declared: Service
+) -> WorkflowRedrive | list[WorkflowRedrive]:
     sfn = target.client("stepfunctions")
     machine = target.output("StateMachineArn")
     if sfn.describe_state_machine(stateMachineArn=machine).get("type") == "EXPRESS":
-        return _restart_express(target, args)
+        return _restart_express(target, args, declared)
     if args.order:
         raise RedriveError("--order restarts an Express run; on Standard name --execution-arn (or none)")
     if args.execution_arn:
@@ -307,32 +326,37 @@ def _workflow(target: Target, args: argparse.Namespace) -> WorkflowRedrive | lis
     return redrive_failed_executions(sfn, state_machine_arn=machine, restart=args.restart)
 
 
-def _restart_express(target: Target, args: argparse.Namespace) -> WorkflowRedrive:
-    order_id = args.order or (express_order(args.execution_arn) if args.execution_arn else None)
-    declared = service()
-    if order_id is None:
+def _restart_express(target: Target, args: argparse.Namespace, declared: Service) -> WorkflowRedrive:
+    entity_id = args.order or (express_entity(args.execution_arn) if args.execution_arn else None)
+    if entity_id is None:
         raise RedriveError(
-            "Express lists no executions: name the order (ORDER=<id>); a run whose message is in the "
-            f"{declared.queue} DLQ comes back with `make redrive-dlq QUEUE={declared.queue}`"
+            f"Express lists no executions: name the {declared.entity.name} (ORDER=<id>); a run whose "
+            f"message is in the {declared.queue} DLQ comes back with "
+            f"`make redrive-dlq QUEUE={declared.queue}`"
         )
-    orders = DynamoOrderStore(
-        client=target.client("dynamodb"), table_name=target.output(table_output(declared.entity.table))
+    store = run_records(
+        client=target.client("dynamodb"),
+        table_name=target.output(table_output(declared.entity.table)),
+        entity=declared.entity,
     )
     queue = SqsQueue(client=target.client("sqs"), queue_url=target.output(queue_output(declared.queue)))
-    return restart_express_run(orders=orders, queue=queue, order_id=order_id)
+    return restart_express_run(store=store, queue=queue, entity_id=entity_id, declared=declared)
 
 
 def main(argv: Sequence[str] | None = None, declared: Service | None = None) -> int:
-    """`declared`: the service whose queues are offered (default: `ops.service.service()`)."""
-    queues = (declared or service()).queues
+    """`declared`: the service whose queues and entities are redriven (default:
+    `ops.service.service()`)."""
+    declared = declared or service()
     parser = argparse.ArgumentParser(prog="python -m ops.redrive", description=__doc__.splitlines()[0])
     commands = parser.add_subparsers(dest="command", required=True)
     dlq = commands.add_parser("dlq", help="move a DLQ's messages back to its source queue")
-    dlq.add_argument("queue", choices=queues, help="the queue whose DLQ to move back")
+    dlq.add_argument("queue", choices=declared.queues, help="the queue whose DLQ to move back")
     workflow = commands.add_parser("workflow", help="redrive failed workflow executions")
     workflow.add_argument("--execution-arn", help="one execution (default: every failed one)")
     workflow.add_argument(
-        "--order", help="Express: the order whose current run to start again under the same token"
+        "--order",
+        help=f"Express: the {declared.entity.name} (its id) whose current run to start again under the "
+        "same token",
     )
     workflow.add_argument(
         "--restart",
@@ -348,7 +372,7 @@ def main(argv: Sequence[str] | None = None, declared: Service | None = None) -> 
         if args.command == "dlq":
             result = redrive_dlq(target.client("sqs"), dlq_url=target.output(dlq_output(args.queue)))
         else:
-            result = _workflow(target, args)
+            result = _workflow(target, args, declared)
     except RedriveError as error:
         print(f"error: {error}", file=sys.stderr)
         return 1

@@ -52,7 +52,7 @@ def service(pyproject: Path | None = None) -> Service:
 
 def openapi_path(pyproject: Path | None = None) -> Path:
     """The service's published OpenAPI document: `openapi.json` beside its declaration's module
-    (`make openapi` writes it there; the sample's is functions/orders/openapi.json)."""
+    (`make openapi` writes it there)."""
     settings = tomllib.loads((pyproject or _pyproject()).read_text()).get("tool", {}).get("retrysafe", {})
     module = importlib.import_module(str(settings.get("service", "")).partition(":")[0])
     return Path(str(module.__file__)).with_name("openapi.json")
@@ -145,7 +145,8 @@ def record_at(
 ) -> tuple[str, dict[str, Any]]:
     """(table short name, key) of `step`'s record on the run `token` of an entity: the fence table
     under its fence id, or the item the step declares as its `record` (`<prefix><token>` in the
-    entity's partition). The sample's runtime reads the same place (orders.items.record_at)."""
+    entity's partition), as the library's saga puts it (`reliability.saga.Saga.record_on`; a test
+    holds the sample's runtime to the same place)."""
     record = declared.step(step).record
     if record is None:
         return FENCES, {"id": {"S": fence_id}}
@@ -161,8 +162,8 @@ def record_tables(declared: Service) -> tuple[str, ...]:
 def step_statuses(declared: Service, states: Mapping[str, str]) -> dict[str, str]:
     """Each declared step's status on a run from its record's state (`FenceState` values by step
     name; absent: never ran): COMPLETED is DONE, FAILED is FAILED, and a completed compensation
-    marks the step it undoes COMPENSATED. The sample's GET /orders/{id} shows the same
-    (`orders.saga.step_statuses`; a test holds the two equal)."""
+    marks the step it undoes COMPENSATED. A service's GET of its entity shows the same
+    (`reliability.saga.Saga.step_statuses`; a test holds the two equal)."""
     statuses: dict[str, str] = {}
     for step in declared.steps:
         state = states.get(step.name)

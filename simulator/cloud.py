@@ -46,6 +46,7 @@ from ops.redrive import DlqRedrive, WorkflowRedrive
 from ops.service import service
 from ops.stack_outputs import queue_output
 from ops.target import CLIENT_CONFIG as OPERATOR_CLIENT_CONFIG
+from reliability.run_store import RunRecord
 from reliability.runtime import CLIENT_CONFIG, Runtime
 from reliability.settings import FunctionSettings
 from reliability.testing.crashpoints import CrashPlan
@@ -231,7 +232,7 @@ class InProcessCloud(HandlerRunner, EventSourceMapping):
         return ApiResponse(status=int(raw["statusCode"]), body=parsed, headers=headers)
 
     # --- operators (simulator.operators: the ops tools' own code) --------------------------------
-    def rerun(self, entity_id: str) -> Any:
+    def rerun(self, entity_id: str) -> RunRecord:
         """Start run N+1 of a FAILED entity (`ops.rerun`); its record after the transition."""
         return rerun(self.outputs, REGION, entity_id, clients=lambda s: self.operator_client("ops.rerun", s))
 

@@ -23,6 +23,7 @@ from typing import Any
 from ops.redrive import DlqRedrive, WorkflowRedrive, redrive_dlq, redrive_execution
 from ops.rerun import reruns
 from ops.target import Target
+from reliability.run_store import RunRecord
 
 WHEN = ("before", "after")
 ClientFactory = Callable[[str], Any]
@@ -40,7 +41,7 @@ class ToolTarget(Target):
 
 def rerun(
     outputs: dict[str, str], region: str, entity_id: str, *, clients: ClientFactory | None = None
-) -> Any:
+) -> RunRecord:
     """Start run N+1 of `entity_id` as `python -m ops.rerun` does (same code, this cloud's outputs);
     the entity's record after the transition."""
     target = ToolTarget(endpoint_url=None, region=region, outputs=outputs, clients=clients)

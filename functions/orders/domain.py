@@ -5,7 +5,6 @@ Nothing here knows about Lambda events, boto3 or the environment.
 
 from __future__ import annotations
 
-import hashlib
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from datetime import datetime
@@ -44,12 +43,8 @@ class OrderStatus(StrEnum):
     FAILED = "FAILED"
 
 
-ORDER_ID_PREFIX = SERVICE.entity.id_prefix  # "o-", declared once
 # A run that reached one of these is over; only a FAILED one may be followed by another run.
 TERMINAL_STATUSES = frozenset(OrderStatus(status) for status in RUN_TERMINAL_STATUSES)
-# Execution names are at most 80 characters of [A-Za-z0-9-_]; an order id of 2 + 32 characters
-# plus "-r<run>" leaves ample room.
-_ORDER_ID_HEX = 32
 # What a queue message's order id may hold (orders.events): the characters an execution name allows.
 ORDER_ID_PATTERN = ENTITY_ID_PATTERN
 # Ids a client chooses (customer, sku) are visible ASCII: they become DynamoDB keys and log fields,
@@ -174,13 +169,9 @@ class Order(OrderTerms):
 
 
 def order_id_for(stored_idempotency_key: str) -> str:
-    """The business order id, derived from the stored (stage-, route- and caller-scoped) key.
-
-    Deterministic, so the client's retry after a crash between the order write and the queue send
-    lands on the same order instead of creating a second one.
-    """
-    digest = hashlib.sha256(stored_idempotency_key.encode()).hexdigest()[:_ORDER_ID_HEX]
-    return ORDER_ID_PREFIX + digest
+    """The business order id, derived from the stored (stage-, route- and caller-scoped) key
+    (`reliability.declaration.Entity.id_for`: the lab finds the order a key created by the same)."""
+    return SERVICE.entity.id_for(stored_idempotency_key)
 
 
 def merged_items(items: Iterable[OrderItem]) -> dict[str, int]:

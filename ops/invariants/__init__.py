@@ -98,8 +98,8 @@ def check(stores: Stores, *, allow_in_flight: bool = False, left_to_operator: Co
 
 def older_than_fence_windows(entity: Mapping[str, Any], now: float) -> bool:
     """Every fence of the entity was written after it was created and must live at least the fence
-    windows (infra.config; synth refuses a shorter TTL): younger than that, a missing fence is a
-    violation; older, TTL may have deleted it."""
+    windows (reliability.cdk.config; a synth refuses a shorter TTL): younger than that, a missing
+    fence is a violation; older, TTL may have deleted it."""
     created = datetime.fromisoformat(str(entity["created_at"])).timestamp()
     return now - created >= outlived(FENCE_WINDOWS)
 

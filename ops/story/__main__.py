@@ -19,12 +19,12 @@ from pathlib import Path
 
 from botocore.exceptions import BotoCoreError, ClientError
 
+from ops.service import service
 from ops.story import browser, html, text
 from ops.story.collect import Collector, OrderNotFound, add_caller_argument, create_route
 from ops.story.logs import InsightsLogs, LocalLogFiles
 from ops.story.model import Story
 from ops.target import DEFAULT_STAGE, Target, TargetNotFound
-from orders.domain import order_id_for
 from reliability.http import ANONYMOUS, scoped_key
 
 
@@ -37,9 +37,10 @@ def stories_dir() -> Path:
 
 
 def order_for_key(raw_key: str, *, stage: str, caller: str = ANONYMOUS) -> str:
-    """The order a caller's Idempotency-Key created (the order id is derived from the stored key)."""
+    """The entity a caller's Idempotency-Key created (its id is derived from the stored key:
+    `reliability.declaration.Entity.id_for`)."""
     scoped = scoped_key(stage=stage, route=create_route(), raw_key=raw_key, caller=caller)
-    return order_id_for(scoped.value)
+    return service().entity.id_for(scoped.value)
 
 
 def collector_for(target: Target) -> Collector:

@@ -40,9 +40,9 @@ from ops.story.model import Story
 from reliability.declaration import Service
 from reliability.http import ANONYMOUS
 from reliability.keys import derive_key
+from reliability.saga import SAGA_NAMESPACE
 
 _DESERIALIZER = TypeDeserializer()
-FENCE_NAMESPACE = "saga"  # orders.saga.SAGA_NAMESPACE (a test pins the two are the same)
 
 
 def create_route(declared: Service | None = None) -> str:
@@ -70,7 +70,7 @@ def record_location(
     """(physical table, key) of a saga step's record on the run `token` of `order_id`: where the
     declaration puts it (`ops.service.record_at`: the fence table, or the item that carries it)."""
     stage = token.split(".", 1)[0]
-    fence_id = derive_key(FENCE_NAMESPACE, stage=stage, identity={"token": token, "step": step}).value
+    fence_id = derive_key(SAGA_NAMESPACE, stage=stage, identity={"token": token, "step": step}).value
     table, key = record_at(declared or service(), step, entity_id=order_id, token=token, fence_id=fence_id)
     return outputs[table_output(table)], key
 
@@ -168,7 +168,7 @@ class Collector:
 
     def executions(self, order_id: str, runs: int) -> list[dict[str, Any]]:
         """Every execution of the order's runs, by name (no listing of the whole state machine):
-        `<order>-r<run>` (orders.domain.execution_name) and the local restarts `-restart-<n>`
+        `<order>-r<run>` (reliability.workflow_runs.execution_name) and the local restarts `-restart-<n>`
         (ops.redrive; on AWS a redrive keeps the execution)."""
         prefix = self.outputs["StateMachineArn"].replace(":stateMachine:", ":execution:")
         found = []
@@ -227,7 +227,7 @@ class Collector:
         entries = log_entries(invocations, step_of)
         entries += execution_entries(executions)
         fences = {step: self.fence(tokens[-1], step, order_id) for step in workflow.steps} if tokens else {}
-        # Each step's status on the latest run, derived from its fence as GET /orders/{id} does it
+        # Each step's status on the latest run, derived from its fence as the entity's GET does it
         statuses = step_statuses(self.declared, {step: f["state"] for step, f in fences.items() if f})
         steps = {name: {"status": status} for name, status in statuses.items()}
         catch_targets = {to for _, to, kind in workflow.edges if kind.startswith("catch")}

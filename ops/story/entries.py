@@ -13,7 +13,7 @@ from typing import Any
 from ops.story.logs import Invocation, line_time
 from ops.story.model import Entry, Lane, Outcome
 
-# The function that serves `POST /orders` and the one that starts the workflow, by the short name
+# The function that serves the API (its create route) and the one that starts the workflow, by the short name
 # their `<Name>FunctionName` stack output is built from (reliability/cdk/app_stack.py).
 API_FUNCTION = "api"
 WORKER_FUNCTION = "worker"

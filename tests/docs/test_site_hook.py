@@ -7,6 +7,7 @@ import copy
 import importlib
 import json
 import re
+from pathlib import Path
 
 import pytest
 
@@ -20,8 +21,10 @@ from ops.docs_site import (
     fill_constants,
     make_help,
     make_targets_table,
+    openapi_source,
     service_meanings,
 )
+from ops.service import openapi_path
 from tests.docs.sections import ROOT
 
 
@@ -30,6 +33,15 @@ def test_the_make_targets_page_lists_every_target_make_help_lists() -> None:
     table = make_targets_table(make_help())
     assert re.findall(r"^\| `([^`]+)` \|", table, re.M) == documented
     assert "| `docs` |" in table
+
+
+def test_the_document_is_the_one_beside_the_declared_services_declaration(tmp_path: Path) -> None:
+    # The sample's, as the lab's tools find it (importing the service), and any other service's
+    assert openapi_path() == OPENAPI
+    pyproject = tmp_path / "pyproject.toml"
+    pyproject.write_text('[tool.retrysafe]\nservice = "two_step_service:SERVICE"\n')
+    tests = ROOT / "lib" / "reliability" / "tests"
+    assert openapi_source(pyproject, (ROOT, tests)) == tests / "openapi.json"
 
 
 def test_the_error_table_has_a_row_for_every_status_and_code_of_the_document() -> None:

@@ -275,7 +275,7 @@ def test_make_redrive_workflow_on_express_runs_the_run_again_under_the_same_toke
         assert redrive.main(["workflow", "--order", order_id]) == 0
         (result,) = json.loads(capsys.readouterr().out)
         assert (result["method"], result["execution_arn"]) == (
-            "restart-with-same-token-by-the-orders-queue",
+            "restart-with-same-token-by-the-queue",
             f"{order_id}-r1",
         )
         cloud.settle()
@@ -294,10 +294,10 @@ def test_an_express_restart_past_the_restart_safe_window_is_refused(cloud: InPro
     order = orders.get(order_id)
     assert order is not None
     late = datetime.fromisoformat(order.created_at).timestamp() + redrive.RESTART_SAFE_SECONDS
-    refused = redrive.restart_express_run(orders=orders, queue=queue, order_id=order_id, now=late)
+    refused = redrive.restart_express_run(store=orders, queue=queue, entity_id=order_id, now=late)
     assert refused.method is redrive.Method.REFUSED
     assert queue.sent == []
-    allowed = redrive.restart_express_run(orders=orders, queue=queue, order_id=order_id, now=late - 60)
+    allowed = redrive.restart_express_run(store=orders, queue=queue, entity_id=order_id, now=late - 60)
     assert allowed.method is redrive.Method.QUEUED_RESTART
     assert queue.sent == [{"order_id": order_id, "run": 1, "idempotency_key": order.idempotency_key}]
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import ast
+import re
 import sys
 from pathlib import Path
 
@@ -183,3 +184,14 @@ def test_queue_variables(queue: str, variable: str) -> None:
 
 def test_an_entitys_items_share_its_partition() -> None:
     assert SERVICE.entity.partition("b-1") == "booking#b-1"
+
+
+def test_an_entity_created_by_a_key_has_one_id_the_key_alone_gives() -> None:
+    entity = SERVICE.entity
+    first = entity.id_for("dev#POST /bookings#anonymous#key-1")
+    # The prefix and a digest of the key: the same key the same id, another key another id, and
+    # the id stays an execution name's part, "-r<run>" after it
+    assert first == entity.id_for("dev#POST /bookings#anonymous#key-1")
+    assert first != entity.id_for("dev#POST /bookings#anonymous#key-2")
+    assert first.startswith("b-")
+    assert re.fullmatch(r"b-[0-9a-f]{32}", first)

@@ -20,7 +20,7 @@ from reliability.errors import (
     RunNotCurrent,
 )
 from reliability.fields import ShapeError
-from reliability.run_store import DynamoRunStore
+from reliability.run_store import DynamoRunStore, RunRecord, run_records
 from reliability.workflow_runs import (
     ExecutionEnd,
     Reruns,
@@ -294,3 +294,48 @@ def test_the_sweep_resends_only_entities_accepted_before_the_bound(
     assert queue.sent == [{"visit_id": "v-1", "run": 1, "idempotency_key": "key-1"}]
     _set_status(store, ddb, RunStatus.RUNNING)
     assert reruns.resend_stranded(now=now, bound_seconds=300) == []
+
+
+# --- the run view: any service's entities by their run attributes -----------------------------
+
+
+def test_the_run_view_reads_a_services_entity_without_its_codec(
+    store: DynamoRunStore[Visit], ddb: Any
+) -> None:
+    visit = _visit(store)
+    _set_status(store, ddb, RunStatus.FAILED)
+    view = run_records(client=ddb, table_name=TABLE, entity=VISIT)
+    assert view.get("v-1") == RunRecord(
+        entity_id="v-1",
+        idempotency_key=visit.idempotency_key,
+        created_at=visit.created_at,
+        run=1,
+        status="FAILED",
+    )
+    assert view.get("v-9") is None
+
+
+def test_the_run_view_moves_a_run_as_the_services_store_does(store: DynamoRunStore[Visit], ddb: Any) -> None:
+    # Given a visit whose run 1 ended FAILED, rerun through the view (an operator's tool)
+    _visit(store)
+    _set_status(store, ddb, RunStatus.FAILED)
+    queue = Queue()
+    reruns = Reruns(entity=VISIT, store=run_records(client=ddb, table_name=TABLE, entity=VISIT), queue=queue)
+    next_run = reruns.start_next_run("v-1")
+    # Then run 2 is ACCEPTED, its message names the visit under its own field, and the service
+    # reads its whole record, terms and all, on run 2
+    assert (next_run.run, next_run.status) == (2, "ACCEPTED")
+    assert queue.sent == [{"visit_id": "v-1", "run": 2, "idempotency_key": "key-1"}]
+    stored = store.get("v-1")
+    assert stored is not None
+    assert (stored.seats, stored.run, stored.status) == (2, 2, RunStatus.ACCEPTED)
+
+
+def test_the_run_view_never_creates_an_entity(ddb: Any, store: DynamoRunStore[Visit]) -> None:
+    view = run_records(client=ddb, table_name=TABLE, entity=VISIT)
+    record = RunRecord(
+        entity_id="v-1", idempotency_key="k", created_at="2026-01-01T00:00:00+00:00", run=1, status="ACCEPTED"
+    )
+    with pytest.raises(TypeError, match="a run view never creates visit 'v-1'"):
+        view.create(record)
+    assert store.get("v-1") is None

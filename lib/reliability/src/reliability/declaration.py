@@ -16,6 +16,7 @@ This module imports the standard library only (lib/reliability/tests/test_declar
 
 from __future__ import annotations
 
+import hashlib
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from enum import StrEnum
@@ -25,6 +26,9 @@ from typing import Literal
 # after the first one can no longer be running.
 STEP_TIMEOUT_SECONDS = 20
 CONSUMER_TIMEOUT_SECONDS = 30
+# The hex digits of an entity id's digest: the prefix and these stay well inside an execution
+# name's 80 characters with "-r<run>" after them.
+ENTITY_ID_HEX = 32
 # The port of a step that sends the service's event to every consumer's queue.
 EVENTS = "events"
 # The table every fenced step gets (its records), whatever it declares.
@@ -155,6 +159,13 @@ class Entity:
     def partition(self, entity_id: str) -> str:
         """The partition key of the entity and of every item an effect writes for it."""
         return f"{self.name}#{entity_id}"
+
+    def id_for(self, stored_key: str) -> str:
+        """The id of the entity a request with this stored (stage-, route- and caller-scoped)
+        Idempotency-Key creates: its prefix and a digest of the key. Deterministic, so a client's
+        retry after a crash between the entity's write and its message lands on the same entity,
+        and an operator finds the entity a key created (`make story KEY=...`)."""
+        return self.id_prefix + hashlib.sha256(stored_key.encode()).hexdigest()[:ENTITY_ID_HEX]
 
 
 @dataclass(frozen=True, kw_only=True)

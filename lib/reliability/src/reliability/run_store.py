@@ -5,11 +5,15 @@ its run attributes beside the service's own: `status`, `run`, `execution_arn`, `
 (ISO 8601, UTC), `idempotency_key`, and `accepted_at`/`finished_at` as the run moves. The service
 gives how to write its record as attributes and read it back (`encode`, `decode`); whether a
 record already stored under an id is the same business entity is its own rule.
+
+An operator's tool needs no service's codec: `run_records` reads and moves any service's entities
+through these run attributes alone (`RunRecord`), and never creates one.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping
+from dataclasses import dataclass
 from typing import Any, Generic, TypeVar
 
 from botocore.exceptions import ClientError
@@ -209,3 +213,38 @@ class DynamoRunStore(Generic[T]):
                 }
             }
         )
+
+
+@dataclass(frozen=True)
+class RunRecord:
+    """An entity's record as far as its runs go, without its business terms (an `EntityRun`, with
+    the time it was created): what an operator's tool reads and moves."""
+
+    entity_id: str
+    idempotency_key: str
+    created_at: str  # ISO 8601, UTC
+    run: int
+    status: str  # a RunStatus value
+    execution_arn: str | None = None
+
+
+def run_records(*, client: Any, table_name: str, entity: Entity) -> DynamoRunStore[RunRecord]:
+    """Any service's entity table, read and moved by its run attributes only (module doc)."""
+
+    def decode(values: Mapping[str, Any]) -> RunRecord:
+        return RunRecord(
+            entity_id=str(values[entity.id_field]),
+            idempotency_key=str(values["idempotency_key"]),
+            created_at=str(values["created_at"]),
+            run=int(values.get("run", 1)),
+            status=str(values["status"]),
+            execution_arn=values.get("execution_arn"),
+        )
+
+    def refuse(record: RunRecord) -> Mapping[str, Any]:
+        # Without its terms the entity would be one its own service cannot read.
+        raise TypeError(
+            f"a run view never creates {entity.name} {record.entity_id!r}; its service's store does"
+        )
+
+    return DynamoRunStore(client=client, table_name=table_name, entity=entity, encode=refuse, decode=decode)
