@@ -45,12 +45,13 @@ NODE_MAJOR := $(shell node -p 'process.versions.node.split(".")[0]' 2>/dev/null)
 export JSII_SILENCE_WARNING_END_OF_LIFE_NODE_VERSION := $(NODE_MAJOR)
 export JSII_SILENCE_WARNING_UNTESTED_NODE_VERSION := 1
 # Every recipe's import path, set here once (tests/unit/test_makefile.py checks each entry point
-# imports with it): the Lambda asset root (`orders`), the project root (`ops`, `infra`, `chaos`,
-# ...) and the library's source (lib/reliability/src), as pytest and mypy have them (pyproject.toml).
-# The venv also installs the library (requirements-dev.txt, editable); its source on the path too
-# means a second checkout sharing that venv still runs its own copy. Relative to the recipe's
-# directory, so a copy of the project imports its own code; a PYTHONPATH from outside is replaced.
-export PYTHONPATH := functions:.:lib/reliability/src
+# imports with it): the Lambda asset root (`orders`), the project root (`infra`, `proof`, `bench`,
+# `scale`), the library's source (lib/reliability/src) and the lab's (lab/src: `ops`, `chaos`,
+# ...), as pytest and mypy have them (pyproject.toml). The venv also installs the library and the
+# lab (requirements-dev.txt, editable); their sources on the path too mean a second checkout
+# sharing that venv still runs its own copy. Relative to the recipe's directory, so a copy of the
+# project imports its own code; a PYTHONPATH from outside is replaced.
+export PYTHONPATH := functions:.:lib/reliability/src:lab/src
 
 .PHONY: help install synth nag lint format test test-unit test-integration test-infra test-e2e ministack e2e-localstack bench mutation \
         demo summary deploy destroy layer local local-up local-down invoke seed invariants redrive-dlq redrive-workflow chaos constraints clean \
@@ -60,7 +61,7 @@ export PYTHONPATH := functions:.:lib/reliability/src
 help: ## List every target with what it does
 	@awk 'BEGIN {FS = ":.*## "} /^[a-zA-Z0-9_-]+:.*## / {printf "  \033[36m%-18s\033[0m %s\n", $$1, $$2}' $(MAKEFILE_LIST)
 
-$(PY_STAMP): requirements.txt requirements-layer.txt requirements-dev.txt constraints.txt lib/reliability/pyproject.toml
+$(PY_STAMP): requirements.txt requirements-layer.txt requirements-dev.txt constraints.txt lib/reliability/pyproject.toml lab/pyproject.toml
 	@$(PYTHON) -c 'import sys; sys.exit(0 if sys.version_info >= (3, 11) else "Python 3.11+ is required")'
 	$(PYTHON) -m venv $(VENV)
 	$(VENV)/bin/pip install --quiet --disable-pip-version-check -r requirements-dev.txt -c constraints.txt
@@ -148,7 +149,7 @@ test-infra: install $(CHECKOV_STAMP) ## Template assertions, cdk-nag, checkov an
 test-e2e: install ## End to end over HTTP and AWS APIs: a local cloud of its own, or RETRYSAFE_E2E_TARGET=outputs|aws|localstack
 	$(PY) -m pytest tests/e2e
 
-ministack: install $(MINISTACK_STAMP) ## Run MiniStack, patched where it differs from AWS (localstack_engine/), on 127.0.0.1:4566 in the foreground (Ctrl-C stops it)
+ministack: install $(MINISTACK_STAMP) ## Run MiniStack, patched where it differs from AWS (lab/src/localstack_engine/), on 127.0.0.1:4566 in the foreground (Ctrl-C stops it)
 	$(PY) -m localstack_engine.process
 
 e2e-localstack: install $(MINISTACK_STAMP) ## The LocalStack path on MiniStack: engine up, layer, deploy STAGE=dev TARGET=localstack, seed, the e2e tier, destroy, engine down (1-2 min)

@@ -448,7 +448,7 @@ def main(argv: list[str] | None = None) -> int:
         "`make bench` (bench/cost.py): calls, log bytes and the executions' events measured through "
         "the real handlers on the in-process cloud, a Standard stage and an Express stage in one run; "
         "capacity units, Lambda/Step Functions/SQS/API Gateway usage and Lambda's own log lines "
-        "modelled (see the module docstring); list prices from ops/costs.py.\n\n"
+        "modelled (see the module docstring); list prices from lab/src/ops/costs.py.\n\n"
         + written_by("bench/cost.py", argv)
     )
     args.results.mkdir(parents=True, exist_ok=True)

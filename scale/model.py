@@ -2,7 +2,7 @@
 
 Why a model and not the real handlers: 10,000 orders through the handlers on moto would take
 hours (moto's TransactWriteItems deep-copies every table it touches; docs/local-cloud.md,
-"How it is built"), and a soak is an hour of traffic. The simulator (``simulator/``) proves the
+"How it is built"), and a soak is an hour of traffic. The simulator (``lab/src/simulator/``) proves the
 handlers one order at a time; this model proves what the capacity settings do to a crowd.
 
 What it models, with the semantics of the real services:

@@ -1,7 +1,7 @@
 """Fixtures shared by every tier.
 
 The synthesized cloud assembly is built once per session (and reused across sessions while
-its inputs are unchanged, see emulator/synth.py); tiers read templates from it instead of
+its inputs are unchanged, see lab/src/emulator/synth.py); tiers read templates from it instead of
 synthesizing again.
 """
 

@@ -1,5 +1,5 @@
 """The service's choice of Lambda runtime and architecture, and the Powertools layer that matches:
-the library's defaults (reliability.cdk.function), which the layer build (ops/layer.py) reads too.
+the library's defaults (reliability.cdk.function), which the layer build (lab/src/ops/layer.py) reads too.
 On the emulators the layer parameter is overridden (`ops.deploy`, LocalStack) or answered by the
 local cloud itself."""
 

@@ -1,6 +1,6 @@
 """Mutants derived from the declaration: every declared entry gets its own, each switching the
 library's guard off for that entry's function alone, so a new service's steps, consumers and
-routes are mutated with no edit to chaos/."""
+routes are mutated with no edit to lab/src/chaos/."""
 
 from __future__ import annotations
 

@@ -1,5 +1,5 @@
-"""Regression tests for gaps found in the integration harness (simulator/cloud.py) while
-building chaos/ on it (chaos.cloud.ChaosCloud worked around each). They were pinned here as
+"""Regression tests for gaps found in the integration harness (lab/src/simulator/cloud.py) while
+building lab/src/chaos/ on it (chaos.cloud.ChaosCloud worked around each). They were pinned here as
 xfail(strict) and are now fixed at the root in the harness: a crash comes back as
 `Runtime.ExitError`, `pump()` leaves a dead consumer's batch in the queue, and the harness `Clock`
 drives Powertools' idempotency time."""

@@ -1,4 +1,4 @@
-"""The site's generated parts (ops/docs_site.py): the make targets from `make help`, and the API's
+"""The site's generated parts (lab/src/ops/docs_site.py): the make targets from `make help`, and the API's
 error table from the published OpenAPI document, which refuses to drift from the document."""
 
 from __future__ import annotations

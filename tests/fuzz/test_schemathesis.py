@@ -1,5 +1,5 @@
 """The published document against the API, by schemathesis, in `make test`: a short run of every
-phase (the same command `make fuzz` runs long, ops/fuzz/schemathesis_run.py) over HTTP to the
+phase (the same command `make fuzz` runs long, lab/src/ops/fuzz/schemathesis_run.py) over HTTP to the
 in-process cloud's edge. It fails when the document and the API drift apart: a request the document
 admits is refused (outside the business rules schemathesis.toml names), one it refuses is taken,
 or an answer is not the one documented."""

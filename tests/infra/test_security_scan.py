@@ -1,4 +1,4 @@
-"""`make lint`'s checkov scan (ops/security_scan.py) on every stage: nothing left unanswered."""
+"""`make lint`'s checkov scan (lab/src/ops/security_scan.py) on every stage: nothing left unanswered."""
 
 from __future__ import annotations
 

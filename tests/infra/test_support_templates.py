@@ -1,4 +1,4 @@
-"""The template readers other tiers use (emulator/templates.py)."""
+"""The template readers other tiers use (lab/src/emulator/templates.py)."""
 
 from __future__ import annotations
 

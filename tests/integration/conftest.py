@@ -1,4 +1,4 @@
-"""Fixtures for the in-process chain (simulator/cloud.py)."""
+"""Fixtures for the in-process chain (lab/src/simulator/cloud.py)."""
 
 from __future__ import annotations
 

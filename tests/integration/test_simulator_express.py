@@ -1,4 +1,4 @@
-"""The simulator's patch 5 (simulator/patches.py): Express's time limit is kept on the simulated
+"""The simulator's patch 5 (lab/src/simulator/patches.py): Express's time limit is kept on the simulated
 clock, which moto's wall-clock timer never sees move."""
 
 from __future__ import annotations

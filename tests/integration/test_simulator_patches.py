@@ -1,4 +1,4 @@
-"""The simulator's speed patches of moto (simulator/patches.py 6-8) change no answer: the same
+"""The simulator's speed patches of moto (lab/src/simulator/patches.py 6-8) change no answer: the same
 DynamoDB calls give the same responses and errors with and without them."""
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""Express workflows on moto (emulator/patches_express.py, E1-E6), one test per patch: each fails
+"""Express workflows on moto (lab/src/emulator/patches_express.py, E1-E6), one test per patch: each fails
 on moto as it is and passes with the patch, as the local cloud applies it."""
 
 from __future__ import annotations

@@ -10,7 +10,7 @@ from pathlib import Path
 from orders.workflow import SERVICE
 from reliability.declaration import Service, function_name
 
-ROOT = Path(__file__).resolve().parents[3]
+ROOT = Path(__file__).resolve().parents[3] / "lab" / "src"
 GENERIC = (
     *sorted((ROOT / "ops" / "invariants").glob("*.py")),
     *(ROOT / "chaos" / name for name in ("mutant.py", "mutants.py", "guards.py", "unguarded.py")),

@@ -18,12 +18,12 @@ ROOT = Path(__file__).resolve().parents[3]
 # The lab's modules that place and judge requests: they take everything of the service from its
 # declaration and proof.
 GENERIC = (
-    "chaos/scenarios.py",
-    "chaos/exchanges.py",
-    "chaos/callers.py",
-    "chaos/draw.py",
-    *(str(path.relative_to(ROOT)) for path in sorted((ROOT / "ops" / "fuzz").glob("*.py"))),
-    *(str(path.relative_to(ROOT)) for path in sorted((ROOT / "ops" / "demo").glob("*.py"))),
+    "lab/src/chaos/scenarios.py",
+    "lab/src/chaos/exchanges.py",
+    "lab/src/chaos/callers.py",
+    "lab/src/chaos/draw.py",
+    *(str(path.relative_to(ROOT)) for path in sorted((ROOT / "lab" / "src" / "ops" / "fuzz").glob("*.py"))),
+    *(str(path.relative_to(ROOT)) for path in sorted((ROOT / "lab" / "src" / "ops" / "demo").glob("*.py"))),
 )
 
 

@@ -99,7 +99,7 @@ def _imports_the_samples_declaration(node: ast.AST) -> bool:
 
 def test_no_operator_tool_imports_the_samples_declaration_but_through_the_setting():
     # The tools find the service by `[tool.retrysafe] service` (ops.service), never by name
-    ops = Path(__file__).resolve().parents[3] / "ops"
+    ops = Path(__file__).resolve().parents[3] / "lab" / "src" / "ops"
     importing = sorted(
         str(module.relative_to(ops.parent))
         for module in ops.rglob("*.py")

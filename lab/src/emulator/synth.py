@@ -2,7 +2,7 @@
 
 Runs `app.py` in a subprocess (as `cdk synth` does, with the cdk.json context plus `stage`),
 so a test process never loads the jsii runtime just to read templates; `synthesize_stages`
-does several stages in one subprocess (emulator/_synth_stages.py), which takes about half
+does several stages in one subprocess (lab/src/emulator/_synth_stages.py), which takes about half
 the time of one process per stage. cdk-nag runs in that
 synth: a finding nobody acknowledged makes it fail with SynthError. An assembly whose inputs
 (app, infra, functions, cdk.json, pins) are unchanged since the last run is reused; set

@@ -9,7 +9,7 @@ in-process simulator: `simulator`).
 - `EXIT_ERROR` / `TIMED_OUT`: the error types Lambda reports for a sandbox that died and one that
   ran out of time (never the process's last exception).
 
-The worker processes' own runtime (`emulator/lambda_runtime.py`) runs isolated (`python -I`) and
+The worker processes' own runtime (`lab/src/emulator/lambda_runtime.py`) runs isolated (`python -I`) and
 imports nothing from the project, so it writes its error dict itself, in this shape.
 """
 

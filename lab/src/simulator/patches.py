@@ -20,7 +20,7 @@ Applied together by `InProcessCloud.installed()` (`on_the_clock(clock)`), for th
    it is idempotent by `clientToken` (which the SDK generates once per call, so its own resend
    carries the same one): a redrive asked again with the token of a successful one within
    15 minutes gets the same answer and redrives nothing.
-4. The local cloud's patches 14-21 (emulator/patches_dynamo.py, emulator/patches_speed.py, the
+4. The local cloud's patches 14-21 (lab/src/emulator/patches_dynamo.py, lab/src/emulator/patches_speed.py, the
    same functions): a transaction snapshots only the items it names, a base-table Query lists only
    the queried partition, one ASL parse per definition, DynamoDB responses written as JSON, the
    update-expression validation and the dispatch's method listing without their repeated work,
@@ -32,7 +32,7 @@ Applied together by `InProcessCloud.installed()` (`on_the_clock(clock)`), for th
    the first was, without running it twice; the same token with other items is refused
    (`IdempotentParameterMismatchException`).
 6. Express workflows as AWS runs them (`express_workflows`, applied by `InProcessCloud.installed()`
-   after the others): the local cloud's patches E1-E6 (emulator/patches_express.py:
+   after the others): the local cloud's patches E1-E6 (lab/src/emulator/patches_express.py:
    StartSyncExecution on its `sync-` host, no name dedup, no execution API, the 5-minute limit),
    with the time limit on the simulated clock: moto times TimeoutSeconds with a wall-clock thread
    join, which a Retry wait that moves the clock instead of sleeping never reaches, so the
@@ -284,7 +284,7 @@ def _keeping_the_callers_logger(start_sync_execution: Any) -> Any:
 
 @contextmanager
 def express_workflows(clock: Clock) -> Iterator[None]:
-    """Patch 5: emulator/patches_express.py's E1-E6, its dates and its time limit on `clock`."""
+    """Patch 5: lab/src/emulator/patches_express.py's E1-E6, its dates and its time limit on `clock`."""
     timed = _timed_program(clock)
     with ExitStack() as stack:
         for owner, name, replacement in [*express.replacements(), *express.sync_endpoint()]:

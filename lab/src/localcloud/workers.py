@@ -1,6 +1,6 @@
 """One Lambda worker process and what it runs: the function's spec, its result, its log file.
 
-Each worker is a separate Python process (`emulator/lambda_runtime.py`) with the function's own
+Each worker is a separate Python process (`lab/src/emulator/lambda_runtime.py`) with the function's own
 environment and its unzipped asset as the task root. Calls are JSON lines over pipes, so nothing
 process-global in the server changes per call. The timeout is enforced here: a worker that overruns
 is killed and the call fails with `Sandbox.Timedout`; a worker that dies (crash, signal, os._exit)

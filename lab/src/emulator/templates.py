@@ -182,7 +182,7 @@ def workflow_tasks(template: Mapping[str, Any]) -> dict[str, str]:
 
 def queue_consumers(data_template: Mapping[str, Any], app_template: Mapping[str, Any]) -> dict[str, str]:
     """Each queue's consumer, from the app stack's event source mappings: the queue's URL output
-    key (`NotifyQueueUrl`) -> the function's output prefix (`Notify`, as in `NotifyFunctionName`)."""
+    key (`JournalQueueUrl`) -> the function's output prefix (`Journal`, as in `JournalFunctionName`)."""
     exported = {
         output["Export"]["Name"]: output["Value"]
         for output in data_template.get("Outputs", {}).values()

@@ -21,7 +21,7 @@ same on main, which must not show the violation the mutant does.
 
     python -m chaos.mutation                         # every mutant, 5 fresh seeds, the default budget
     python -m chaos.mutation --seed 1732000000       # replay a run (its base seed is printed)
-    python -m chaos.mutation --only reconcile-off:ChargePayment --seeds 20
+    python -m chaos.mutation --only reconcile-off:<LeasedStep> --seeds 20
 """
 
 from __future__ import annotations

@@ -13,5 +13,5 @@ cloud assembly, with the real handler code, simulated time and what AWS does as 
 - `emulator.templates`: reading synthesized templates without CDK; `emulator.synth`: the
   cached synthesis of a stage (`.cache/test-cdk.out/<stage>`).
 
-Tests, `make chaos` (`chaos/`) and benchmarks import it; it never imports `tests/`.
+Tests, `make chaos` (`lab/src/chaos/`) and benchmarks import it; it never imports `tests/`.
 """

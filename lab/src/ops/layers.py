@@ -10,11 +10,12 @@ from __future__ import annotations
 
 import sys
 import tomllib
-from pathlib import Path
 
 from importlinter.cli import lint_imports
 
-ROOT = Path(__file__).resolve().parents[1]
+from emulator import project
+
+ROOT = project.root()
 
 
 def main() -> int:

@@ -246,7 +246,7 @@ class InProcessCloud(HandlerRunner, EventSourceMapping):
         return redrive_queue(self.operator_client("ops.redrive", "sqs"), self.outputs[dlq_output])
 
     def stop_during(self, function_prefix: str, *, when: str = "before") -> StopDuring:
-        """Arm one StopExecution of the execution whose task next invokes the function (`ChargePayment`
+        """Arm one StopExecution of the execution whose task next invokes the function (`SubmitPayout`
         -> its physical name), while that invocation runs; `.stopped` names what it stopped."""
         stop = StopDuring(self.function(function_prefix), when)
         with self._lock:
@@ -262,7 +262,7 @@ class InProcessCloud(HandlerRunner, EventSourceMapping):
 
     def executions(self) -> list[dict[str, Any]]:
         """Every execution of the state machine, as ListExecutions gives them; on Express, which
-        no API lists (emulator/patches_express.py, E3), as the cloud itself knows them."""
+        no API lists (lab/src/emulator/patches_express.py, E3), as the cloud itself knows them."""
         arn = self.outputs["StateMachineArn"]
         if self.express:
             backend = stepfunctions_parser_backends[ACCOUNT][REGION]

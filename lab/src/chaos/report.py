@@ -253,7 +253,7 @@ def markdown(data: dict[str, Any]) -> str:
         "an operator redrive where the execution gave up; and a lost answer at each call the operator "
         "tools make (`ops.rerun`, `ops.redrive`) while they rerun an order, redrive an execution and a "
         "DLQ;",
-        "- **random schedules** (`chaos/draw.py`): mixes of 1-3 orders, up to 3 crashes, up to 3 injected "
+        "- **random schedules** (`chaos.draw`): mixes of 1-3 orders, up to 3 crashes, up to 3 injected "
         "error responses (each service's transient codes, before or after the call), up to 3 lost "
         "answers (the functions' calls and the operator tools'), a Sandbox.Timedout, an operator's "
         "StopExecution while an invocation runs, up to 5 deliveries of one message, clients that retry, "
@@ -270,7 +270,7 @@ def markdown(data: dict[str, Any]) -> str:
         "of these kinds (swarm testing); a third are an effect left at its boundary by an operator's "
         "stop, then a window crossed; each is the one of three drawn that fires the most (fault kind, "
         "point) pairs not fired yet (seed below; chunk i of the run uses seed + i); and, from a stream "
-        "of their own (`chaos/concurrent.py`), copies of one run at once with their steps interleaved "
+        "of their own (`chaos.concurrent`), copies of one run at once with their steps interleaved "
         "in an order the seed draws (a restart while the first copy runs; on Express also one message "
         "handled by two workers at once) and, on Express, an execution killed at its time limit "
         "mid-step;",
@@ -281,9 +281,9 @@ def markdown(data: dict[str, Any]) -> str:
         "",
         "Deterministic: the same seed plays the same schedules to the same verdict (Step Functions "
         "executions run one at a time, in start order, where the platform or a test waits for them, "
-        "and copies of one run at once in the order their seed draws: `simulator/executions.py`, "
-        "`simulator/concurrent.py`); a violating schedule is listed below whole, with its chunk's "
-        "seed, and the mutant search shrinks its reproducers (`chaos/shrink.py`). Not drawn: more "
+        "and copies of one run at once in the order their seed draws: `simulator.executions`, "
+        "`simulator.concurrent`); a violating schedule is listed below whole, with its chunk's "
+        "seed, and the mutant search shrinks its reproducers (`chaos.shrink`). Not drawn: more "
         "than two concurrent attempts of one step, throttled StartExecution storms (`make scale`).",
         "",
         "After every schedule: `ops.invariants` over the stores (effects once, amounts agree, steps agree "

@@ -28,7 +28,9 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-ROOT = Path(__file__).resolve().parent.parent
+# The project whose site this builds: mkdocs runs in its root (the Makefile's `docs`), and loads
+# this hook by its path, with no package of the lab importable.
+ROOT = Path.cwd()
 PYPROJECT = ROOT / "pyproject.toml"
 MAKE_HELP = "<!-- make-help -->"
 API_ERRORS = "<!-- api-errors -->"
@@ -77,7 +79,7 @@ ERROR_MEANINGS: dict[str, str] = {
 }
 
 # Where a dotted module name may live: the repository root, the functions' root, the libraries' src.
-MODULE_ROOTS = (ROOT, ROOT / "functions", *sorted((ROOT / "lib").glob("*/src")))
+MODULE_ROOTS = (ROOT, ROOT / "functions", *sorted((ROOT / "lib").glob("*/src")), ROOT / "lab" / "src")
 # A marker written in a code span (`<!-- constant ... -->`) is the marker shown, not replaced.
 CONSTANT = re.compile(r"(?<!`)<!-- constant ([\w.]+) -->(?!`)")
 _ARITHMETIC = {
@@ -242,12 +244,12 @@ def errors_table(document: Mapping[str, Any], meanings: Mapping[str, str] | None
     for (status, code), operations in found.items():
         key = f"{status} {code}" if f"{status} {code}" in meanings else code
         if key not in meanings:
-            raise ValueError(f"{status} {code} is in the OpenAPI document, not in ops/docs_site.py")
+            raise ValueError(f"{status} {code} is in the OpenAPI document, not in ops.docs_site")
         used.add(key)
         who = "every request" if set(operations) == every else ", ".join(f"`{o}`" for o in operations)
         rows.append(f"| {status} | `{code}` | {who} | {meanings[key]} |")
     if stale := sorted(meanings.keys() - used):
-        raise ValueError(f"ops/docs_site.py explains codes the OpenAPI document no longer has: {stale}")
+        raise ValueError(f"ops.docs_site explains codes the OpenAPI document no longer has: {stale}")
     return "\n".join(rows)
 
 

@@ -4,7 +4,7 @@ neither fixed nor acknowledged on its resource.
     python -m ops.security_scan [--stage dev ...] [--acknowledgments]
 
 The stages are cdk.json's, synthesized through the synth cache the tests share
-(`emulator/synth.py`: reused while app, infra, functions and cdk.json are unchanged, so a
+(`lab/src/emulator/synth.py`: reused while app, infra, functions and cdk.json are unchanged, so a
 second run only pays for checkov). checkov reads each acknowledgment from its resource's
 CloudFormation Metadata, written by `infra.nag.acknowledge_checkov` with its reason; this
 command passes it no skip of its own, so nothing is skipped stage- or template-wide.
