@@ -23,7 +23,7 @@ from chaos.single import record
 pytestmark = pytest.mark.filterwarnings("ignore:No application metrics:UserWarning")
 
 MUTANT = "fence-off:ReleaseInventory"
-# The world Standard catches it in (chaos/results/mutants.json): a declined order, the process
+# The world Standard catches it in (its recorded reproducer, shrunk): a declined order, the process
 # crashing right after the release's transaction committed, so Step Functions retries the step.
 AFTER_THE_RELEASE = Schedule(
     orders=("payment-declined",),
