@@ -11,9 +11,10 @@ its outcome's.
 from __future__ import annotations
 
 import json
-from collections import Counter
+from collections import Counter, defaultdict
 from collections.abc import Sequence
 from dataclasses import dataclass, field
+from functools import cached_property
 from typing import Any
 
 from chaos import callers, foreign
@@ -76,7 +77,8 @@ def verdict(cloud: ChaosCloud, placed: Sequence[PlacedOrder]) -> Verdict:
     an existing order gets it), every request answered, nobody answered with another caller's
     order (`chaos.callers`), every foreign event a consumer cannot verify dead-lettered with a
     reason and no late copy dead-lettered (`chaos.foreign`), and each order's final status the
-    one its outcome must reach."""
+    one its outcome must reach (a dead letter excuses it, but not a run whose workflow failed and
+    nothing finished: `_FailedRuns`)."""
     report = check(cloud.stores(), left_to_operator=cloud.awaiting_operator)
     result = Verdict(violations=list(report.violations), dead_letters=len(report.dead_letters))
     result.violations.extend(cloud.http_violations())
@@ -89,6 +91,7 @@ def verdict(cloud: ChaosCloud, placed: Sequence[PlacedOrder]) -> Verdict:
     result.violations.extend(_failure_violations(cloud))
     rows = {row.entity_id: row for row in report.rows}
     result.rows = rows
+    failed_runs = _FailedRuns(cloud)  # read only if an order missed its outcome with a dead letter
     for order in placed:
         if order.order_id is None and order.gave_up:
             continue  # whatever it stored is judged by ops.invariants like every order
@@ -104,11 +107,55 @@ def verdict(cloud: ChaosCloud, placed: Sequence[PlacedOrder]) -> Verdict:
         # Reference data that left (the proof's `world_changed`) may send a run down a catch route.
         changed = row.status != expected and _world_changed(cloud, order)
         left = order.order_id in cloud.awaiting_operator
-        if row.status != expected and not row.dead_letters and not changed and not left:
+        if row.status == expected or changed or left:
+            continue
+        if not row.dead_letters:
             result.violations.append(
                 f"{order.order_id}: a {order.kind} order ended {row.status}, expected {expected}"
             )
+        elif failed := failed_runs.of(order.order_id, row.run):
+            result.violations.append(
+                f"{order.order_id}: a {order.kind} order ended {row.status}, expected {expected}: its "
+                f"run's workflow failed ({failed}) and nothing finished it, which its dead letter "
+                "does not excuse"
+            )
     return result
+
+
+@dataclass
+class _FailedRuns:
+    """The runs whose workflow failed and never succeeded, from the executions (read when first
+    asked). A dead letter excuses an order that missed its outcome when its message could not be
+    handled, not when its run's workflow failed: the platform's retries and the operator's redrive
+    (or restart) must finish such a run, and one they could not finish is the stuck run Standard
+    shows as a FAILED execution. Express's worker dead-letters that run too, after the queue's last
+    receive, with the execution's end as the reason (`reliability.queue_handlers`): no excuse. An
+    order left to a person (`awaiting_operator`) is judged apart."""
+
+    cloud: ChaosCloud
+
+    @cached_property
+    def _ends(self) -> dict[tuple[str, int], Counter[str]]:
+        """Each (order, run)'s executions by how they ended (`SUCCEEDED`, `FAILED <error>`, ...)."""
+        ends: dict[tuple[str, int], Counter[str]] = defaultdict(Counter)
+        for execution in self.cloud.executions():
+            described = self.cloud.described(execution["executionArn"])
+            started = json.loads(described["input"])
+            end = f"{described['status']} {described.get('error') or ''}".strip()
+            ends[(str(started.get(ID_FIELD)), int(started.get("run", 1)))][end] += 1
+        return ends
+
+    def of(self, order_id: str, run: int) -> str:
+        """What the run's executions failed on ("" when one succeeded, or none ended otherwise)."""
+        ends = self._ends.get((order_id, run), Counter())
+        failed = {end: count for end, count in ends.items() if end.split()[0] in _UNFINISHED_ENDS}
+        if "SUCCEEDED" in ends or not failed:
+            return ""
+        return ", ".join(f"{count} {end}" for end, count in failed.items())
+
+
+# How an execution ends without finishing its run (RUNNING is not an end).
+_UNFINISHED_ENDS = frozenset({"FAILED", "TIMED_OUT", "ABORTED"})
 
 
 # Executions an operator starts on purpose (ops.redrive's restart, chaos's restart with the same
