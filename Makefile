@@ -28,6 +28,9 @@ DOCS_STAMP := $(DOCS_VENV)/.installed
 MERMAID_VERSION := 11.12.2
 MERMAID_JS := $(DOCS_VENV)/share/mermaid-$(MERMAID_VERSION).min.js
 STAGE ?= dev
+# The entity an operator tool acts on: ID=<id>, as in every service the template makes; ORDER= is the
+# sample's word for the same.
+ID ?= $(ORDER)
 # Where `make deploy` / `make destroy` go: always named, never guessed (STAGE=local or
 # local-express: the local cloud).
 TARGET ?= $(if $(filter local local-express,$(STAGE)),local,)
@@ -213,8 +216,8 @@ invoke: install ## Send a sample event to its function: make invoke EVENT=events
 	$(PY) -m ops.invoke $(EVENT) $(if $(FN),--function $(FN))
 
 story: install ## One order's story: make story ORDER=<id> | KEY=<Idempotency-Key> [CALLER=<arn>] [FORMAT=text|json|html|png|terminal-png]
-	@test -n "$(ORDER)$(KEY)" || { echo "usage: make story ORDER=<order id> | KEY=<Idempotency-Key> [FORMAT=text|json|html|png|terminal-png]"; exit 2; }
-	$(PY) -m ops.story $(ORDER) $(if $(KEY),--key '$(KEY)') $(if $(CALLER),--caller '$(CALLER)') --format $(or $(FORMAT),text)
+	@test -n "$(ID)$(KEY)" || { echo "usage: make story ORDER=<order id> | KEY=<Idempotency-Key> [FORMAT=text|json|html|png|terminal-png]"; exit 2; }
+	$(PY) -m ops.story $(ID) $(if $(KEY),--key '$(KEY)') $(if $(CALLER),--caller '$(CALLER)') --format $(or $(FORMAT),text)
 
 idem-show: install ## Print the idempotency record of a caller's key: make idem-show KEY=<Idempotency-Key> [CALLER=<arn>]
 	@test -n "$(KEY)" || { echo "usage: make idem-show KEY=<Idempotency-Key>"; exit 2; }
@@ -225,12 +228,12 @@ idem-forget: install ## Delete one idempotency record after confirming (refused 
 	$(PY) -m ops.idem forget --key '$(KEY)' $(if $(CALLER),--caller '$(CALLER)') $(if $(YES),--yes)
 
 fence-show: install ## Print a step fence: make fence-show ORDER=<id> STEP=<StepName> [RUN=1]
-	@test -n "$(ORDER)" -a -n "$(STEP)" || { echo "usage: make fence-show ORDER=<order id> STEP=<StepName> [RUN=1]"; exit 2; }
-	$(PY) -m ops.idem fence-show --order $(ORDER) --step $(STEP) --run $(or $(RUN),1)
+	@test -n "$(ID)" -a -n "$(STEP)" || { echo "usage: make fence-show ORDER=<order id> STEP=<StepName> [RUN=1]"; exit 2; }
+	$(PY) -m ops.idem fence-show --order $(ID) --step $(STEP) --run $(or $(RUN),1)
 
 fence-reset: install ## Delete a step fence after confirming (refused while live): make fence-reset ORDER=... STEP=... [YES=1]
-	@test -n "$(ORDER)" -a -n "$(STEP)" || { echo "usage: make fence-reset ORDER=<order id> STEP=<StepName> [RUN=1] [YES=1]"; exit 2; }
-	$(PY) -m ops.idem fence-reset --order $(ORDER) --step $(STEP) --run $(or $(RUN),1) $(if $(YES),--yes)
+	@test -n "$(ID)" -a -n "$(STEP)" || { echo "usage: make fence-reset ORDER=<order id> STEP=<StepName> [RUN=1] [YES=1]"; exit 2; }
+	$(PY) -m ops.idem fence-reset --order $(ID) --step $(STEP) --run $(or $(RUN),1) $(if $(YES),--yes)
 
 browser: ## Install headless Chromium (Debian apt-get; needs root) for the story page's browser test and screenshots
 	@command -v chromium >/dev/null || { apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium; }
@@ -240,14 +243,15 @@ redrive-dlq: install ## Move a DLQ back to its source queue: make redrive-dlq QU
 	$(PY) -m ops.redrive dlq $(or $(QUEUE),orders)
 
 redrive-workflow: install ## Redrive failed workflow executions (all, or EXECUTION_ARN=...); RESTART=1 starts them again from the first state, same token; Express: ORDER=<id> runs its run again, same token
-	$(PY) -m ops.redrive workflow $(if $(EXECUTION_ARN),--execution-arn $(EXECUTION_ARN)) $(if $(ORDER),--order $(ORDER)) $(if $(RESTART),--restart)
+	$(PY) -m ops.redrive workflow $(if $(EXECUTION_ARN),--execution-arn $(EXECUTION_ARN)) $(if $(ID),--order $(ID)) $(if $(RESTART),--restart)
 
 rerun: install ## Start run N+1 of an order whose run N ended FAILED (guarded on the order): make rerun ORDER=o-...
-	@test -n "$(ORDER)" || { echo "usage: make rerun ORDER=<order id>" >&2; exit 2; }
-	$(PY) -m ops.rerun $(ORDER)
+	@test -n "$(ID)" || { echo "usage: make rerun ORDER=<order id>" >&2; exit 2; }
+	$(PY) -m ops.rerun $(ID)
 
 # The template (copier.yml, template/) from this checkout, its working tree included, offline. Until the
-# reliability library is published, the copy's requirements reach it in this checkout's lib/reliability.
+# reliability library and the lab are published, the copy's requirements reach them in this checkout
+# (lib/reliability, lab).
 NEW_SERVICE_DEST = $(or $(DEST),../$(NAME))
 new-service: install ## A new service from the template (copier), git init'ed: make new-service NAME=payments-api [ENTITY=booking] [DEST=../payments-api]
 	@test -n "$(NAME)" || { echo "usage: make new-service NAME=<service name> [ENTITY=<entity>] [DEST=<directory>]" >&2; exit 2; }
@@ -256,6 +260,7 @@ new-service: install ## A new service from the template (copier), git init'ed: m
 	$(VENV)/bin/copier copy --vcs-ref HEAD --defaults --quiet \
 	  --data service_name=$(NAME) $(if $(ENTITY),--data entity_name=$(ENTITY)) \
 	  --data "reliability_requirement=retrysafe-reliability[cdk] @ file://$(CURDIR)/lib/reliability" \
+	  --data "lab_requirement=retrysafe-lab @ file://$(CURDIR)/lab" \
 	  $(CURDIR) $(NEW_SERVICE_DEST)
 	cd $(NEW_SERVICE_DEST) && git init --quiet && git add --all
 	@echo "$(NEW_SERVICE_DEST): commit it, then 'copier update' there brings later template changes in"

@@ -270,7 +270,7 @@ def test_make_redrive_workflow_on_express_runs_the_run_again_under_the_same_toke
         monkeypatch.setattr(Target, "resolve", classmethod(lambda cls, **_: target))
         # Express has no execution to name: without the order, it says what to do
         assert redrive.main(["workflow"]) == 1
-        assert "name the order (ORDER=<id>)" in capsys.readouterr().err
+        assert "name the order (ID=<id>)" in capsys.readouterr().err
         # When an operator restarts the order's run (`make redrive-workflow ORDER=...`)
         assert redrive.main(["workflow", "--order", order_id]) == 0
         (result,) = json.loads(capsys.readouterr().out)

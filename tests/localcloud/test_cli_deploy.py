@@ -1,6 +1,7 @@
 """The CDK CLI's deploy path into a running local cloud: update, no change, destroy.
 
-A copy of the project (app, infra, functions, Makefile; the toolchain linked) gets a changed
+A copy of the project (app, infra, functions, Makefile, pyproject.toml; the toolchain and the lab
+linked) gets a changed
 handler and is deployed with `make deploy STAGE=local` into a local cloud that runs the session's
 assembly: the next request runs the new code with no restart. The same assembly again is "no
 changes"; `cdk destroy` leaves no stack of the stage.
@@ -25,8 +26,11 @@ from ops.local import outputs, process
 
 pytestmark = pytest.mark.slow
 ROOT = Path(__file__).resolve().parents[2]
-COPIED = ("app.py", "cdk.json", "Makefile", "requirements.txt", "requirements-dev.txt", "constraints.txt")
-LINKED = (".venv", "node_modules", "ops", "emulator", "localcloud")
+COPIED = (
+    *("app.py", "cdk.json", "Makefile", "pyproject.toml"),
+    *("requirements.txt", "requirements-dev.txt", "constraints.txt"),
+)
+LINKED = (".venv", "node_modules", "lab")
 NEW_CODE = """
 
 def handler(event, context):  # the redeploy test's new code

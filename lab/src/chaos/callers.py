@@ -22,11 +22,12 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from chaos.exchanges import Exchange
-from ops.outcomes import change, changes, entity_key, entity_route, id_field, starting_route
+from ops.outcomes import change, changes, entity_route, id_field, starting_route
 from ops.service import service
 from ops.stack_outputs import table_names, table_output
 from reliability.errors import KEY_REUSED
 from reliability.http import ANONYMOUS, caller_of
+from reliability.run_store import record_key
 from simulator.clients import DIED
 from simulator.cloud import LambdaError
 
@@ -125,7 +126,7 @@ def violations(cloud: ChaosCloud) -> list[str]:
         if order_id not in owners:
             item = cloud.dynamodb.get_item(
                 TableName=cloud.outputs[table_output(SERVICE.entity.table)],
-                Key=entity_key(SERVICE, order_id),
+                Key=record_key(SERVICE.entity, order_id),
                 ConsistentRead=True,
             ).get("Item")
             owners[order_id] = item["owner"]["S"] if item and "owner" in item else None

@@ -24,6 +24,7 @@ from ops.outcomes import id_field, outcomes, request_factory, world_changed
 from ops.service import service
 from ops.stack_outputs import table_names
 from reliability.errors import ReliabilityError, RetryableError
+from reliability.workflow_runs import run_of_execution
 
 SERVICE = service()
 OUTCOMES = {outcome.name: outcome for outcome in outcomes(SERVICE)}
@@ -140,9 +141,8 @@ class _FailedRuns:
         ends: dict[tuple[str, int], Counter[str]] = defaultdict(Counter)
         for execution in self.cloud.executions():
             described = self.cloud.described(execution["executionArn"])
-            started = json.loads(described["input"])
             end = f"{described['status']} {described.get('error') or ''}".strip()
-            ends[(str(started.get(ID_FIELD)), int(started.get("run", 1)))][end] += 1
+            ends[run_of_execution(execution["name"])][end] += 1
         return ends
 
     def of(self, order_id: str, run: int) -> str:
@@ -172,8 +172,7 @@ def _execution_violations(cloud: ChaosCloud) -> list[str]:
     for execution in cloud.executions():
         if any(mark in execution["name"] for mark in _OPERATOR_NAMES):
             continue
-        described = json.loads(cloud.described(execution["executionArn"])["input"])
-        started[(str(described.get(ID_FIELD)), int(described.get("run", 1)))] += 1
+        started[run_of_execution(execution["name"])] += 1
     return [
         f"{order_id}: the worker started {count} executions of run {run} (one per run)"
         for (order_id, run), count in sorted(started.items())

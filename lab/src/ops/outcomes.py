@@ -86,11 +86,6 @@ def id_field(declared: Service) -> str:
     return f"{declared.entity.name}_id"
 
 
-def entity_key(declared: Service, entity_id: str) -> dict[str, Any]:
-    """The entity's item key in its table (`<name>#<id>` / `<name>`: `reliability.declaration.Entity`)."""
-    return {"pk": {"S": declared.entity.partition(entity_id)}, "sk": {"S": declared.entity.name}}
-
-
 RequestFactory = Callable[..., dict[str, Any]]
 
 

@@ -330,7 +330,7 @@ def _restart_express(target: Target, args: argparse.Namespace, declared: Service
     entity_id = args.order or (express_entity(args.execution_arn) if args.execution_arn else None)
     if entity_id is None:
         raise RedriveError(
-            f"Express lists no executions: name the {declared.entity.name} (ORDER=<id>); a run whose "
+            f"Express lists no executions: name the {declared.entity.name} (ID=<id>); a run whose "
             f"message is in the {declared.queue} DLQ comes back with "
             f"`make redrive-dlq QUEUE={declared.queue}`"
         )

@@ -339,3 +339,15 @@ def test_the_run_view_never_creates_an_entity(ddb: Any, store: DynamoRunStore[Vi
     with pytest.raises(TypeError, match="a run view never creates visit 'v-1'"):
         view.create(record)
     assert store.get("v-1") is None
+
+
+def test_an_execution_name_gives_back_its_entity_and_run() -> None:
+    from reliability.workflow_runs import execution_name, run_of_execution  # noqa: PLC0415
+
+    name = execution_name("tr-0123abcd", 3)
+    assert run_of_execution(name) == ("tr-0123abcd", 3)
+    # a restart of the run appends after a dash; the run is still the one the name began with
+    assert run_of_execution(f"{name}-restart-2") == ("tr-0123abcd", 3)
+    assert run_of_execution(f"{name}-again-7") == ("tr-0123abcd", 3)
+    with pytest.raises(ValueError, match="not an execution name"):
+        run_of_execution("no-run-here")

@@ -88,7 +88,7 @@ def play(
     report = reporting.settle(demo)
     console.write(reporting.report(demo, report) + "\n\n")
     console.write(report.to_text() + "\n\n")
-    demo.section("the story of each request (make story ORDER=<id>; FORMAT=html for the picture)")
+    demo.section("the story of each request (make story ID=<id>; FORMAT=html for the picture)")
     reporting.write_stories(demo, state_dir)
     problems = [*(f"demo: {p}" for p in demo.problems), *([f"demo: {failure}"] if failure else [])]
     return problems + report.violations

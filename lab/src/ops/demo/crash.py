@@ -17,6 +17,7 @@ from ops.local import control
 from ops.stack_outputs import function_output
 from ops.story.model import Outcome as Decision
 from reliability.declaration import function_name
+from reliability.workflow_runs import run_of_execution
 
 # On Express one crash is ridden out inside the execution (its FenceBusy waits fit its time limit,
 # then a takeover finds the effect): for the run to need a restart, every attempt that takes the
@@ -164,8 +165,10 @@ def _expect_one_effect(demo: Demo, view: dict[str, Any], what: str) -> None:
 
 def _lease_expiry(demo: Demo, execution_arn: str) -> float | None:
     """When the crash step's fence of the execution's run stops being held (None: not held)."""
-    state = json.loads(demo.sfn.describe_execution(executionArn=execution_arn)["input"])
-    fence = demo.story.fence(state["token"], demo.plan.crash_step.name, state[demo.plan.id_field])
+    described = demo.sfn.describe_execution(executionArn=execution_arn)
+    entity_id, _ = run_of_execution(described["name"])
+    token = json.loads(described["input"])["token"]
+    fence = demo.story.fence(token, demo.plan.crash_step.name, entity_id)
     return float(fence["lease_expires"]) if fence.get("state") == "IN_PROGRESS" else None
 
 

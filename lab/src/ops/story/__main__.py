@@ -92,7 +92,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--color", choices=("auto", "always", "never"), default="auto")
     args = parser.parse_args(argv)
     if not args.order and not args.key:
-        parser.error("name an order (ORDER=o-...) or a key (KEY=...)")
+        parser.error("name an entity (ID=<id>) or a key (KEY=...)")
     color = args.color == "always" or (
         args.color == "auto" and sys.stdout.isatty() and not os.environ.get("NO_COLOR")
     )

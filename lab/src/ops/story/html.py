@@ -12,6 +12,7 @@ from collections import defaultdict
 from dataclasses import dataclass
 from html import escape
 
+from ops.service import service
 from ops.story.model import Entry, Lane, Outcome, StepState, Story
 from ops.story.text import clock
 
@@ -300,7 +301,13 @@ def render(story: Story) -> str:
         f'<svg xmlns="http://www.w3.org/2000/svg" width="{WIDTH}" height="{lay.height:.0f}" '
         f'font-family="DejaVu Sans, Helvetica, Arial, sans-serif">',
         f'<rect width="{WIDTH}" height="{lay.height:.0f}" fill="#ffffff"/>',
-        _text(GRAPH_LEFT, 34, f"order {story.order_id} · {story.status}", size=20, weight="bold"),
+        _text(
+            GRAPH_LEFT,
+            34,
+            f"{service().entity.name} {story.order_id} · {story.status}",
+            size=20,
+            weight="bold",
+        ),
         _text(
             GRAPH_LEFT,
             58,

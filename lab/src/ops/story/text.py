@@ -7,6 +7,7 @@ from collections.abc import Callable
 from datetime import UTC, datetime
 from html import escape
 
+from ops.service import service
 from ops.story.model import Entry, Outcome, StepState, Story
 
 # ANSI SGR codes, by what the outcome means to an operator.
@@ -79,7 +80,8 @@ def render(story: Story, *, color: bool) -> str:
     day = next((e.at for e in story.entries if e.at is not None), None)
     date = datetime.fromtimestamp(day, tz=UTC).strftime("%Y-%m-%d") if day else "?"
     lines = [
-        paint(f"order {story.order_id}", _BOLD) + f"  {story.status}  run {story.run}  {story.total}",
+        paint(f"{service().entity.name} {story.order_id}", _BOLD)
+        + f"  {story.status}  run {story.run}  {story.total}",
         f"Idempotency-Key {story.client_key or '(hashed: ' + str(story.facts.get('stored_key')) + ')'}",
         f"execution tokens {', '.join(story.facts.get('tokens', [])) or '-'}",
         "",
@@ -135,5 +137,5 @@ def terminal_page(story: Story) -> str:
     return (
         '<!doctype html><html><head><meta charset="utf-8"><style>body{margin:0;background:#1e1e1e}'
         "pre{margin:0;padding:14px 18px;color:#d4d4d4;font:13px/1.35 'DejaVu Sans Mono',monospace}</style>"
-        f"</head><body><pre>$ make story ORDER={escape(story.order_id)}\n{''.join(out)}</pre></body></html>\n"
+        f"</head><body><pre>$ make story ID={escape(story.order_id)}\n{''.join(out)}</pre></body></html>\n"
     )

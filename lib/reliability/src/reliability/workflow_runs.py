@@ -10,6 +10,7 @@ without pydantic (the worker's cold start). The run is the entity's decision, ne
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from datetime import timedelta
@@ -63,14 +64,17 @@ def execution_name(entity_id: str, run: int) -> str:
 
 
 RESTART_SUFFIX = "-restart-"  # an operator's restart of a run: `<execution name>-restart-<n>`
+# `<entity id>-r<run>`, then whatever a restart of the run appends after a dash
+_EXECUTION_NAME = re.compile(r"(?P<entity>.+?)-r(?P<run>[0-9]+)(?:-.*)?")
 
 
 def run_of_execution(name: str) -> tuple[str, int]:
-    """The (entity id, run) an execution's name carries (`execution_name`, or a restart's)."""
-    entity_id, _, run = name.split(RESTART_SUFFIX, maxsplit=1)[0].rpartition("-r")
-    if not entity_id or not run.isdigit():
+    """The (entity id, run) an execution's name carries (`execution_name`, or a restart's:
+    `<execution name>-<anything>`)."""
+    found = _EXECUTION_NAME.fullmatch(name)
+    if found is None:
         raise ValueError(f"{name!r} is not an execution name of a run")
-    return entity_id, int(run)
+    return found["entity"], int(found["run"])
 
 
 @dataclass(frozen=True)
