@@ -1,20 +1,36 @@
 """wallet-api's hooks for the lab (`Service.proof`; the lab's `ops.service` lists the hooks): the
-accounts' opening balances it seeds, and a request of each way a transfer ends.
+accounts' opening balances it seeds, a request of each way a transfer ends, and its own
+invariants (`violations`): the payouts it counts itself (`COUNTS`), and money conserved.
 
 `completed`: a funded source, an amount the provider pays; `insufficient-funds`: a source that
 holds nothing; `payout-refused`: a funded source, an amount above the provider's limit.
+Only the lab and the tests import this module; it needs nothing of the lab (the counts' shape is
+`{transfer id: {run: Counter}}`, the items a table's scan as plain values).
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections import Counter, defaultdict
+from collections.abc import Callable, Mapping
 from typing import Any
 
 from botocore.exceptions import ClientError
 from reliability.errors import error_code
+from reliability.keys import key_parts
 
-from wallet_api.domain import balance_key
-from wallet_api.provider import PAYOUT_LIMIT
+from wallet_api.domain import ACCOUNT_PARTITION, BALANCE_SK, CREDIT, DEBIT, ENTITY, REVERSAL, balance_key
+from wallet_api.provider import PAYOUT, PAYOUT_LIMIT
+from wallet_api.saga import PROVIDER_PORT
+
+Items = Callable[[str], list[dict[str, Any]]]
+Counts = Mapping[str, Mapping[int, Counter[str]]]
+PAYOUT_STEP = "Payout"
+# The entries whose effects this hook counts: a payout is the provider's item, not a declared one.
+COUNTS = frozenset({PAYOUT_STEP})
+# How the lab names a provider's refusal of a step's call (`ops.invariants.effects.refused`).
+REFUSED = f"{PAYOUT_STEP} refused"
+# Each movement item's sign on its account's balance.
+MOVEMENTS = {DEBIT: -1, CREDIT: 1, REVERSAL: 1}
 
 FUNDED = 10_000_000
 EMPTY = "acct-empty"
@@ -58,3 +74,37 @@ def request(outcome: str, index: int = 0, variant: int = 0) -> dict[str, Any]:
         body["target"] = f"{body['target']}-{index}"
     body["amount"] += variant
     return body
+
+
+def violations(items: Items, counts: Counts) -> list[str]:
+    """The hook: each payout counted under its run (a refused one as the provider's refusal), then
+    every account's balance held to its opening balance and the movements written on it."""
+    head = f"{ENTITY.name}#"
+    for item in items(str(PROVIDER_PORT)):
+        pk, sk = str(item.get("pk", "")), str(item.get("sk", ""))
+        if pk.startswith(head) and sk.startswith(PAYOUT):
+            parts = key_parts(str(item.get("reference", "")))
+            effect = PAYOUT_STEP if item.get("status") == "PAID" else REFUSED
+            counts[pk.removeprefix(head)][parts.run if parts else 0][effect] += 1
+    return money_conserved(items("balances"))
+
+
+def money_conserved(balances: list[dict[str, Any]]) -> list[str]:
+    """Each account holds its opening balance plus the credits and reversals, minus the debits,
+    written on it: money moves only with the item that says so, and is never made or lost."""
+    expected: dict[str, int] = defaultdict(int)
+    held: dict[str, int] = {}
+    for item in balances:
+        pk, sk = str(item.get("pk", "")), str(item.get("sk", ""))
+        if pk.startswith(ACCOUNT_PARTITION) and sk == BALANCE_SK:
+            account = pk.removeprefix(ACCOUNT_PARTITION)
+            held[account] = int(item.get("balance", 0))
+            expected[account] += OPENING_BALANCES.get(account, 0)
+        for prefix, sign in MOVEMENTS.items():
+            if sk.startswith(prefix) and "account" in item:
+                expected[str(item["account"])] += sign * int(item.get("amount", 0))
+    return [
+        f"account {account} holds {held.get(account, 0)}, its movements say {amount}"
+        for account, amount in sorted(expected.items())
+        if held.get(account, 0) != amount
+    ]
