@@ -199,3 +199,35 @@ def test_the_operators_see_every_new_step(stacks: dict[str, Any]) -> None:
     body = _text(dashboard["DashboardBody"])
     assert "{wallet-api,service,step}" in body
     assert "audit-dlq" in body
+
+
+def _lab_check(wallet: Wallet, *flags: str) -> dict[str, Any]:
+    """`tests.template.wallet_lab` in the copy: the lab's invariant checker over each outcome."""
+    done = run(
+        [sys.executable, "-m", "tests.template.wallet_lab", *flags],
+        wallet.root,
+        PYTHONPATH=":".join((str(wallet.root / "functions"), str(ROOT), str(LIBRARY / "src"))),
+        POWERTOOLS_METRICS_NAMESPACE="wallet-lab",
+        POWERTOOLS_LOG_LEVEL="WARNING",
+        AWS_DEFAULT_REGION="us-east-1",
+        AWS_ACCESS_KEY_ID="testing",
+        AWS_SECRET_ACCESS_KEY="testing",
+    )
+    report: dict[str, Any] = json.loads(done.stdout.strip().splitlines()[-1])
+    return report
+
+
+def test_the_labs_checker_holds_each_outcome_of_the_wallet_to_its_declaration(wallet: Wallet) -> None:
+    report = _lab_check(wallet)
+
+    assert sorted(row["outcome"] for row in report["rows"].values()) == ["compensated", "completed", "failed"]
+    assert [row["violations"] for row in report["rows"].values()] == [[], [], []]
+    assert report["global"] == []
+
+
+def test_the_labs_checker_sees_an_unfenced_payout_pay_twice(wallet: Wallet) -> None:
+    # What `fence-off:Payout` does once the provider has forgotten the key: a second payout
+    report = _lab_check(wallet, "--unfenced-payout")
+
+    completed = next(row for row in report["rows"].values() if row["outcome"] == "completed")
+    assert "2 Payout effects (at most 1)" in completed["violations"]
