@@ -8,6 +8,8 @@ audit consumer), its effects, domain, contract, views and provider, its sample e
 domain tests; `DELETE` lists the template's files it removes. Then, as the user would, `make
 openapi`, and the copy's `make lint` (ruff, mypy --strict), `make test-unit`, `make test-infra`
 (both stages with cdk-nag) and `make synth` all pass; the synthesized stacks are the wallet's.
+The lab's invariant checker, over the wallet's tables after each of its outcomes, finds nothing,
+and sees the second payout an unfenced Payout makes (`wallet_lab`).
 """
 
 from __future__ import annotations
@@ -138,7 +140,9 @@ def test_the_copys_unit_tests_pass_on_the_wallet(wallet: Wallet, record_property
 
 
 def test_the_copys_stacks_synthesize_with_cdk_nag(wallet: Wallet) -> None:
-    assert " passed" in wallet.make("test-infra")
+    out = wallet.make("test-infra")
+    assert " passed" in out
+    print(f"\nwallet infra tests: {out.strip().splitlines()[-1]}")
 
 
 @pytest.fixture(scope="module")
