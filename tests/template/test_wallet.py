@@ -28,7 +28,8 @@ import yaml
 
 from tests.template.support import LIBRARY, ROOT, git, run
 
-pytestmark = [pytest.mark.slow, pytest.mark.xdist_group("template-wallet")]
+# With test_copy.py on one worker under `make test` (--dist loadgroup): one copy built at a time.
+pytestmark = [pytest.mark.slow, pytest.mark.xdist_group("template-copy")]
 
 WALLET = Path(__file__).resolve().parent / "wallet"
 # Where a domain lives in a copy: anything else a user had to edit would be a template bug.
