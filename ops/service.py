@@ -58,6 +58,18 @@ def openapi_document(pyproject: Path = PYPROJECT) -> dict[str, Any]:
     return document
 
 
+def composition_root(declared: Service) -> ModuleType:
+    """The service's runtime module (`Service.runtime`), imported once: its `Runtime` (a
+    `reliability.runtime.Runtime` with the service's ports) and `RUNTIMES` (its `Runtimes`), what
+    an in-process cloud builds per function and scopes around each invocation."""
+    if declared.runtime is None:
+        raise ServiceNotFound(
+            f"service {declared.name!r} declares no runtime: set Service(runtime=...) to the module "
+            "of its Runtime and RUNTIMES"
+        )
+    return importlib.import_module(declared.runtime)
+
+
 def proof(declared: Service) -> ModuleType | None:
     """The service's module of hooks for the lab (`Service.proof`), imported once; None if none."""
     return None if declared.proof is None else importlib.import_module(declared.proof)

@@ -194,6 +194,7 @@ SERVICE = Service(
     events=EVENTS,
     # Its hooks for the lab: its own invariants (amounts agree, stock conserved), its catalog seed
     proof="proof",
+    runtime="orders.runtime",
 )
 
 # The declaration's lookups, bound to this service (what infra/manifest.py and the runtime call).

@@ -165,6 +165,9 @@ class Service:
     `proof`: the dotted name of the service's module of hooks for the lab (its own invariants
     beside the generic ones the declared effects give, the reference data it seeds; the lab's
     `ops.service.ServiceProof` lists them). Only the lab and tests import it; None: no hooks.
+    `runtime`: the dotted name of the service's composition root, the module whose `Runtime` (a
+    `reliability.runtime.Runtime`) and `RUNTIMES` (its `Runtimes`) the handlers use: what a cloud
+    that runs the handlers in one process builds and scopes per function. None: none declared.
     """
 
     name: str
@@ -176,6 +179,7 @@ class Service:
     consumers: tuple[Consumer, ...] = ()
     events: str = EVENTS
     proof: str | None = None
+    runtime: str | None = None
 
     def step(self, name: str) -> Step:
         for entry in self.steps:
