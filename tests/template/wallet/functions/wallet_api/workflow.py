@@ -146,6 +146,8 @@ SERVICE = Service(
     steps=STEPS,
     routes=ROUTES,
     consumers=CONSUMERS,
-    # Its hooks for the lab: the accounts' opening balances it seeds, its requests per outcome.
+    # Its hooks for the lab: the accounts' opening balances it seeds, its requests per outcome,
+    # its own invariants; and its composition root, which the lab's in-process clouds build.
     proof="wallet_api.proof",
+    runtime="wallet_api.runtime",
 )
