@@ -253,12 +253,13 @@ rerun: install ## Start run N+1 of an order whose run N ended FAILED (guarded on
 # reliability library and the lab are published, the copy's requirements reach them in this checkout
 # (lib/reliability, lab).
 NEW_SERVICE_DEST = $(or $(DEST),../$(NAME))
-new-service: install ## A new service from the template (copier), git init'ed: make new-service NAME=payments-api [ENTITY=booking] [DEST=../payments-api]
-	@test -n "$(NAME)" || { echo "usage: make new-service NAME=<service name> [ENTITY=<entity>] [DEST=<directory>]" >&2; exit 2; }
+new-service: install ## A new service from the template (copier), git init'ed: make new-service NAME=payments-api [ENTITY=booking] [ID_PREFIX=b-] [DEST=../payments-api]
+	@test -n "$(NAME)" || { echo "usage: make new-service NAME=<service name> [ENTITY=<entity>] [ID_PREFIX=<prefix->] [DEST=<directory>]" >&2; exit 2; }
 	@test -z "$$(git status --porcelain -- copier.yml template)" \
 	  || echo "note: uncommitted template changes are in the copy; 'copier update' needs them committed" >&2
 	$(VENV)/bin/copier copy --vcs-ref HEAD --defaults --quiet \
 	  --data service_name=$(NAME) $(if $(ENTITY),--data entity_name=$(ENTITY)) \
+	  $(if $(ID_PREFIX),--data entity_id_prefix=$(ID_PREFIX)) \
 	  --data "reliability_requirement=retrysafe-reliability[cdk] @ file://$(CURDIR)/lib/reliability" \
 	  --data "lab_requirement=retrysafe-lab @ file://$(CURDIR)/lab" \
 	  $(CURDIR) $(NEW_SERVICE_DEST)
