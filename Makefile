@@ -59,7 +59,7 @@ export PYTHONPATH := functions:.:lib/reliability/src:lab/src
 .PHONY: help install synth nag lint format test test-unit test-integration test-infra test-e2e ministack e2e-localstack bench mutation \
         demo summary deploy destroy layer local local-up local-down invoke seed invariants redrive-dlq redrive-workflow chaos constraints clean \
         story idem-show idem-forget fence-show fence-reset browser openapi fuzz scale scale-sheet rerun new-service load \
-        docs docs-serve
+        docs docs-serve acceptance
 
 help: ## List every target with what it does
 	@awk 'BEGIN {FS = ":.*## "} /^[a-zA-Z0-9_-]+:.*## / {printf "  \033[36m%-18s\033[0m %s\n", $$1, $$2}' $(MAKEFILE_LIST)
@@ -139,6 +139,9 @@ format: install ## Apply ruff's fixes and formatting
 
 test: install $(CHECKOV_STAMP) $(MINISTACK_STAMP) ## The whole suite: unit, integration, infrastructure, end to end on a local cloud, chaos subset (one worker per core)
 	$(PY) -m pytest -n auto --dist loadgroup
+
+acceptance: install ## A new service proven as a user would: the wallet transfer written into a generated copy, its checks, then the lab in it (make chaos, demo, story, redrive-dlq); minutes (CI)
+	RETRYSAFE_ACCEPTANCE=1 $(PY) -m pytest -p no:xdist -rs tests/template/test_wallet.py
 
 test-unit: install ## Unit tests only (fast, no synthesis), the reliability library's runtime half included
 	$(PY) -m pytest tests/unit lib/reliability/tests --ignore=lib/reliability/tests/cdk

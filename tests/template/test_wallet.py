@@ -10,12 +10,20 @@ openapi`, and the copy's `make lint` (ruff, mypy --strict), `make test-unit`, `m
 (both stages with cdk-nag) and `make synth` all pass; the synthesized stacks are the wallet's.
 The lab's invariant checker, over the wallet's tables after each of its outcomes, finds nothing,
 and sees the second payout an unfenced Payout makes (`wallet_lab`).
+
+Its lab half runs the lab itself in the copy, with the copy's own make targets: `make chaos` (a
+short search: 0 violations, violations in the control, the mutant that removes Payout's fence
+caught), `make demo` (every outcome on a local cloud, invariants OK), `make story` (the new steps)
+and `make redrive-dlq` (the audit consumer's DLQ offered). It takes minutes, so it runs under
+`make acceptance` (CI, after `make test`), and is skipped elsewhere.
 """
 
 from __future__ import annotations
 
 import json
+import os
 import shutil
+import subprocess
 import sys
 import time
 from collections.abc import Iterator
@@ -27,6 +35,9 @@ import pytest
 import yaml
 
 from tests.template.support import LIBRARY, ROOT, git, run
+
+LAB_SOURCE = ROOT / "lab" / "src"
+ACCEPTANCE = "RETRYSAFE_ACCEPTANCE"  # set by `make acceptance`: the lab half runs
 
 # With test_copy.py on one worker under `make test` (--dist loadgroup): one copy built at a time.
 pytestmark = [pytest.mark.slow, pytest.mark.xdist_group("template-copy")]
@@ -211,7 +222,9 @@ def _lab_check(wallet: Wallet, *flags: str) -> dict[str, Any]:
     done = run(
         [sys.executable, "-m", "tests.template.wallet_lab", *flags],
         wallet.root,
-        PYTHONPATH=":".join((str(wallet.root / "functions"), str(ROOT), str(LIBRARY / "src"))),
+        PYTHONPATH=":".join(
+            (str(wallet.root / "functions"), str(ROOT), str(LIBRARY / "src"), str(LAB_SOURCE))
+        ),
         POWERTOOLS_METRICS_NAMESPACE="wallet-lab",
         POWERTOOLS_LOG_LEVEL="WARNING",
         AWS_DEFAULT_REGION="us-east-1",
@@ -236,3 +249,83 @@ def test_the_labs_checker_sees_an_unfenced_payout_pay_twice(wallet: Wallet) -> N
 
     completed = next(row for row in report["rows"].values() if row["outcome"] == "completed")
     assert "2 Payout effects (at most 1)" in completed["violations"]
+
+
+# --- the lab half: the lab's own commands in the copy (make acceptance) ------------------------
+
+LAB = pytest.mark.skipif(
+    not os.environ.get(ACCEPTANCE),
+    reason=f"the lab in the copy takes minutes: make acceptance ({ACCEPTANCE}=1)",
+)
+SEED = "20261127"
+
+
+def lab_make(wallet: Wallet, *target: str, check: bool = True) -> subprocess.CompletedProcess[str]:
+    """A lab target of the copy, on its own Makefile, with this checkout's venv and CDK CLI linked
+    in as its own (their editable library and lab are this checkout's)."""
+    for linked in (".venv", "node_modules"):
+        if not (wallet.root / linked).exists():
+            (wallet.root / linked).symlink_to(ROOT / linked)
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("PYTHONPATH", "LOCALCLOUD_", "AWS_"))}
+    env["JSII_RUNTIME_PACKAGE_CACHE_ROOT"] = str(ROOT / ".cache" / "jsii")
+    started = time.monotonic()
+    done = subprocess.run(
+        ["nice", "-n", "10", "make", "-o", ".venv/.installed", "-o", "node_modules/.installed", *target],
+        cwd=wallet.root,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=1800,
+        check=False,
+    )
+    wallet.seconds[target[0]] = round(time.monotonic() - started, 1)
+    if check:
+        assert done.returncode == 0, f"make {' '.join(target)}:\n{done.stdout[-6000:]}\n{done.stderr[-4000:]}"
+    return done
+
+
+@LAB
+def test_the_fault_search_holds_the_wallet_and_catches_its_unfenced_payout(wallet: Wallet) -> None:
+    search = f"--seeds 1 --budget 30 --jobs 1 --seed {SEED}"
+    lab_make(
+        wallet,
+        "chaos",
+        f"CHAOS_ARGS=--quick --jobs 1 --seed {SEED}",
+        f"MUTATION_ARGS=--only fence-off:Payout,reconcile-off:Payout,dedup-off:audit {search}",
+        check=False,  # exits 1 when a mutant is not caught: judged below, mutant by mutant
+    )
+    results = wallet.root / "results" / "chaos"
+    report = json.loads((results / "report.json").read_text())
+    mutants = {m["name"]: m for m in json.loads((results / "mutants.json").read_text())["mutants"]}
+    print(
+        f"\nwallet chaos: {report['invariant_violations']} violations, {report['control_violations']} in the "
+        f"control; mutants: {json.dumps({n: m['catch_rate'] for n, m in mutants.items()})}"
+    )
+
+    assert report["invariant_violations"] == 0
+    assert report["control_violations"] > 0
+    assert mutants["fence-off:Payout"]["caught"]
+    assert mutants["dedup-off:audit"]["caught"]
+
+
+@LAB
+def test_the_demo_plays_every_outcome_of_the_wallet_and_its_story_shows_the_new_steps(wallet: Wallet) -> None:
+    out = lab_make(wallet, "demo").stdout
+    assert "invariants: OK" in out
+    for outcome in ("completed", "insufficient-funds", "payout-refused"):
+        assert outcome in out
+    stories = sorted((wallet.root / ".localcloud" / "stories").glob("tr-*.json"))
+    assert stories
+
+    story = lab_make(wallet, "story", f"ID={stories[0].stem}").stdout
+    assert story.startswith(("(no running target", "transfer "))
+    for step in ("DebitSource", "Payout", "CreditTarget", "Complete"):
+        assert step in story
+
+
+@LAB
+def test_redrive_dlq_offers_the_audit_consumers_dlq(wallet: Wallet) -> None:
+    refused = lab_make(wallet, "redrive-dlq", "QUEUE=no-such-queue", check=False)
+    assert refused.returncode != 0
+    assert "'audit'" in refused.stderr
+    assert "'transfers'" in refused.stderr
