@@ -3,7 +3,7 @@ Catch routes on them (`workflow.Step.catch`), and the API answers their codes.""
 
 from __future__ import annotations
 
-from reliability.errors import BusinessError, RequestError
+from reliability.errors import KEY_REUSED, BusinessError, RequestError
 
 
 class InsufficientFunds(BusinessError):
@@ -20,6 +20,14 @@ class TransferNotFound(RequestError):
 
     status = 404
     code = "TransferNotFound"
+
+
+class TransferConflict(RequestError):
+    """The key already created a transfer with other terms: the client reused its key with another
+    body after the HTTP record expired (while it lives, the library answers the same 422)."""
+
+    status = 422
+    code = KEY_REUSED
 
 
 class InvalidRequest(RequestError):

@@ -14,7 +14,7 @@ from reliability.workflow_runs import Queue, RunMessage
 
 from wallet_api import contract, domain
 from wallet_api.domain import ENTITY, Status, id_for
-from wallet_api.errors import TransferNotFound
+from wallet_api.errors import TransferConflict, TransferNotFound
 from wallet_api.saga import SAGA
 from wallet_api.store import Store
 
@@ -31,21 +31,26 @@ def create_transfer(
     """`POST /transfers`: the transfer is written ACCEPTED on run 1, then its run's
     message is sent. Two writes: a crash between them heals on the client's retry with the same
     key (the id is the key's, so the write finds the stored transfer, and while it is still
-    ACCEPTED its message is sent again; the worker dedupes per run), or on the sweep's re-send."""
-    entity = store.create(
-        domain.Transfer(
-            entity_id=id_for(stored_key),
-            source=body.source,
-            target=body.target,
-            amount=body.amount,
-            idempotency_key=stored_key,
-            created_at=now.isoformat(),
-            owner=owner,
-        )
+    ACCEPTED its message is sent again; the worker dedupes per run), or on the sweep's re-send.
+    The key outlives its HTTP record in the transfer it created: another body under it is
+    refused then too (422), never answered with the first transfer."""
+    asked = domain.Transfer(
+        entity_id=id_for(stored_key),
+        source=body.source,
+        target=body.target,
+        amount=body.amount,
+        idempotency_key=stored_key,
+        created_at=now.isoformat(),
+        owner=owner,
     )
+    entity = store.create(asked)
+    if entity.terms != asked.terms:
+        raise TransferConflict(f"transfer {entity.entity_id} holds other terms for this key")
     if entity.status is Status.ACCEPTED:
         queue.send(RunMessage(entity.entity_id, entity.run, entity.idempotency_key).body(ENTITY))
-    return contract.TransferAccepted(transfer_id=entity.entity_id, status=entity.status)
+    # The answer to this request, whenever it is asked again: accepted (the GET tells where its run
+    # stands), so a retry after the HTTP record expired gets the first answer, not a newer one.
+    return contract.TransferAccepted(transfer_id=entity.entity_id, status=Status.ACCEPTED)
 
 
 def get_transfer(

@@ -12,7 +12,7 @@ from reliability.runs import FenceStore
 from wallet_api import contract
 from wallet_api import store as entities
 from wallet_api.domain import ENTITY, Status, id_for
-from wallet_api.errors import InvalidRequest, TransferNotFound
+from wallet_api.errors import InvalidRequest, TransferConflict, TransferNotFound
 from wallet_api.views import create_transfer, get_transfer
 
 from support import NOW, STAGE, SentEvents, physical
@@ -58,9 +58,9 @@ def test_a_transfer_past_accepted_is_not_sent_again(
     accepted = _create(store, queue)
     store.mark_running(accepted.transfer_id, run=1, execution_arn="arn:execution")
 
-    again = _create(store, queue)
+    again = _create(store, queue)  # a retry after its HTTP record expired
 
-    assert again.status is Status.RUNNING
+    assert again == accepted  # the first answer (ACCEPTED), not where its run stands now
     assert len(queue.bodies) == 1
 
 
@@ -103,3 +103,17 @@ def test_a_request_outside_the_contract_is_refused(body: dict[str, Any]) -> None
 def test_a_transfer_to_its_own_source_is_a_422_naming_why() -> None:
     with pytest.raises(InvalidRequest, match="two accounts"):
         contract.parse_create_transfer('{"source": "acct-1", "target": "acct-1", "amount": 5}')
+
+
+def test_a_key_reused_with_another_body_is_refused_after_its_http_record_expired(
+    store: entities.Store,
+    queue: SentEvents,
+) -> None:
+    # Given a transfer created under KEY (its HTTP record since expired: the view runs again)
+    _create(store, queue)
+    other = contract.CreateTransferRequest(source="acct-1", target="acct-2", amount=301)
+    # Then another body under the same key is 422 IdempotencyKeyReused, not the first's 202
+    with pytest.raises(TransferConflict) as refused:
+        create_transfer(other, stored_key=KEY, owner=OWNER, store=store, queue=queue, now=NOW)
+    assert (refused.value.status, refused.value.code) == (422, "IdempotencyKeyReused")
+    assert len(queue.bodies) == 1
