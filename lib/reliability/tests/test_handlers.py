@@ -184,7 +184,7 @@ class SweepRuntime:
         return datetime(2026, 1, 1, 0, 10, tzinfo=UTC)
 
 
-def test_the_sweep_resends_each_stranded_entity_and_logs_one_decision_each(
+def test_the_sweep_resends_each_stranded_run_and_logs_one_decision_with_the_entity_id(
     capsys: pytest.CaptureFixture[str],
 ) -> None:
     store, queue = Store(stranded=[Visit("v-1"), Visit("v-2", run=2)]), Queue()
@@ -195,7 +195,8 @@ def test_the_sweep_resends_each_stranded_entity_and_logs_one_decision_each(
     assert store.asked == ["2026-01-01T00:05:00+00:00"]
     assert [body["visit_id"] for body in queue.sent] == ["v-1", "v-2"]
     lines = read_emitted(capsys.readouterr().out).decisions()
-    assert [(line["decision"], line["order_id"], line["run"]) for line in lines] == [
-        ("StrandedOrders", "v-1", 1),
-        ("StrandedOrders", "v-2", 2),
+    # A visit's id under the entity-neutral key, whatever the entity is called
+    assert [(line["decision"], line["entity_id"], line["run"]) for line in lines] == [
+        ("StrandedRun", "v-1", 1),
+        ("StrandedRun", "v-2", 2),
     ]

@@ -95,7 +95,7 @@ def step_handler(
 def sweep_handler(*, runtime: Callable[[], SweepRuntime]) -> Handler:
     """Re-send the message of every entity stranded in ACCEPTED (`Reruns.resend_stranded`: the
     API died between the entity write and the queue send, and its client never retried); each
-    one re-sent is one `StrandedOrders` decision (a log line with the entity's keys, and a count
+    one re-sent is one `StrandedRun` decision (a log line with the entity's keys, and a count
     the dashboard alarms on)."""
 
     @logger.inject_lambda_context
@@ -107,11 +107,8 @@ def sweep_handler(*, runtime: Callable[[], SweepRuntime]) -> Handler:
             now=current.now(), bound_seconds=current.settings.stranded_after_seconds
         )
         for found in stranded:
-            # `order_id` is the telemetry's key of a business id, whatever the entity (KEY_FIELDS).
-            with current.telemetry.bind(order_id=found.entity_id, run=found.run):
-                current.telemetry.decision(
-                    Decision.STRANDED_ORDER, key=found.idempotency_key, step=SWEEP_STEP
-                )
+            with current.telemetry.bind(entity_id=found.entity_id, run=found.run):
+                current.telemetry.decision(Decision.STRANDED_RUN, key=found.idempotency_key, step=SWEEP_STEP)
         return {"resent": [found.entity_id for found in stranded]}
 
     sweep: Handler = handler
