@@ -14,7 +14,7 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING, Any, Protocol
 
 from reliability.observability import logger, tracer
-from reliability.telemetry import Decision, metrics_per_invocation
+from reliability.telemetry import ENTITY_KEY, Decision, metrics_per_invocation
 
 if TYPE_CHECKING:  # annotations only: the modules are not loaded at run time
     from datetime import datetime
@@ -80,7 +80,9 @@ def step_handler(
     def handler(event: dict[str, Any], context: LambdaContext) -> dict[str, Any]:
         current = runtime()
         name = current.settings.step_name
-        logger.append_keys(step=name, **{id_field: event.get(id_field)})
+        # every line of the step names its entity by the telemetry's key (its decision lines carry
+        # the same key: under the entity's own field name they would say it twice)
+        logger.append_keys(step=name, **{ENTITY_KEY: event.get(id_field)})
         request = build_request(
             state=event,
             attempt_id=context.aws_request_id,
