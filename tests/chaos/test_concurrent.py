@@ -140,7 +140,7 @@ def test_an_express_execution_killed_at_its_time_limit_mid_step_is_run_again_und
     assert len(tokens) == 1
     assert kills == 1
     assert judged.violations == []
-    assert judged.statuses == {placed.order_id: "COMPLETED"}
+    assert judged.statuses == {placed.entity_id: "COMPLETED"}
 
 
 def test_express_schedules_are_drawn_with_copies_at_once_and_time_limit_kills(express: Path) -> None:

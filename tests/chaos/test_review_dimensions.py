@@ -107,7 +107,7 @@ def test_a_foreign_event_is_one_the_app_delivered_with_one_thing_changed(assembl
     sent, delivered, placed = _foreign(assembly, ("completed",), "malformed")
     (event,) = sent
     (model,) = delivered
-    assert model["order_id"] == placed[0].order_id
+    assert model["order_id"] == placed[0].entity_id
     assert event == {k: v for k, v in model.items() if k != "order_id"}  # malformed: no entity id
     sent, _, _ = _foreign(assembly, ("completed",), "no-entity")
     assert sent[0]["order_id"] == unknown_id()

@@ -90,7 +90,7 @@ def test_an_order_accepted_too_long_alarms(app):
 
 def test_a_stranded_order_resent_by_the_sweeper_alarms(app):
     alarm = _alarm(app, "stranded-orders")
-    assert (alarm["MetricName"], alarm["Threshold"]) == ("StrandedOrders", 1)
+    assert (alarm["MetricName"], alarm["Threshold"]) == ("StrandedRun", 1)
     assert alarm["ComparisonOperator"] == "GreaterThanOrEqualToThreshold"
     dimensions = {d["Name"]: d["Value"] for d in alarm["Dimensions"]}
     assert dimensions == {"service": "retrysafe", "step": SWEEP_STEP}

@@ -29,7 +29,7 @@ def _fence_writes(cloud: InProcessCloud, order_id: str) -> dict[str, str]:
     written = {}
     for step in (*COMPLETED_BEFORE, "PublishEvents"):
         _, token = fence_record_id(order_id, step, stage=STAGE)
-        table, key = record_location(cloud.outputs, order_id=order_id, token=token, step=step)
+        table, key = record_location(cloud.outputs, entity_id=order_id, token=token, step=step)
         item = cloud.dynamodb.get_item(TableName=table, Key=key, ConsistentRead=True)
         written[step] = item["Item"]["updated_at"]["N"]
     return written

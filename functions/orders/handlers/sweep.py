@@ -1,6 +1,6 @@
 """`sweep-accepted`, run on a schedule: re-send the message of every order stranded in ACCEPTED
 (`reliability.handlers.sweep_handler`: `Reruns.resend_stranded`, the same re-send as
-`make rerun`, one `StrandedOrders` decision per order re-sent)."""
+`make rerun`, one `StrandedRun` decision per order re-sent)."""
 
 from __future__ import annotations
 

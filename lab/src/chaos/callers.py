@@ -54,7 +54,7 @@ class Read:
     """One GET of an entity (the declared reading route) as its caller saw it."""
 
     caller: str
-    order_id: str
+    entity_id: str
     status: int
     body: Any
 
@@ -72,11 +72,11 @@ def another_caller(cloud: ChaosCloud, action: Action, keys: Sequence[tuple[str, 
     index = action.order % len(keys)
     kind, key = keys[index]
     if action.variant == "get":
-        order_id = _order_id_of(cloud, key)
-        if order_id is not None and READING is not None:
-            path = READING.path.replace("{" + ID_FIELD + "}", order_id)
+        entity_id = _entity_id_of(cloud, key)
+        if entity_id is not None and READING is not None:
+            path = READING.path.replace("{" + ID_FIELD + "}", entity_id)
             status, answer, _ = _call(cloud, "GET", path, None, {})
-            cloud.callers.reads.append(Read(OTHER_CALLER, order_id, status, answer))
+            cloud.callers.reads.append(Read(OTHER_CALLER, entity_id, status, answer))
         return
     body = order_request(kind, index, changed=action.variant == "other-body")
     status, answer, headers = _call(cloud, "POST", STARTING_PATH, body, {"Idempotency-Key": key})
@@ -109,7 +109,7 @@ def _call(
     return response.status, response.body, tuple(response.headers.items())
 
 
-def _order_id_of(cloud: ChaosCloud, key: str) -> str | None:
+def _entity_id_of(cloud: ChaosCloud, key: str) -> str | None:
     """The entity the first client's key was answered with (None: never answered 2xx)."""
     for exchange in cloud.exchanges:
         if exchange.key == key and not exchange.caller and 200 <= exchange.status < 300:
@@ -122,18 +122,18 @@ def violations(cloud: ChaosCloud) -> list[str]:
     found = []
     owners: dict[str, str | None] = {}
 
-    def owner(order_id: str) -> str | None:
-        if order_id not in owners:
+    def owner(entity_id: str) -> str | None:
+        if entity_id not in owners:
             item = cloud.dynamodb.get_item(
                 TableName=cloud.outputs[table_output(SERVICE.entity.table)],
-                Key=record_key(SERVICE.entity, order_id),
+                Key=record_key(SERVICE.entity, entity_id),
                 ConsistentRead=True,
             ).get("Item")
-            owners[order_id] = item["owner"]["S"] if item and "owner" in item else None
-        return owners[order_id]
+            owners[entity_id] = item["owner"]["S"] if item and "owner" in item else None
+        return owners[entity_id]
 
     answers = [(e.caller, f"POST with key {e.key}", e.status, e.body) for e in cloud.exchanges]
-    answers += [(r.caller, f"GET {r.order_id}", r.status, r.body) for r in cloud.callers.reads]
+    answers += [(r.caller, f"GET {r.entity_id}", r.status, r.body) for r in cloud.callers.reads]
     for caller, request, status, body in answers:
         named = body.get(ID_FIELD) if isinstance(body, dict) else None
         if not (200 <= status < 300 and isinstance(named, str)):

@@ -141,8 +141,8 @@ def _resend_unfinished_runs(cloud: ChaosCloud) -> None:
         "Items", []
     )
     for item in items:
-        order_id = item.get(service().entity.id_field, {}).get("S")
-        if order_id is not None and cloud.restart_express_order(order_id, sqs):
+        entity_id = item.get(service().entity.id_field, {}).get("S")
+        if entity_id is not None and cloud.restart_express_order(entity_id, sqs):
             cloud.recovery.restarts += 1
 
 

@@ -90,7 +90,7 @@ def foreign_event(cloud: ChaosCloud, action: Action, placed: Sequence[PlacedOrde
     app published its fact (a fact that happened), else about an entity that does not exist. No
     event delivered on that queue yet: nothing to imitate, nothing sent."""
     cloud.rest()
-    entity_id = placed[action.order % len(placed)].order_id
+    entity_id = placed[action.order % len(placed)].entity_id
     delivered = _delivered(cloud, action.queue)
     about = [e for e in delivered if entity_id is not None and _subject(e, entity_id) is not None]
     variant = action.variant
@@ -133,8 +133,8 @@ def late_copy(cloud: ChaosCloud, action: Action, placed: Sequence[PlacedOrder]) 
     """`make rerun` of entity i (the first FAILED-kind entity from i on), then run N's message again."""
     from chaos.scenarios import HAPPY  # noqa: PLC0415 - scenarios imports this module
 
-    failing = [p for p in placed if p.kind != HAPPY and p.order_id] or list(placed)
-    entity_id = failing[action.order % len(failing)].order_id
+    failing = [p for p in placed if p.kind != HAPPY and p.entity_id] or list(placed)
+    entity_id = failing[action.order % len(failing)].entity_id
     if entity_id is None:
         return
     cloud.rerun_order(entity_id)

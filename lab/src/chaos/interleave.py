@@ -231,18 +231,18 @@ def _run_pair(
         for index in scheduler.finished:  # the client sees answers in the order they complete
             _record_exchange(cloud, key, attempts[index])
         response = cloud.post_order(key, body)  # the client's retry of whatever was refused
-        order_id = (
+        entity_id = (
             str(response.body[service().entity.id_field])
             if response is not None and response.status == 202
             else None
         )
-        return attempts, PlacedOrder(HAPPY, key, order_id)
+        return attempts, PlacedOrder(HAPPY, key, entity_id)
 
     response = cloud.post_order(key, body)
     if response is None or response.status != 202:
         raise RuntimeError(f"setup: the starting POST answered {response}")
-    order_id = str(response.body[service().entity.id_field])
-    placed = PlacedOrder(HAPPY, key, order_id)
+    entity_id = str(response.body[service().entity.id_field])
+    placed = PlacedOrder(HAPPY, key, entity_id)
     if pair.target == "worker":
         url = cloud.outputs[queue_output(service().queue)]
         (message,) = cloud.sqs.receive_message(QueueUrl=url, AttributeNames=["All"], MaxNumberOfMessages=1)[
@@ -267,10 +267,10 @@ def _run_pair(
     # The worker's runtime (the service's own, on the harness's clients: no crash point, no
     # mutant) reads the entity and gives the workflow's input.
     harness = _harness_runtime(cloud, "Worker")
-    entity = harness.run_store.get(order_id)
+    entity = harness.run_store.get(entity_id)
     if entity is None:
-        raise RuntimeError(f"setup: no {service().entity.name} {order_id}")
-    token = execution_token(stage=_stage(cloud), business_id=order_id, run=1)
+        raise RuntimeError(f"setup: no {service().entity.name} {entity_id}")
+    token = execution_token(stage=_stage(cloud), business_id=entity_id, run=1)
     state: dict[str, Any] = dict(harness.workflow_input(entity, 1, token))
     results: dict[str, Any] = {}
     for step in STEP_ORDER[: STEP_ORDER.index(pair.target)]:

@@ -139,10 +139,10 @@ def _one(
     if created.status != 202:
         result.violations.append(f"the starting POST answered {created.status}: {created.text}")
         return result
-    order_id = created.json[SERVICE.entity.id_field]
+    entity_id = created.json[SERVICE.entity.id_field]
 
     def final() -> str | None:
-        status = str(api.get_order(order_id).json["status"])
+        status = str(api.get_order(entity_id).json["status"])
         return status if status in FINAL_STATUSES else None
 
     sfn = client("stepfunctions")
@@ -155,11 +155,11 @@ def _one(
         )
         status = _wait(final, timeout=60)
     result.status = status or "UNFINISHED"
-    view = api.get_order(order_id).json
+    view = api.get_order(entity_id).json
     hook = getattr(proof(SERVICE), "provider_effects", None)
     result.provider_effects = hook(view)[1] if hook else 0
     for execution in sfn.list_executions(stateMachineArn=out.outputs["StateMachineArn"])["executions"]:
-        if execution["name"].startswith(order_id):
+        if execution["name"].startswith(entity_id):
             history = sfn.get_execution_history(executionArn=execution["executionArn"], maxResults=1000)
             result.exit_errors += json.dumps(history["events"], default=str).count("Runtime.ExitError") and 1
     result.fired = any(state_dir.iterdir())

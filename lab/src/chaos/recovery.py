@@ -146,50 +146,52 @@ class RecoveringCloud(InProcessCloud):
         self.recovery.dlq_redrives += moved
         return moved
 
-    def rerun_order(self, order_id: str) -> None:
+    def rerun_order(self, entity_id: str) -> None:
         """An operator's `make rerun` of the order (`ops.rerun`), once the platform has come to rest
         by itself (the operator reruns an order seen FAILED): run N+1 when its run N ended FAILED
         (counted in `reruns`); an ACCEPTED order's message is sent again; any other order the tool
         refuses, which is counted, not a fault. What run N left behind (a message in a DLQ, a failed
         execution) can still come back after it: later actions redrive, restart and deliver."""
         self.rest()
-        before = self._order_item(order_id)
+        before = self._order_item(entity_id)
         try:
-            order = self.rerun(order_id)
+            order = self.rerun(entity_id)
         except RerunRefused as refused:
             self.recovery.refused_reruns += 1
-            after = self._order_item(order_id)
+            after = self._order_item(entity_id)
             if before is not None and after is not None and int(after["run"]["N"]) > int(before["run"]["N"]):
                 # Nothing else ran meanwhile: the tool's own transition landed, and it said no.
                 self.operator_violations.append(
-                    f"{order_id}: make rerun answered RerunRefused ({refused}) but started run "
+                    f"{entity_id}: make rerun answered RerunRefused ({refused}) but started run "
                     f"{after['run']['N']} (status {after['status']['S']})"
                 )
             return
         except (ClientError, BotoCoreError) as error:
-            self.operator_violations.append(f"{order_id}: make rerun failed: {type(error).__name__}: {error}")
+            self.operator_violations.append(
+                f"{entity_id}: make rerun failed: {type(error).__name__}: {error}"
+            )
             return
         if before is not None and order.run > int(before["run"]["N"]):
             self.recovery.reruns += 1
 
-    def send_next_run(self, order_id: str) -> None:
-        """A message for the order's next run (`{"order_id", "run", "idempotency_key"}`) that no
+    def send_next_run(self, entity_id: str) -> None:
+        """A message for the order's next run (`{"<entity>_id", "run", "idempotency_key"}`) that no
         operator decided on: an old tool, a replayed export. Only `make rerun` may start a run."""
-        item = self._order_item(order_id)
+        item = self._order_item(entity_id)
         if item is None:
             return
         run, key = int(item["run"]["N"]) + 1, item["idempotency_key"]["S"]
         declared = service()
-        message = RunMessage(entity_id=order_id, run=run, idempotency_key=key).body(declared.entity)
+        message = RunMessage(entity_id=entity_id, run=run, idempotency_key=key).body(declared.entity)
         self.sqs.send_message(
             QueueUrl=self.outputs[queue_output(declared.queue)], MessageBody=json.dumps(message)
         )
         self.recovery.stray_runs += 1
 
-    def _order_item(self, order_id: str) -> dict[str, Any] | None:
+    def _order_item(self, entity_id: str) -> dict[str, Any] | None:
         item: dict[str, Any] | None = self.dynamodb.get_item(
             TableName=self.outputs[table_output(service().entity.table)],
-            Key=record_key(service().entity, order_id),
+            Key=record_key(service().entity, entity_id),
             ConsistentRead=True,
         ).get("Item")
         return item
@@ -251,19 +253,19 @@ class RecoveringCloud(InProcessCloud):
             if item.get("sk", {}).get("S") == entity.name and item.get("status", {}).get("S") == "RUNNING":
                 entity_id = item[entity.id_field]["S"]
                 runs[execution_name(entity_id, int(item.get("run", {}).get("N", "1")))] = entity_id
-        due = {run: order_id for run, order_id in runs.items() if run not in self.restarted_express}
+        due = {run: entity_id for run, entity_id in runs.items() if run not in self.restarted_express}
         if not due:
             return 0
         self.clock.advance(self.step_lease_seconds() + 1)  # the dead attempts' leases pass first
         restarted = 0
-        for run, order_id in sorted(due.items()):
+        for run, entity_id in sorted(due.items()):
             self.restarted_express.add(run)
-            if self.restart_express_order(order_id, self.operator_client("ops.redrive", "sqs")):
+            if self.restart_express_order(entity_id, self.operator_client("ops.redrive", "sqs")):
                 self.recovery.operator_redrives += 1
                 restarted += 1
         return restarted
 
-    def restart_express_order(self, order_id: str, sqs: Any) -> bool:
+    def restart_express_order(self, entity_id: str, sqs: Any) -> bool:
         """`ops.redrive.restart_express_run` of one order with the operator's SQS client: True when
         its run's message was sent again. REFUSED past the restart-safe window leaves the order to
         a person (`awaiting_operator`), as on Standard; a finished order has nothing to restart
@@ -276,19 +278,19 @@ class RecoveringCloud(InProcessCloud):
                     entity=service().entity,
                 ),
                 queue=SqsQueue(client=sqs, queue_url=self.outputs[queue_output(service().queue)]),
-                entity_id=order_id,
+                entity_id=entity_id,
                 now=self.clock(),
             )
         except RedriveError:
             return False
         except (ClientError, BotoCoreError) as error:
             self.operator_violations.append(
-                f"ops.redrive of order {order_id} failed: {type(error).__name__}: {error}"
+                f"ops.redrive of order {entity_id} failed: {type(error).__name__}: {error}"
             )
             return False
         if result.method == Method.REFUSED:
             self.recovery.refused_redrives += 1
-            self.awaiting_operator.add(order_id)
+            self.awaiting_operator.add(entity_id)
             return False
         return True
 

@@ -42,7 +42,7 @@ ID_FIELD = id_field(SERVICE)  # the field of the starting route's answer naming 
 class PlacedOrder:
     kind: str
     key: str
-    order_id: str | None
+    entity_id: str | None
     gave_up: bool = False  # the client stopped after its first attempt failed (no answer expected)
     index: int = 0  # which request of its outcome (`order_body`)
 
@@ -67,10 +67,10 @@ def order_body(kind: str, index: int = 0, variant: int = 0) -> dict[str, Any]:
 def place(cloud: ChaosCloud, kind: str, key: str, *, index: int = 0, gives_up: bool = False) -> PlacedOrder:
     """POST the request as a client that retries (or, `gives_up`, one that never retries)."""
     response = cloud.post_order(key, order_body(kind, index), max_attempts=1 if gives_up else 8)
-    order_id = None
+    entity_id = None
     if response is not None and response.status == 202:
-        order_id = str(response.body[ID_FIELD])
-    return PlacedOrder(kind, key, order_id, gave_up=gives_up and order_id is None, index=index)
+        entity_id = str(response.body[ID_FIELD])
+    return PlacedOrder(kind, key, entity_id, gave_up=gives_up and entity_id is None, index=index)
 
 
 def verdict(cloud: ChaosCloud, placed: Sequence[PlacedOrder]) -> Verdict:
@@ -94,29 +94,29 @@ def verdict(cloud: ChaosCloud, placed: Sequence[PlacedOrder]) -> Verdict:
     result.rows = rows
     failed_runs = _FailedRuns(cloud)  # read only if an order missed its outcome with a dead letter
     for order in placed:
-        if order.order_id is None and order.gave_up:
+        if order.entity_id is None and order.gave_up:
             continue  # whatever it stored is judged by ops.invariants like every order
-        if order.order_id is None:
+        if order.entity_id is None:
             result.violations.append(f"{order.kind} order (key {order.key}): the client never got a 202")
             continue
-        row = rows.get(order.order_id)
+        row = rows.get(order.entity_id)
         if row is None:
-            result.violations.append(f"{order.order_id}: accepted (202) but not stored")
+            result.violations.append(f"{order.entity_id}: accepted (202) but not stored")
             continue
-        result.statuses[order.order_id] = row.status
+        result.statuses[order.entity_id] = row.status
         expected = OUTCOMES[order.kind].status
         # Reference data that left (the proof's `world_changed`) may send a run down a catch route.
         changed = row.status != expected and _world_changed(cloud, order)
-        left = order.order_id in cloud.awaiting_operator
+        left = order.entity_id in cloud.awaiting_operator
         if row.status == expected or changed or left:
             continue
         if not row.dead_letters:
             result.violations.append(
-                f"{order.order_id}: a {order.kind} order ended {row.status}, expected {expected}"
+                f"{order.entity_id}: a {order.kind} order ended {row.status}, expected {expected}"
             )
-        elif failed := failed_runs.of(order.order_id, row.run):
+        elif failed := failed_runs.of(order.entity_id, row.run):
             result.violations.append(
-                f"{order.order_id}: a {order.kind} order ended {row.status}, expected {expected}: its "
+                f"{order.entity_id}: a {order.kind} order ended {row.status}, expected {expected}: its "
                 f"run's workflow failed ({failed}) and nothing finished it, which its dead letter "
                 "does not excuse"
             )
@@ -145,9 +145,9 @@ class _FailedRuns:
             ends[run_of_execution(execution["name"])][end] += 1
         return ends
 
-    def of(self, order_id: str, run: int) -> str:
+    def of(self, entity_id: str, run: int) -> str:
         """What the run's executions failed on ("" when one succeeded, or none ended otherwise)."""
-        ends = self._ends.get((order_id, run), Counter())
+        ends = self._ends.get((entity_id, run), Counter())
         failed = {end: count for end, count in ends.items() if end.split()[0] in _UNFINISHED_ENDS}
         if "SUCCEEDED" in ends or not failed:
             return ""
@@ -174,8 +174,8 @@ def _execution_violations(cloud: ChaosCloud) -> list[str]:
             continue
         started[run_of_execution(execution["name"])] += 1
     return [
-        f"{order_id}: the worker started {count} executions of run {run} (one per run)"
-        for (order_id, run), count in sorted(started.items())
+        f"{entity_id}: the worker started {count} executions of run {run} (one per run)"
+        for (entity_id, run), count in sorted(started.items())
         if count > 1
     ]
 

@@ -206,9 +206,9 @@ def _play(cloud: ChaosCloud, action: Action, keys: list[tuple[str, str]], placed
         kind, key = keys[action.order % len(keys)]
         cloud.post_order(key, order_request(kind, action.order % len(keys), changed=True))
     elif action.kind in ("stray-run", "rerun"):
-        order_id = placed[action.order % len(placed)].order_id
-        if order_id is not None:
-            (cloud.send_next_run if action.kind == "stray-run" else cloud.rerun_order)(order_id)
+        entity_id = placed[action.order % len(placed)].entity_id
+        if entity_id is not None:
+            (cloud.send_next_run if action.kind == "stray-run" else cloud.rerun_order)(entity_id)
     elif action.kind in callers.CHANGES:
         kind, _ = keys[action.order % len(keys)]
         body = _body(kind, action.order % len(keys))

@@ -75,9 +75,9 @@ def operators_at_work(cloud: ChaosCloud) -> list[PlacedOrder]:
     cloud.stop_during(OUTCOMES[FAILING].steps[0], when="after")
     placed = place(cloud, FAILING, f"operators-0-{FAILING}")
     cloud.recover()
-    if placed.order_id is not None:
-        cloud.rerun_order(placed.order_id)
-        cloud.send_next_run(placed.order_id)
+    if placed.entity_id is not None:
+        cloud.rerun_order(placed.entity_id)
+        cloud.send_next_run(placed.entity_id)
     cloud.rest()
     cloud.redrive_dlqs()
     cloud.recover()

@@ -113,8 +113,8 @@ class ApiClient:
         headers = {"Idempotency-Key": key} if key is not None else {}
         return self.request("POST", "orders", body=order, headers=headers)
 
-    def get_order(self, order_id: str) -> ApiResponse:
-        return self.request("GET", f"orders/{order_id}")
+    def get_order(self, entity_id: str) -> ApiResponse:
+        return self.request("GET", f"orders/{entity_id}")
 
     def _signed(self, method: str, url: str, data: bytes | None, headers: dict[str, str]) -> dict[str, str]:
         """SigV4 for `execute-api` (an API with IAM authorization)."""

@@ -59,9 +59,9 @@ def http_record_id(
     return f"{RECORD_PREFIX}#{digest}", scoped
 
 
-def fence_record_id(order_id: str, step: str, *, stage: str, run: int = 1) -> tuple[str, str]:
+def fence_record_id(entity_id: str, step: str, *, stage: str, run: int = 1) -> tuple[str, str]:
     """(fence record id, execution token) of a saga step of one run of an order."""
-    token = execution_token(stage=stage, business_id=order_id, run=run)
+    token = execution_token(stage=stage, business_id=entity_id, run=run)
     key = derive_key(SAGA_NAMESPACE, stage=stage, identity={"token": token, "step": step})
     return key.value, token
 
@@ -301,7 +301,7 @@ def main(argv: list[str] | None = None, declared: Service | None = None) -> int:
     if fence:
         record_id, token = fence_record_id(args.order, args.step, stage=stage, run=args.run)
         table, record = record_location(
-            target.outputs, order_id=args.order, token=token, step=args.step, declared=declared
+            target.outputs, entity_id=args.order, token=token, step=args.step, declared=declared
         )
         carried = table != target.output("FenceTableName")
     else:

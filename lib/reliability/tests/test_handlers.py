@@ -1,9 +1,11 @@
 """The handler factories over a service's own runtime: the worker's batch (a run message started,
 a malformed one dead-lettered naming its field), its backoff on a throttled start and its
-dead-letter on the last receive of a failed Express run, and the sweep of stranded entities."""
+dead-letter on the last receive of a failed Express run, a saga step's lines, and the sweep of
+stranded entities."""
 
 from __future__ import annotations
 
+import io
 import json
 from collections.abc import Mapping
 from dataclasses import dataclass, field
@@ -12,17 +14,21 @@ from typing import Any
 
 import boto3
 import pytest
+import two_step_service
+from aws_lambda_powertools import Metrics
 from aws_lambda_powertools.utilities.data_classes.sqs_event import SQSRecord
 from botocore.exceptions import ClientError
 
 from reliability.batch import DeadLetters
 from reliability.declaration import Entity
 from reliability.errors import ExecutionFailed, PoisonMessage, TransientError
-from reliability.handlers import sweep_handler
+from reliability.handlers import step_handler, sweep_handler
+from reliability.observability import logger
 from reliability.queue_handlers import StartExecutionThrottled, backoff_seconds, start_run, worker_handler
+from reliability.saga import Saga
 from reliability.telemetry import Telemetry
 from reliability.workflow_runs import ExecutionEnd, Reruns, RunMessage, RunMessages, RunStatus
-from reliability_helpers import REGION, make_telemetry, read_emitted
+from reliability_helpers import REGION, FakeClock, fence_store, make_telemetry, read_emitted
 
 VISIT = Entity(name="visit", id_prefix="v-", table="visits")
 MESSAGES = RunMessages(VISIT)
@@ -184,7 +190,7 @@ class SweepRuntime:
         return datetime(2026, 1, 1, 0, 10, tzinfo=UTC)
 
 
-def test_the_sweep_resends_each_stranded_entity_and_logs_one_decision_each(
+def test_the_sweep_resends_each_stranded_run_and_logs_one_decision_with_the_entity_id(
     capsys: pytest.CaptureFixture[str],
 ) -> None:
     store, queue = Store(stranded=[Visit("v-1"), Visit("v-2", run=2)]), Queue()
@@ -195,7 +201,47 @@ def test_the_sweep_resends_each_stranded_entity_and_logs_one_decision_each(
     assert store.asked == ["2026-01-01T00:05:00+00:00"]
     assert [body["visit_id"] for body in queue.sent] == ["v-1", "v-2"]
     lines = read_emitted(capsys.readouterr().out).decisions()
-    assert [(line["decision"], line["order_id"], line["run"]) for line in lines] == [
-        ("StrandedOrders", "v-1", 1),
-        ("StrandedOrders", "v-2", 2),
+    # A visit's id under the entity-neutral key, whatever the entity is called
+    assert [(line["decision"], line["entity_id"], line["run"]) for line in lines] == [
+        ("StrandedRun", "v-1", 1),
+        ("StrandedRun", "v-2", 2),
     ]
+
+
+@dataclass
+class StepSettings:
+    step_name: str
+
+
+@dataclass
+class StepRuntime:
+    settings: StepSettings
+    fence_store: Any
+    saga: two_step_service.Desk = field(default_factory=two_step_service.Desk)
+
+    def fences(self, namespace: str) -> Any:
+        return self.fence_store
+
+
+def test_a_step_names_its_entity_once_on_each_line_by_the_telemetry_key(ddb: Any) -> None:
+    # The step's own logger and its fences' telemetry share the service's Powertools logger, as in
+    # a deployed function: what the handler appends is on the decision lines too.
+    stream = io.StringIO()
+    previous = logger.registered_handler.setStream(stream)  # type: ignore[attr-defined]
+    try:
+        telemetry = Telemetry(logger=logger, metrics=Metrics(namespace="visits", service="visits"))
+        fences = fence_store(ddb, telemetry, FakeClock(), ttl_seconds=3600)
+        runtime = StepRuntime(StepSettings("Hold"), fences)
+        saga: Saga[two_step_service.Desk, two_step_service.Terms] = Saga(
+            two_step_service.SERVICE, two_step_service.run_of, tables=lambda desk: desk.tables
+        )
+        step = step_handler(runtime=lambda: runtime, saga=saga)
+        step({"visit_id": "v-1", "token": "dev.v-1.r1", "seats": 2, "results": {}}, Context())  # type: ignore[arg-type]
+    finally:
+        logger.registered_handler.setStream(previous)  # type: ignore[attr-defined]
+        logger.remove_keys(["step", "entity_id", "visit_id"])
+    lines = read_emitted(stream.getvalue()).decisions()
+    assert [(line["decision"], line["step"], line["entity_id"]) for line in lines] == [
+        ("FenceCompleted", "Hold", "v-1")
+    ]
+    assert not [line for line in lines if "visit_id" in line]  # not again under the entity's field

@@ -229,7 +229,7 @@ def test_a_step_decision_line_does_not_repeat_what_the_invocation_and_its_keys_s
     step({"token": "dev.o-1.r1"}, context)
     # Then its line names the function, the request, the decision and its keys, once each
     [line] = read_emitted(capsys.readouterr().out).decisions()
-    named = ("function_name", "function_request_id", "message", "token", "step", "order_id", "run")
+    named = ("function_name", "function_request_id", "message", "token", "step", "entity_id", "run")
     expected = ["fn", "req-1", "FenceSkipped", "dev.o-1.r1", "Pay", "o-1", 1]
     assert [line[k] for k in named] == expected
     for repeated in ("function_arn", "function_memory_size", "correlation_id", "key"):

@@ -1,4 +1,4 @@
-"""Keys in every signal: order id, key hash, token, step, attempt and run in each decision's log
+"""Keys in every signal: entity id, key hash, token, step, attempt and run in each decision's log
 line and X-Ray annotations; each decision is fresh work or a replay (the dashboard's split)."""
 
 from __future__ import annotations
@@ -53,11 +53,11 @@ def test_a_step_fence_decision_carries_every_key_in_the_log_line_and_the_trace(
     capsys.readouterr()
     # When an attempt claims it
     store.claim(StepId(token, "Pay"), attempt_id="req-9", lease_seconds=5)
-    # Then the log line carries order id, key hash, token, step, attempt and run
+    # Then the log line carries entity id, key hash, token, step, attempt and run
     (line,) = read_emitted(capsys.readouterr().out).decisions()
     stored = derive_key("saga", stage="dev", identity={"token": token, "step": "Pay"}).value
     expected = {
-        "order_id": "o-1",
+        "entity_id": "o-1",
         "key_hash": key_hash(stored),
         "token": token,
         "step": "Pay",
@@ -72,11 +72,11 @@ def test_a_step_fence_decision_carries_every_key_in_the_log_line_and_the_trace(
     assert tracer.annotations == {"decision": "FenceClaimed", **{k: str(v) for k, v in expected.items()}}
 
 
-def test_a_consumer_event_id_names_its_order_and_run() -> None:
+def test_a_consumer_event_id_names_its_entity_and_run() -> None:
     telemetry = make()
     event_id = derive_key("OrderCompleted", stage="dev", identity="o-7", run=3).value
     keys = telemetry.keys(key=None, token=event_id, step="announce", attempt=None)
-    assert (keys["order_id"], keys["run"]) == ("o-7", 3)
+    assert (keys["entity_id"], keys["run"]) == ("o-7", 3)
 
 
 def test_keys_bound_for_an_invocation_reach_every_decision_inside_it(
@@ -84,12 +84,13 @@ def test_keys_bound_for_an_invocation_reach_every_decision_inside_it(
 ) -> None:
     telemetry = make()
     http_key = derive_key("http", stage="dev", identity={"route": "POST /orders", "key": "k"}).value
-    with telemetry.bind(order_id="o-3", attempt="req-1"):
+    with telemetry.bind(entity_id="o-3", attempt="req-1"):
         telemetry.decision(Decision.EXECUTED, key=http_key, step="POST /orders")
     telemetry.decision(Decision.REPLAYED, key=http_key, step="POST /orders")
     inside, outside = read_emitted(capsys.readouterr().out).decisions()
-    assert (inside["order_id"], inside["attempt"], inside["key_hash"]) == ("o-3", "req-1", key_hash(http_key))
-    assert "order_id" not in outside  # the binding ended with its block
+    expected = ("o-3", "req-1", key_hash(http_key))
+    assert (inside["entity_id"], inside["attempt"], inside["key_hash"]) == expected
+    assert "entity_id" not in outside  # the binding ended with its block
     with pytest.raises(ValueError, match="not telemetry keys"), telemetry.bind(customer="c-1"):
         pass
 

@@ -222,7 +222,7 @@ def test_a_record_carried_by_its_effects_item_is_shown_but_only_a_failed_one_is_
     located = {}
     for order_id, fails in (("o-7", False), ("o-6", True)):
         _, token = fence_record_id(order_id, "ReserveInventory", stage=STAGE)
-        table, key = record_location(outputs, order_id=order_id, token=token, step="ReserveInventory")
+        table, key = record_location(outputs, entity_id=order_id, token=token, step="ReserveInventory")
         assert table == INVENTORY
         put = {"Put": {"TableName": INVENTORY, "Item": {**key, "kind": {"S": "reservation"}}}}
 

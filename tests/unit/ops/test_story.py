@@ -194,12 +194,12 @@ def test_with_no_target_running_make_story_shows_the_story_the_demo_recorded(tmp
     # Given the demo's local cloud is gone (no outputs.json) but it recorded the order's story
     crash = story("crash_redrive")
     (tmp_path / "stories").mkdir()
-    (tmp_path / "stories" / f"{crash.order_id}.json").write_text(json.dumps(crash.to_dict(), default=str))
+    (tmp_path / "stories" / f"{crash.entity_id}.json").write_text(json.dumps(crash.to_dict(), default=str))
     monkeypatch.setenv("LOCALCLOUD_DIR", str(tmp_path))
     for name in ("AWS_PROFILE", "AWS_ENDPOINT_URL"):
         monkeypatch.delenv(name, raising=False)
     # When the operator asks for it, plain (piped)
-    assert story_main([crash.order_id, "--color", "never"]) == 0
+    assert story_main([crash.entity_id, "--color", "never"]) == 0
     # Then the recorded timeline is shown, and where it came from is said
     captured = capsys.readouterr()
     assert "died" in captured.out

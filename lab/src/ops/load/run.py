@@ -62,7 +62,7 @@ class Tally:
 
 @dataclass
 class _Pending:
-    order_id: str
+    entity_id: str
     posted: float
     next_poll: float
 
@@ -170,7 +170,7 @@ class Round:
 
     def _poll(self, conn: _Connection, order: _Pending, pending: list[_Pending]) -> None:
         status, document, elapsed = self._timed(
-            conn, "GET", self._read_path.replace("{" + self._id_field + "}", order.order_id)
+            conn, "GET", self._read_path.replace("{" + self._id_field + "}", order.entity_id)
         )
         now = time.monotonic()
         if status == 200:

@@ -48,8 +48,8 @@ def collector_for(target: Target) -> Collector:
     return Collector(outputs=target.outputs, client=target.client, logs=logs)
 
 
-def load_recorded(order_id: str) -> Story | None:
-    path = stories_dir() / f"{order_id}.json"
+def load_recorded(entity_id: str) -> Story | None:
+    path = stories_dir() / f"{entity_id}.json"
     return Story.from_dict(json.loads(path.read_text())) if path.exists() else None
 
 
@@ -60,7 +60,7 @@ def write(story: Story, fmt: str, out: Path | None, *, color: bool) -> str:
     if fmt == "json":
         return json.dumps(story.to_dict(), indent=2, default=str)
     if fmt in ("html", "png"):
-        path = (out or stories_dir() / f"{story.order_id}.html").with_suffix(".html")
+        path = (out or stories_dir() / f"{story.entity_id}.html").with_suffix(".html")
         path.parent.mkdir(parents=True, exist_ok=True)
         path.write_text(html.render(story))
         if fmt == "png":
@@ -70,7 +70,7 @@ def write(story: Story, fmt: str, out: Path | None, *, color: bool) -> str:
             return f"wrote {path} and {png}"
         return f"wrote {path}"
     if fmt == "terminal-png":
-        page = (out or stories_dir() / f"{story.order_id}-terminal.html").with_suffix(".html")
+        page = (out or stories_dir() / f"{story.entity_id}-terminal.html").with_suffix(".html")
         page.parent.mkdir(parents=True, exist_ok=True)
         page.write_text(text.terminal_page(story))
         lines = text.render(story, color=False).count("\n") + 2
@@ -100,19 +100,19 @@ def main(argv: list[str] | None = None) -> int:
     try:
         target = Target.resolve()
         stage = "local" if target.local else os.environ.get("RETRYSAFE_STAGE", DEFAULT_STAGE)
-        order_id = args.order or order_for_key(args.key, stage=stage, caller=args.caller)
-        story = collector_for(target).collect(order_id)
+        entity_id = args.order or order_for_key(args.key, stage=stage, caller=args.caller)
+        story = collector_for(target).collect(entity_id)
     except OrderNotFound as error:
         print(f"error: {error}", file=sys.stderr)
         return 1
     except (TargetNotFound, BotoCoreError, ClientError, OSError) as error:
-        order_id = args.order or order_for_key(args.key, stage="local", caller=args.caller)
-        recorded = load_recorded(order_id)
+        entity_id = args.order or order_for_key(args.key, stage="local", caller=args.caller)
+        recorded = load_recorded(entity_id)
         if recorded is None:
             print(f"error: {error}", file=sys.stderr)
             return 2
         story = recorded
-        recorded_at = stories_dir() / f"{order_id}.json"
+        recorded_at = stories_dir() / f"{entity_id}.json"
         note = f"(no running target: {error}; showing the story recorded in {recorded_at})"
     if note:
         print(note, file=sys.stderr)

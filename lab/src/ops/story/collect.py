@@ -65,13 +65,13 @@ class OrderNotFound(LookupError):
 
 
 def record_location(
-    outputs: Mapping[str, str], *, order_id: str, token: str, step: str, declared: Service | None = None
+    outputs: Mapping[str, str], *, entity_id: str, token: str, step: str, declared: Service | None = None
 ) -> tuple[str, dict[str, Any]]:
-    """(physical table, key) of a saga step's record on the run `token` of `order_id`: where the
+    """(physical table, key) of a saga step's record on the run `token` of `entity_id`: where the
     declaration puts it (`ops.service.record_at`: the fence table, or the item that carries it)."""
     stage = token.split(".", 1)[0]
     fence_id = derive_key(SAGA_NAMESPACE, stage=stage, identity={"token": token, "step": step}).value
-    table, key = record_at(declared or service(), step, entity_id=order_id, token=token, fence_id=fence_id)
+    table, key = record_at(declared or service(), step, entity_id=entity_id, token=token, fence_id=fence_id)
     return outputs[table_output(table)], key
 
 
@@ -126,36 +126,36 @@ class Collector:
         self.stores = Stores.from_outputs(outputs, client, declared=self.declared)
         self.logs = logs
 
-    def order(self, order_id: str) -> dict[str, Any]:
+    def order(self, entity_id: str) -> dict[str, Any]:
         """The business entity's item (`<entity>#<id>` / `<entity>` in its table)."""
         entity = self.declared.entity
         table = self.outputs[table_output(entity.table)]
-        key = {"pk": {"S": entity.partition(order_id)}, "sk": {"S": entity.name}}
+        key = {"pk": {"S": entity.partition(entity_id)}, "sk": {"S": entity.name}}
         item = self.ddb.get_item(TableName=table, Key=key, ConsistentRead=True).get("Item")
         if not item:
-            raise OrderNotFound(f"no {entity.name} {order_id!r} in {table}")
+            raise OrderNotFound(f"no {entity.name} {entity_id!r} in {table}")
         return plain(item)
 
-    def items(self, table: str, order_id: str, prefix: str) -> list[dict[str, Any]]:
+    def items(self, table: str, entity_id: str, prefix: str) -> list[dict[str, Any]]:
         """The items under `prefix` in the entity's partition of a table (by its short name)."""
         items = self.ddb.query(
             TableName=self.outputs[table_output(table)],
             KeyConditionExpression="pk = :pk AND begins_with(sk, :prefix)",
             ExpressionAttributeValues={
-                ":pk": {"S": self.declared.entity.partition(order_id)},
+                ":pk": {"S": self.declared.entity.partition(entity_id)},
                 ":prefix": {"S": prefix},
             },
             ConsistentRead=True,
         )["Items"]
         return [plain(i) for i in items]
 
-    def effects(self, order_id: str) -> dict[str, int]:
+    def effects(self, entity_id: str) -> dict[str, int]:
         """Each declared effect's items in the entity's partition, by the step or consumer that
         writes them (their `writes`): how many of them the entity has."""
         writes = {s.name: s.writes for s in self.declared.steps}
         writes |= {c.name: c.writes for c in self.declared.consumers}
         return {
-            entry: sum(len(self.items(item.table, order_id, item.prefix)) for item in items)
+            entry: sum(len(self.items(item.table, entity_id, item.prefix)) for item in items)
             for entry, items in writes.items()
             if items
         }
@@ -166,7 +166,7 @@ class Collector:
             json.loads(described["definition"]), express=described.get("type") == "EXPRESS"
         )
 
-    def executions(self, order_id: str, runs: int) -> list[dict[str, Any]]:
+    def executions(self, entity_id: str, runs: int) -> list[dict[str, Any]]:
         """Every execution of the order's runs, by name (no listing of the whole state machine):
         `<order>-r<run>` (reliability.workflow_runs.execution_name) and the local restarts `-restart-<n>`
         (ops.redrive; on AWS a redrive keeps the execution)."""
@@ -174,7 +174,7 @@ class Collector:
         found = []
         for run in range(1, runs + 1):
             for restart in count():
-                name = f"{order_id}-r{run}" + (f"-restart-{restart}" if restart else "")
+                name = f"{entity_id}-r{run}" + (f"-restart-{restart}" if restart else "")
                 try:
                     described = self.sfn.describe_execution(executionArn=f"{prefix}:{name}")
                 except ClientError as error:
@@ -188,26 +188,26 @@ class Collector:
                 found.append({**described, "failures": failures(events)})
         return sorted(found, key=lambda e: epoch(e.get("startDate")) or 0)
 
-    def express_executions(self, order_id: str, runs: int) -> list[dict[str, Any]]:
+    def express_executions(self, entity_id: str, runs: int) -> list[dict[str, Any]]:
         """Every Express execution of the order's runs, as the worker logged their ends (Express
         keeps no history, and no execution API answers for one)."""
         worker = {WORKER_FUNCTION: self.outputs[function_output(WORKER_FUNCTION)]}
-        return express_executions(self.logs.invocations(worker, [order_id]), order_id, runs)
+        return express_executions(self.logs.invocations(worker, [entity_id]), entity_id, runs)
 
-    def fence(self, token: str, step: str, order_id: str) -> dict[str, Any]:
+    def fence(self, token: str, step: str, entity_id: str) -> dict[str, Any]:
         """The step's record on the run `token`, wherever the declaration puts it."""
         table, key = record_location(
-            self.outputs, order_id=order_id, token=token, step=step, declared=self.declared
+            self.outputs, entity_id=entity_id, token=token, step=step, declared=self.declared
         )
         item = self.ddb.get_item(TableName=table, Key=key, ConsistentRead=True).get("Item")
         return plain(item) if item and "state" in item else {}
 
-    def collect(self, order_id: str) -> Story:
-        order = self.order(order_id)
+    def collect(self, entity_id: str) -> Story:
+        order = self.order(entity_id)
         workflow = self.workflow()
         runs = int(order.get("run", 1))
         # Express: read from the worker's lines below, with the rest of the logs
-        executions = [] if workflow.express else self.executions(order_id, runs)
+        executions = [] if workflow.express else self.executions(entity_id, runs)
         tokens = _tokens(executions)
         stored_key = str(order.get("idempotency_key") or "")
         # The consumers' functions by the short name their `<Name>FunctionName` output is built from
@@ -219,14 +219,14 @@ class Collector:
             short_of_step[step] = short
             physical[short] = function
         step_of = {short: step for step, short in short_of_step.items()}
-        needles = [order_id, order_id.removeprefix(self.declared.entity.id_prefix), stored_key, *tokens]
+        needles = [entity_id, entity_id.removeprefix(self.declared.entity.id_prefix), stored_key, *tokens]
         invocations = self.logs.invocations(physical, needles)
         if workflow.express:  # an execution that has not ended yet: its steps name its token
-            executions = express_executions(invocations, order_id, runs)
-            tokens = sorted(set(_tokens(executions)) | run_tokens(invocations, order_id))
+            executions = express_executions(invocations, entity_id, runs)
+            tokens = sorted(set(_tokens(executions)) | run_tokens(invocations, entity_id))
         entries = log_entries(invocations, step_of)
         entries += execution_entries(executions)
-        fences = {step: self.fence(tokens[-1], step, order_id) for step in workflow.steps} if tokens else {}
+        fences = {step: self.fence(tokens[-1], step, entity_id) for step in workflow.steps} if tokens else {}
         # Each step's status on the latest run, derived from its fence as the entity's GET does it
         statuses = step_statuses(self.declared, {step: f["state"] for step, f in fences.items() if f})
         steps = {name: {"status": status} for name, status in statuses.items()}
@@ -234,11 +234,11 @@ class Collector:
         entries += compensations(steps, entries, catch_targets)
         assign_executions(entries, executions)
         entries.sort(key=lambda e: (e.at is None, e.at or 0))
-        effects = self.effects(order_id)
+        effects = self.effects(entity_id)
         report = check(self.stores, allow_in_flight=True)
-        row = next((r for r in report.rows if r.entity_id == order_id), None)
+        row = next((r for r in report.rows if r.entity_id == entity_id), None)
         return Story(
-            order_id=order_id,
+            entity_id=entity_id,
             status=str(order.get("status", "?")),
             run=int(order["run"]) if "run" in order else None,
             client_key=_client_key(stored_key),
@@ -254,7 +254,7 @@ class Collector:
                 "tokens": tokens,
                 "effects": effects,
                 "providers": story_facts(self.declared)(
-                    lambda table, prefix: self.items(table, order_id, prefix)
+                    lambda table, prefix: self.items(table, entity_id, prefix)
                 ),
                 "step_statuses": dict(statuses),
                 "fences": {

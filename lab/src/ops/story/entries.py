@@ -137,11 +137,11 @@ def failures(history: Sequence[Mapping[str, Any]]) -> list[str]:
 EXECUTION_ENDED = "ExecutionEnded"  # reliability.telemetry.Decision.EXECUTION_ENDED (the worker's line)
 
 
-def express_executions(invocations: Iterable[Invocation], order_id: str, runs: int) -> list[dict[str, Any]]:
+def express_executions(invocations: Iterable[Invocation], entity_id: str, runs: int) -> list[dict[str, Any]]:
     """The order's Express executions, shaped as DescribeExecution describes a Standard one (name,
     ARN, status, dates, input's token, failures), from the worker's `ExecutionEnded` lines. Each is
     named by its run's name and the start of its id, as several share the run's name."""
-    names = {f"{order_id}-r{run}" for run in range(1, runs + 1)}
+    names = {f"{entity_id}-r{run}" for run in range(1, runs + 1)}
     found = []
     for invocation in invocations:
         for line in invocation.lines:
@@ -177,9 +177,9 @@ def _message(cause: Any) -> Any:
     return document.get("errorMessage", cause) if isinstance(document, dict) else cause
 
 
-def run_tokens(invocations: Iterable[Invocation], order_id: str) -> set[str]:
+def run_tokens(invocations: Iterable[Invocation], entity_id: str) -> set[str]:
     """The run tokens (`<stage>.<order>.r<n>`) the order's step lines name."""
-    suffix = re.compile(rf"\.{re.escape(order_id)}\.r\d+$")
+    suffix = re.compile(rf"\.{re.escape(entity_id)}\.r\d+$")
     return {
         str(line["token"])
         for invocation in invocations

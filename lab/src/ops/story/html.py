@@ -251,7 +251,7 @@ def _timeline(story: Story, lay: Layout) -> list[str]:
             f'height="{bottom - lay.axis_top - 14:.1f}" fill="{OUTCOME_COLOUR[end]}" fill-opacity="0.07" '
             f'stroke="{OUTCOME_COLOUR[end]}" stroke-opacity="0.5"/>'
         )
-        label = f"{name.removeprefix(story.order_id + '-')}: {marks[0].outcome.value} → {end.value}"
+        label = f"{name.removeprefix(story.entity_id + '-')}: {marks[0].outcome.value} → {end.value}"
         near_right = x1 > AXIS_RIGHT - 300
         out.append(
             _text(
@@ -304,7 +304,7 @@ def render(story: Story) -> str:
         _text(
             GRAPH_LEFT,
             34,
-            f"{service().entity.name} {story.order_id} · {story.status}",
+            f"{service().entity.name} {story.entity_id} · {story.status}",
             size=20,
             weight="bold",
         ),
@@ -330,7 +330,7 @@ def render(story: Story) -> str:
     ]
     return (
         '<!doctype html>\n<html lang="en"><head><meta charset="utf-8">'
-        f"<title>{escape(story.order_id)}: the story of one order</title>"
+        f"<title>{escape(story.entity_id)}: the story of one order</title>"
         "<style>html,body{margin:0;padding:0;background:#fff}svg{display:block}</style></head><body>\n"
         + "\n".join(svg)
         + "\n</body></html>\n"

@@ -86,7 +86,7 @@ class Entry:
 
 @dataclass
 class Story:
-    order_id: str
+    entity_id: str
     status: str
     run: int | None
     client_key: str | None

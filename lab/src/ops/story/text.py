@@ -80,7 +80,7 @@ def render(story: Story, *, color: bool) -> str:
     day = next((e.at for e in story.entries if e.at is not None), None)
     date = datetime.fromtimestamp(day, tz=UTC).strftime("%Y-%m-%d") if day else "?"
     lines = [
-        paint(f"{service().entity.name} {story.order_id}", _BOLD)
+        paint(f"{service().entity.name} {story.entity_id}", _BOLD)
         + f"  {story.status}  run {story.run}  {story.total}",
         f"Idempotency-Key {story.client_key or '(hashed: ' + str(story.facts.get('stored_key')) + ')'}",
         f"execution tokens {', '.join(story.facts.get('tokens', [])) or '-'}",
@@ -137,5 +137,5 @@ def terminal_page(story: Story) -> str:
     return (
         '<!doctype html><html><head><meta charset="utf-8"><style>body{margin:0;background:#1e1e1e}'
         "pre{margin:0;padding:14px 18px;color:#d4d4d4;font:13px/1.35 'DejaVu Sans Mono',monospace}</style>"
-        f"</head><body><pre>$ make story ID={escape(story.order_id)}\n{''.join(out)}</pre></body></html>\n"
+        f"</head><body><pre>$ make story ID={escape(story.entity_id)}\n{''.join(out)}</pre></body></html>\n"
     )

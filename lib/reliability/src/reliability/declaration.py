@@ -153,7 +153,7 @@ class Entity:
 
     @property
     def id_field(self) -> str:
-        """The field naming the entity in its run's queue message and workflow input (`order_id`)."""
+        """The field naming the entity in its run's queue message and workflow input (`<name>_id`)."""
         return f"{self.name}_id"
 
     def partition(self, entity_id: str) -> str:

@@ -14,7 +14,7 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING, Any, Protocol
 
 from reliability.observability import logger, tracer
-from reliability.telemetry import Decision, metrics_per_invocation
+from reliability.telemetry import ENTITY_KEY, Decision, metrics_per_invocation
 
 if TYPE_CHECKING:  # annotations only: the modules are not loaded at run time
     from datetime import datetime
@@ -80,7 +80,9 @@ def step_handler(
     def handler(event: dict[str, Any], context: LambdaContext) -> dict[str, Any]:
         current = runtime()
         name = current.settings.step_name
-        logger.append_keys(step=name, **{id_field: event.get(id_field)})
+        # every line of the step names its entity by the telemetry's key (its decision lines carry
+        # the same key: under the entity's own field name they would say it twice)
+        logger.append_keys(step=name, **{ENTITY_KEY: event.get(id_field)})
         request = build_request(
             state=event,
             attempt_id=context.aws_request_id,
@@ -95,7 +97,7 @@ def step_handler(
 def sweep_handler(*, runtime: Callable[[], SweepRuntime]) -> Handler:
     """Re-send the message of every entity stranded in ACCEPTED (`Reruns.resend_stranded`: the
     API died between the entity write and the queue send, and its client never retried); each
-    one re-sent is one `StrandedOrders` decision (a log line with the entity's keys, and a count
+    one re-sent is one `StrandedRun` decision (a log line with the entity's keys, and a count
     the dashboard alarms on)."""
 
     @logger.inject_lambda_context
@@ -107,11 +109,8 @@ def sweep_handler(*, runtime: Callable[[], SweepRuntime]) -> Handler:
             now=current.now(), bound_seconds=current.settings.stranded_after_seconds
         )
         for found in stranded:
-            # `order_id` is the telemetry's key of a business id, whatever the entity (KEY_FIELDS).
-            with current.telemetry.bind(order_id=found.entity_id, run=found.run):
-                current.telemetry.decision(
-                    Decision.STRANDED_ORDER, key=found.idempotency_key, step=SWEEP_STEP
-                )
+            with current.telemetry.bind(entity_id=found.entity_id, run=found.run):
+                current.telemetry.decision(Decision.STRANDED_RUN, key=found.idempotency_key, step=SWEEP_STEP)
         return {"resent": [found.entity_id for found in stranded]}
 
     sweep: Handler = handler

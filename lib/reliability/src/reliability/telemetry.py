@@ -3,7 +3,7 @@ ONE EMF document per invocation (Powertools EphemeralMetrics) and X-Ray annotati
 Tracer).
 
 Every decision the layer takes (dedup hit, replay, fence claim, ...) goes through
-``Telemetry.decision`` so every signal carries the same keys (``KEY_FIELDS``): order id,
+``Telemetry.decision`` so every signal carries the same keys (``KEY_FIELDS``): the entity's id,
 idempotency key hash, execution token, step, attempt and run. They come from the call, else from
 what the caller bound for the invocation (``Telemetry.bind``), else from the key and token
 themselves (``reliability.keys.key_parts``: a token or event id names its business id and run).
@@ -50,8 +50,11 @@ from aws_lambda_powertools.metrics import EphemeralMetrics, MetricUnit
 
 from reliability.keys import canonical_json, key_parts
 
-# The keys in every signal, in this order in log lines and as X-Ray annotation names.
-KEY_FIELDS = ("order_id", "key_hash", "token", "step", "attempt", "run")
+# The keys in every signal, in this order in log lines and as X-Ray annotation names. `entity_id`
+# is the business id of whatever the service's `Entity` is (an order, a wallet, a visit): one name,
+# so one Logs Insights query or X-Ray filter reads every service built on the library.
+ENTITY_KEY = "entity_id"
+KEY_FIELDS = (ENTITY_KEY, "key_hash", "token", "step", "attempt", "run")
 KEY_HASH_HEX = 32
 
 
@@ -83,9 +86,9 @@ class Decision(Enum):
     FENCE_RELEASED = "FenceReleased"
     POISON = "PoisonMessage"
     RETRY = "Retry"
-    STRANDED_ORDER = "StrandedOrders"  # an ACCEPTED order's message re-sent by the sweeper
+    STRANDED_RUN = "StrandedRun"  # the message of an entity's run stranded in ACCEPTED, re-sent by the sweep
     # A workflow execution the caller waited for (Express) ended: its ARN, status, dates, error.
-    # Express keeps no execution history, so this line is what tells an order's executions.
+    # Express keeps no execution history, so this line is what tells an entity's executions.
     EXECUTION_ENDED = "ExecutionEnded"
 
     @property
@@ -111,7 +114,7 @@ _KINDS: dict[Decision, Kind] = {
     Decision.FENCE_RELEASED: Kind.OTHER,
     Decision.POISON: Kind.FAILED,
     Decision.RETRY: Kind.OTHER,
-    Decision.STRANDED_ORDER: Kind.OTHER,
+    Decision.STRANDED_RUN: Kind.OTHER,
     Decision.EXECUTION_ENDED: Kind.OTHER,
 }
 
@@ -223,7 +226,7 @@ class Telemetry:
         if parts is None and key:
             parts = key_parts(key)
         return {
-            "order_id": bound.get("order_id") or (parts.business_id if parts else None),
+            ENTITY_KEY: bound.get(ENTITY_KEY) or (parts.business_id if parts else None),
             "key_hash": key_hash(key) if key else bound.get("key_hash"),
             "token": token,
             "step": step or bound.get("step"),

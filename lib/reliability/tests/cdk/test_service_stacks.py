@@ -140,6 +140,20 @@ def test_each_function_is_named_only_the_tables_it_may_touch(templates: dict[str
     }
 
 
+def test_the_alarms_name_the_log_lines_and_key_the_operator_finds_a_transfer_by(
+    templates: dict[str, dict[str, Any]],
+) -> None:
+    alarms = {
+        props["AlarmName"]: props for props in _of_type(templates["app"], "AWS::CloudWatch::Alarm").values()
+    }
+    stranded = next(a for name, a in alarms.items() if name.endswith("-stranded-transfers"))
+    assert stranded["MetricName"] == "StrandedRun"
+    # the log lines carry the entity's id as `entity_id`, whatever the entity is (a transfer here)
+    assert "the StrandedRun log line's entity_id" in stranded["AlarmDescription"]
+    stale = next(a for name, a in alarms.items() if name.endswith("stale-completion"))
+    assert "the FenceStale log line's entity_id" in stale["AlarmDescription"]
+
+
 def test_the_workflow_runs_the_declared_steps(templates: dict[str, dict[str, Any]]) -> None:
     (machine,) = _of_type(templates["app"], "AWS::StepFunctions::StateMachine").values()
     assert machine["StateMachineName"] == "wallet-dev-transfer-workflow"

@@ -58,7 +58,7 @@ PANELS: tuple[Panel, ...] = (
     Panel("Poison messages and retries", (Decision.POISON, Decision.RETRY)),
     Panel(
         "Stranded business items: ACCEPTED too long, message re-sent by the sweeper",
-        (Decision.STRANDED_ORDER,),
+        (Decision.STRANDED_RUN,),
     ),
     Panel("Express executions the worker waited for: ended (any status)", (Decision.EXECUTION_ENDED,)),
 )

@@ -15,7 +15,7 @@ from reliability.cdk.dashboard import PERIOD, DecisionDashboard
 from reliability.cdk.declared import pascal
 from reliability.cdk.sizing import plural
 from reliability.declaration import Service
-from reliability.telemetry import Decision
+from reliability.telemetry import ENTITY_KEY, Decision
 
 
 def _a(word: str) -> str:
@@ -51,8 +51,8 @@ class ServiceDashboard(DecisionDashboard):
             dlqs={name: q for name, q in queues.items() if name.endswith("-dlq")},
             stale_alarm_description=(
                 "An attempt tried to complete a step after its fence had moved on (a zombie was "
-                f"stopped). Rare: find the {entity} by the FenceStale log line's {entity}_id and read "
-                f"`make story {entity.upper()}=<id>`."
+                f"stopped). Rare: find the {entity} by the {Decision.FENCE_STALE.value} log line's "
+                f"{ENTITY_KEY} and read `make story {entity.upper()}=<id>`."
             ),
         )
         # An accepted run's message waits at most a few worker timeouts; this long in the worker's
@@ -74,7 +74,7 @@ class ServiceDashboard(DecisionDashboard):
             comparison_operator=cloudwatch.ComparisonOperator.GREATER_THAN_THRESHOLD,
             treat_missing_data=cloudwatch.TreatMissingData.NOT_BREACHING,
         )
-        stranded = Decision.STRANDED_ORDER.value
+        stranded = Decision.STRANDED_RUN.value
         self.stranded_alarm = cloudwatch.Alarm(
             self,
             f"Stranded{pascal(entities)}",
@@ -82,7 +82,7 @@ class ServiceDashboard(DecisionDashboard):
             alarm_description=(
                 f"The sweeper re-sent the message of {_a(entity)} ACCEPTED over {stranded_after_minutes} "
                 f"minutes ago (the API died before the send and the client never retried). The {entity} "
-                f"heals itself; find it by the {stranded} log line's {entity}_id and check it completed."
+                f"heals itself; find it by the {stranded} log line's {ENTITY_KEY} and check it completed."
             ),
             metric=cloudwatch.Metric(
                 namespace=namespace,
