@@ -25,7 +25,7 @@ def _order(customer: str = "customer-e2e", sku: str = "sku-2", quantity: int = 1
 
 def _finished(e2e: E2ETarget, order_id: str) -> dict[str, Any]:
     def probe() -> dict[str, Any] | None:
-        response = e2e.api.get_order(order_id)
+        response = e2e.api.read(order_id)
         assert response.status == 200, response.text
         return response.json if response.json["status"] in FINAL else None
 
@@ -63,7 +63,7 @@ def _queue_drained(e2e: E2ETarget, queue_url: str) -> bool | None:
 
 def test_an_order_completes_with_one_charge(e2e: E2ETarget):
     # Given a catalog sku, When a client places an order
-    created = e2e.api.post_order(_order(), key=_key())
+    created = e2e.api.create(_order(), key=_key())
 
     # Then it is accepted with a status URL that answers, and the workflow completes it
     assert created.status == 202, created.text
@@ -81,7 +81,7 @@ def test_the_same_request_five_times_is_one_order_with_identical_replays(e2e: E2
     key, body = _key(), _order(quantity=2)
 
     # When the same request is sent five times
-    responses = [e2e.api.post_order(body, key=key) for _ in range(5)]
+    responses = [e2e.api.create(body, key=key) for _ in range(5)]
 
     # Then one answer, four replays of it, one order, one charge
     assert {r.status for r in responses} == {202}
@@ -94,9 +94,9 @@ def test_the_same_request_five_times_is_one_order_with_identical_replays(e2e: E2
 
 def test_the_same_key_with_another_body_is_422(e2e: E2ETarget):
     key = _key()
-    assert e2e.api.post_order(_order(quantity=1), key=key).status == 202
+    assert e2e.api.create(_order(quantity=1), key=key).status == 202
 
-    conflict = e2e.api.post_order(_order(quantity=3), key=key)
+    conflict = e2e.api.create(_order(quantity=3), key=key)
 
     assert conflict.status == 422
     assert conflict.json["error"] == "IdempotencyKeyReused"
@@ -111,7 +111,7 @@ def test_the_same_key_with_another_body_is_422(e2e: E2ETarget):
     ],
 )
 def test_bad_requests_are_400_with_a_json_error_body(e2e: E2ETarget, body: str, key: str | None):
-    response = e2e.api.post_order(body, key=f"{_key()}-{key}" if key else None)
+    response = e2e.api.create(body, key=f"{_key()}-{key}" if key else None)
 
     assert response.status == 400, response.text
     assert "json" in (response.header("Content-Type") or "")
@@ -121,7 +121,7 @@ def test_bad_requests_are_400_with_a_json_error_body(e2e: E2ETarget, body: str, 
 
 
 def test_an_unknown_order_is_404(e2e: E2ETarget):
-    response = e2e.api.get_order(f"o-{uuid.uuid4().hex}")
+    response = e2e.api.read(f"o-{uuid.uuid4().hex}")
 
     assert response.status == 404
     assert response.json["error"] == "OrderNotFound"
@@ -129,7 +129,7 @@ def test_an_unknown_order_is_404(e2e: E2ETarget):
 
 def test_duplicate_deliveries_of_one_orders_message_start_one_execution(e2e: E2ETarget):
     # Given a completed order and the message the API queued for it
-    order_id = e2e.api.post_order(_order(), key=_key()).json["order_id"]
+    order_id = e2e.api.create(_order(), key=_key()).json["order_id"]
     assert _finished(e2e, order_id)["status"] == "COMPLETED"
     item = e2e.client("dynamodb").get_item(
         TableName=e2e.output("OrdersTableName"),
@@ -157,7 +157,7 @@ def test_a_declined_payment_fails_the_order_and_releases_its_stock(e2e: E2ETarge
     sku = "sku-13"  # only this test orders it
     before = _stock(e2e, sku)
 
-    created = e2e.api.post_order(_order(customer="declined-e2e", sku=sku, quantity=4), key=_key())
+    created = e2e.api.create(_order(customer="declined-e2e", sku=sku, quantity=4), key=_key())
     view = _finished(e2e, created.json["order_id"])
 
     assert view["status"] == "FAILED"

@@ -37,7 +37,7 @@ def _entered(events: list[dict], state: str) -> bool:
 
 
 def _status(e2e: E2ETarget, order_id: str) -> str:
-    return e2e.api.get_order(order_id).json["status"]
+    return e2e.api.read(order_id).json["status"]
 
 
 def _final(e2e: E2ETarget, order_id: str) -> str | None:
@@ -56,7 +56,7 @@ def test_a_worker_killed_by_signal_during_a_step_is_retried_and_the_invariants_h
     for pid in pids:
         os.kill(pid, signal.SIGSTOP)
     try:
-        created = e2e.api.post_order(ORDER, key=f"e2e-kill-{uuid.uuid4().hex[:12]}")
+        created = e2e.api.create(ORDER, key=f"e2e-kill-{uuid.uuid4().hex[:12]}")
         assert created.status == 202, created.text
         order_id = created.json["order_id"]
         wait_for(
@@ -71,7 +71,7 @@ def test_a_worker_killed_by_signal_during_a_step_is_retried_and_the_invariants_h
 
     # Then the local cloud keeps serving: its control answers, another order goes through
     assert control.status(local_control)["endpoint"]
-    other = e2e.api.post_order(
+    other = e2e.api.create(
         {**ORDER, "customer_id": "customer-e2e-2"}, key=f"e2e-after-{uuid.uuid4().hex[:12]}"
     )
     assert other.status == 202, other.text
@@ -81,7 +81,7 @@ def test_a_worker_killed_by_signal_during_a_step_is_retried_and_the_invariants_h
     failures = [e for e in _history(e2e, order_id) if e["type"] == "LambdaFunctionFailed"]
     assert failures, "the killed invocation left no failure in the execution history"
     assert "Runtime.ExitError" in json.dumps(failures[0], default=str)
-    assert len(e2e.api.get_order(order_id).json["charges"]) == 1
+    assert len(e2e.api.read(order_id).json["charges"]) == 1
     assert wait_for("the other order to finish", lambda: _final(e2e, other.json["order_id"])) == "COMPLETED"
 
     # And every invariant holds once the consumers caught up

@@ -135,14 +135,14 @@ def _one(
     result = LocalResult(point)
     state_dir.mkdir(parents=True)
     control.set_crash_points(out.endpoint, f"{point}=1", state_dir=str(state_dir), mode="exit")
-    created = api.post_order(request_factory(SERVICE)(HAPPY.name, n), key=f"local-{uuid.uuid4().hex[:12]}")
+    created = api.create(request_factory(SERVICE)(HAPPY.name, n), key=f"local-{uuid.uuid4().hex[:12]}")
     if created.status != 202:
         result.violations.append(f"the starting POST answered {created.status}: {created.text}")
         return result
     entity_id = created.json[SERVICE.entity.id_field]
 
     def final() -> str | None:
-        status = str(api.get_order(entity_id).json["status"])
+        status = str(api.read(entity_id).json["status"])
         return status if status in FINAL_STATUSES else None
 
     sfn = client("stepfunctions")
@@ -155,7 +155,7 @@ def _one(
         )
         status = _wait(final, timeout=60)
     result.status = status or "UNFINISHED"
-    view = api.get_order(entity_id).json
+    view = api.read(entity_id).json
     hook = getattr(proof(SERVICE), "provider_effects", None)
     result.provider_effects = hook(view)[1] if hook else 0
     for execution in sfn.list_executions(stateMachineArn=out.outputs["StateMachineArn"])["executions"]:

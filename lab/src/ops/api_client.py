@@ -1,9 +1,10 @@
-"""A small HTTP client for the orders API, as any client would use it (the demo and e2e use it).
+"""A small HTTP client for the service's API, as any client would use it (the demo and e2e use it):
+`create` posts to the declaration's starting route, `read` gets one entity by its route.
 
     api = ApiClient(target.output("ApiUrl"))                       # the local cloud (auth NONE)
     api = ApiClient(url, sign_with=boto3.Session(), region="eu-west-1")  # a real stage (IAM auth)
     api = ApiClient(url, sign_with=session, endpoint="http://127.0.0.1:4566")  # LocalStack (IAM auth)
-    response = api.post_order({"customer_id": ..., "items": [...]}, key="k-1")
+    response = api.create({"customer_id": ..., "items": [...]}, key="k-1")
     response.status, response.json, response.header("Idempotent-Replayed")
 
 Only the standard library plus botocore's SigV4 signer; never an import of handler code.
@@ -18,6 +19,9 @@ import urllib.request
 from dataclasses import dataclass, field
 from typing import Any
 from urllib.parse import urlsplit
+
+from ops.outcomes import entity_route, id_field, starting_route
+from ops.service import service
 
 DEFAULT_TIMEOUT_SECONDS = 60.0
 # API Gateway's own host names: `<api id>.execute-api.<region>.amazonaws.com` on AWS; an emulator
@@ -108,13 +112,20 @@ class ApiClient:
         except urllib.error.HTTPError as error:
             return _response(error.code, dict(error.headers), error.read())
 
-    def post_order(self, order: dict[str, Any] | str, *, key: str | None) -> ApiResponse:
-        """`POST /orders` with `Idempotency-Key: key` (no header when key is None)."""
+    def create(self, body: dict[str, Any] | str, *, key: str | None) -> ApiResponse:
+        """`POST` to the declaration's starting route (`ops.outcomes.starting_route`) with
+        `Idempotency-Key: key` (no header when key is None)."""
         headers = {"Idempotency-Key": key} if key is not None else {}
-        return self.request("POST", "orders", body=order, headers=headers)
+        return self.request("POST", starting_route(service()).path.lstrip("/"), body=body, headers=headers)
 
-    def get_order(self, entity_id: str) -> ApiResponse:
-        return self.request("GET", f"orders/{entity_id}")
+    def read(self, entity_id: str) -> ApiResponse:
+        """`GET` of one entity by the declaration's route that reads it (`ops.outcomes.entity_route`)."""
+        declared = service()
+        route = entity_route(declared)
+        if route is None:
+            raise LookupError(f"{declared.name!r} declares no GET route of one {declared.entity.name}")
+        path = route.path.replace("{" + id_field(declared) + "}", entity_id)
+        return self.request("GET", path.lstrip("/"))
 
     def _signed(self, method: str, url: str, data: bytes | None, headers: dict[str, str]) -> dict[str, str]:
         """SigV4 for `execute-api` (an API with IAM authorization)."""

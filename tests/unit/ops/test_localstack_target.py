@@ -119,7 +119,7 @@ def test_e2e_signs_requests_to_an_iam_api_on_localstack(
 
     # When the end-to-end suite reaches it and follows a link the API answered with
     e2e = deployed_target("localstack", "dev")
-    e2e.api.get_order("o-1")
+    e2e.api.read("o-1")
     e2e.api.request("GET", "https://abcd1234.execute-api.localhost.localstack.cloud:4566/dev/orders/o-2")
 
     # Then each request is SigV4-signed for execute-api with the target's credentials (an engine
@@ -139,6 +139,6 @@ def test_an_api_without_iam_auth_is_not_signed(
 ) -> None:
     url, seen = endpoint
 
-    ApiClient(url + "/local/").get_order("o-1")
+    ApiClient(url + "/local/").read("o-1")
 
     assert "Authorization" not in seen[0][1]
