@@ -20,11 +20,15 @@ import time
 import urllib.error
 import urllib.request
 from collections.abc import Iterator, Mapping, Sequence
+from pathlib import Path
 from typing import IO
 
 from emulator import project
 
 PROJECT_DIR = project.root()
+# Where `python -m localstack_engine` finds its package in the engine's own venv, which has none of
+# the lab installed: this package's directory (lab/src in a checkout, site-packages when installed).
+ENGINE_SOURCE = Path(__file__).resolve().parents[1]
 ENGINE_PYTHON = PROJECT_DIR / ".venv-ministack" / "bin" / "python"
 HOST = "127.0.0.1"
 PORT = 4566  # LocalStack's port: the engine stands in for it
@@ -51,7 +55,13 @@ def environment(port: int, environ: Mapping[str, str] | None = None) -> dict[str
     """The engine's whole environment: the few variables kept, its bind address and port."""
     environ = os.environ if environ is None else environ
     kept = {name: environ[name] for name in _KEPT if name in environ}
-    return {**kept, "BIND_HOST": HOST, "GATEWAY_PORT": str(port), "PYTHONDONTWRITEBYTECODE": "1"}
+    return {
+        **kept,
+        "BIND_HOST": HOST,
+        "GATEWAY_PORT": str(port),
+        "PYTHONDONTWRITEBYTECODE": "1",
+        "PYTHONPATH": str(ENGINE_SOURCE),
+    }
 
 
 def healthy(endpoint: str) -> bool:
