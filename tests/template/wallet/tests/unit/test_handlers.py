@@ -222,12 +222,19 @@ def test_a_step_runs_behind_its_fence(cloud: Cloud) -> None:
 
 
 def test_the_consumer_applies_an_event_once(cloud: Cloud) -> None:
+    # Given the transfer the sample event states a fact of (the sample POST's), so it verifies
+    entity_id = _post(cloud)[ENTITY.id_field]
+    (record,) = _event("audit.json")["Records"]
     name = SERVICE.consumers[0].name
+    event = _sqs_event(name, {**json.loads(record["body"]), "entity_id": entity_id})
     with function("consumers", cloud.environ(CONSUMER_NAME=name)) as consumer:
-        first = consumer(_event("audit.json"), Context())
-        again = consumer(_event("audit.json"), Context())  # a redelivery
+        first = consumer(event, Context())
+        again = consumer(event, Context())  # a redelivery
+        unknown = consumer(_event("audit.json"), Context())  # no such transfer here
 
-    assert first == again == {"batchItemFailures": []}
+    assert first == again == unknown == {"batchItemFailures": []}
+    # the unverifiable event went to the consumer's DLQ (with its reason), not into its table
+    assert cloud.messages(f"{name}-dlq") == [json.loads(record["body"])]
     tables = {table for c in SERVICE.consumers for table in c.tables}
     written = [item for table in tables for item in cloud.dynamodb.scan(TableName=physical(table))["Items"]]
     assert len(written) == 1
