@@ -249,9 +249,10 @@ def derived(declared: Service) -> tuple[Mutant, ...]:
 
 
 # The library's guards, each off everywhere it applies; then one per declared entry and guard, and
-# the service's own (its use cases' old behaviours), through its proof hook (the sample's
-# `proof.mutants`, which also says which derived ones are equivalent for its effects, and why).
-MUTANTS: tuple[Mutant, ...] = GUARDS + service_mutants(_DECLARED, derived(_DECLARED))
+# the service's own (its use cases' old behaviours), all through its proof hook (the sample's
+# `proof.mutants`), which also says which are equivalent for its effects, and why: a library
+# guard too (the consumers' dedup, where every consumer's effect is a put-once of its own).
+MUTANTS: tuple[Mutant, ...] = service_mutants(_DECLARED, GUARDS + derived(_DECLARED))
 
 
 def by_name(name: str) -> Mutant:

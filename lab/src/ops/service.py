@@ -109,9 +109,10 @@ def hook_counts(declared: Service) -> frozenset[str]:
 
 
 def service_mutants(declared: Service, derived: tuple[Any, ...]) -> tuple[Any, ...]:
-    """The mutants of the service: those the fault search derives from its declaration, as its
-    proof's `mutants(derived)` returns them (it may declare some equivalent, saying why, and add
-    its own: `chaos.mutant.Mutant`s of the guards that are its use cases); no hook: the derived."""
+    """The mutants of the service: the library's guards and those the fault search derives from
+    its declaration, as its proof's `mutants(derived)` returns them (it may declare some
+    equivalent, saying why, and add its own: `chaos.mutant.Mutant`s of the guards that are its use
+    cases); no hook: the derived."""
     hook = getattr(proof(declared), "mutants", None)
     return tuple(hook(derived)) if hook is not None else derived
 

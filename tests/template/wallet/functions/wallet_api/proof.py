@@ -12,6 +12,7 @@ from __future__ import annotations
 
 from collections import Counter, defaultdict
 from collections.abc import Callable, Mapping
+from dataclasses import replace
 from typing import Any
 
 from botocore.exceptions import ClientError
@@ -108,3 +109,24 @@ def money_conserved(balances: list[dict[str, Any]]) -> list[str]:
         for account, amount in sorted(expected.items())
         if held.get(account, 0) != amount
     ]
+
+
+# The mutants the lab's search cannot catch here, and why: each guard is off, yet the effect it
+# guards is idempotent by itself, so a second attempt applies nothing twice. Searched: the wallet's
+# full make chaos, 0/5 seeds of 100 worlds each (base seed 1795755073).
+_SEARCHED = " (searched: 0/5 seeds of 100 worlds, base seed 1795755073)"
+EQUIVALENT: dict[str, str] = {
+    "fence-off:Complete": "its effect sets the transfer's status, a value: a second attempt sets the "
+    "same value again" + _SEARCHED,
+    "fence-off:MarkFailed": "its effect sets the transfer's status, a value: a second attempt sets the "
+    "same value again" + _SEARCHED,
+    "dedup-off:audit": "its effect is one audit entry put once, keyed by the fact (the event id the "
+    "library derives from it): a second application is refused by the put's condition" + _SEARCHED,
+    "consumer-dedup": "the wallet's one consumer, audit, writes a put-once entry keyed by the fact: "
+    "without its dedup record a second application is refused all the same" + _SEARCHED,
+}
+
+
+def mutants(derived: tuple[Any, ...]) -> tuple[Any, ...]:
+    """The lab's mutants of the wallet, those equivalent here marked so (`EQUIVALENT`)."""
+    return tuple(replace(m, equivalent=EQUIVALENT.get(m.name, m.equivalent)) for m in derived)
