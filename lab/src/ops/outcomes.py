@@ -82,8 +82,9 @@ def entity_route(declared: Service) -> Route | None:
 
 
 def id_field(declared: Service) -> str:
-    """The field naming the entity in the starting route's answer and the reading route's path."""
-    return f"{declared.entity.name}_id"
+    """The field naming the entity in the starting route's answer and the reading route's path:
+    the one its run message and records use (`Entity.id_field`)."""
+    return declared.entity.id_field
 
 
 RequestFactory = Callable[..., dict[str, Any]]

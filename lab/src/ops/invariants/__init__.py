@@ -64,7 +64,7 @@ def check(stores: Stores, *, allow_in_flight: bool = False, left_to_operator: Co
     global_violations = domain_invariants(declared)(items, counts)
 
     dead: list[DeadLetter] = []
-    id_field = f"{entity.name}_id"
+    id_field = entity.id_field
     for name, url in stores.dlq_urls.items():
         dead.extend(peek_dead_letters(stores.sqs, url, name, id_field=id_field))
     dead_by_entity: dict[str, list[DeadLetter]] = defaultdict(list)

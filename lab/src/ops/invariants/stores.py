@@ -96,7 +96,7 @@ def peek_dead_letters(
 ) -> list[DeadLetter]:
     """Read a DLQ without consuming it (visibility 0, deduplicated by message id); each letter's
     entity is its body's `id_field` (default: the declared entity's, `<name>_id`)."""
-    id_field = id_field or f"{service().entity.name}_id"
+    id_field = id_field or service().entity.id_field
     seen: dict[str, DeadLetter] = {}
     for _ in range(_DLQ_PEEK_ROUNDS):
         response = sqs.receive_message(
