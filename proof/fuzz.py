@@ -18,11 +18,11 @@ from collections import Counter
 from typing import Any
 
 from hypothesis import strategies as st
-from pydantic import ValidationError
 
 from ops.fuzz.requests import json_values, printable
 from orders.contract import MAX_BODY_BYTES, MAX_ITEMS, MAX_QUANTITY, CreateOrderRequest
 from proof.catalog import load_seed
+from reliability.fields import ShapeError
 
 __all__ = ["MAX_BODY_BYTES", "invalid_bodies", "refusal_problem", "valid_bodies", "within_contract"]
 
@@ -48,7 +48,7 @@ def valid_bodies() -> st.SearchStrategy[dict[str, Any]]:
 def _outside_contract(document: Any) -> bool:
     try:
         CreateOrderRequest.model_validate(document)
-    except ValidationError:
+    except ShapeError:
         return True
     return False
 
@@ -100,7 +100,7 @@ def within_contract(body: Any) -> dict[str, Any] | None:
     """The order as the function reads it (`65.0` is 65), or None when it is outside the contract."""
     try:
         return CreateOrderRequest.model_validate(body).model_dump(mode="json")
-    except ValidationError:
+    except ShapeError:
         return None
 
 

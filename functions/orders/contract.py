@@ -1,8 +1,12 @@
 """The public API contract: request and response bodies of `POST /orders` and `GET /orders/{id}`.
 
-ONE definition of a valid order: `CreateOrderRequest` is what the app parses, what the read model
-(`OrderView.items`) returns, and (through `orders.openapi` -> `openapi.json`) the body model API
-Gateway validates at the edge. So whatever is accepted can be read back.
+ONE definition of a valid order: `CREATE_ORDER_SCHEMA` (JSON Schema 2020-12) is what the function
+checks (`reliability.fields.conform`), what `orders.openapi` publishes as
+`components.schemas.CreateOrderRequest`, and (in draft 4's words) the model API Gateway validates
+at the edge; the one rule JSON Schema cannot say (each sku once) is `distinct_skus`, here. The
+bodies are plain dataclasses: the API function loads no pydantic on its cold start (it cost about a
+fifth of its floor, bench/coldstart.py); `orders.openapi` derives the response schemas from these
+classes at build time. Whatever is accepted can be read back (`OrderView.items`).
 Clients, docs and tests rely on these shapes; change them only together with docs/api.md.
 """
 
@@ -10,20 +14,13 @@ from __future__ import annotations
 
 import json
 from collections import Counter
-from typing import Annotated
-
-from pydantic import (
-    AfterValidator,
-    BaseModel,
-    BeforeValidator,
-    ConfigDict,
-    Field,
-    StringConstraints,
-    ValidationError,
-)
+from collections.abc import Mapping
+from dataclasses import asdict, dataclass, field
+from typing import Any, ClassVar, Self
 
 from orders.domain import CURRENCY_PATTERN, MAX_ID_CHARS, VISIBLE_ASCII_PATTERN, OrderStatus, StepStatus
 from orders.errors import InvalidRequest, MalformedBody
+from reliability.fields import REPEATED_ITEM, ShapeError, checkable, conform
 
 MAX_ITEMS = 50
 MAX_QUANTITY = 100
@@ -31,72 +28,117 @@ MAX_QUANTITY = 100
 # (50 lines of a 64-character sku); the bound keeps parsing cheap whatever a client sends
 # (deep nesting, long numbers), and API Gateway's own bound (10 MiB) is far above it.
 MAX_BODY_BYTES = 16 * 1024
-_MAX_PROBLEMS = 5
-
-# Ids are visible ASCII (orders.domain: the consumers' event bounds them alike).
-Sku = Annotated[str, StringConstraints(min_length=1, max_length=MAX_ID_CHARS, pattern=VISIBLE_ASCII_PATTERN)]
-CustomerId = Annotated[
-    str, StringConstraints(min_length=1, max_length=MAX_ID_CHARS, pattern=VISIBLE_ASCII_PATTERN)
-]
-Currency = Annotated[str, StringConstraints(pattern=CURRENCY_PATTERN)]
 
 
-def _whole_number(value: object) -> object:
-    """A JSON number with a zero fraction (`65.0`) is the integer it equals.
-
-    The published document is OpenAPI 3.1, whose schemas are JSON Schema 2020-12: there `integer`
-    is any number with a zero fractional part, so `65.0` is the integer 65, and encoders write it so
-    (Python's `json.dumps(65.0)`). Refusing it would make the API stricter than its own document
-    (and JSON Schema cannot say "written without a fraction"). It becomes 65 before anything reads
-    it: the idempotency payload, the stored line and `GET` see one value, so `65.0` and `65` under
-    one key are one order. Still refused: `65.5`, `"65"`, `true` (strict). The edge's draft-4 model
-    says the same (`infra/api_model.py`)."""
-    return int(value) if isinstance(value, float) and value.is_integer() else value
+def _client_id(title: str) -> dict[str, Any]:
+    """An id a client chooses: visible ASCII (orders.domain: the consumers' event bounds it alike)."""
+    return {
+        "maxLength": MAX_ID_CHARS,
+        "minLength": 1,
+        "pattern": VISIBLE_ASCII_PATTERN,
+        "title": title,
+        "type": "string",
+    }
 
 
-Quantity = Annotated[int, Field(ge=1, le=MAX_QUANTITY, strict=True), BeforeValidator(_whole_number)]
+# A quantity is a JSON Schema `integer`: any number with a zero fractional part, so `65.0` is 65
+# (OpenAPI 3.1's schemas are JSON Schema 2020-12, and encoders write it so: `json.dumps(65.0)`).
+# `conform` makes it the int before anything reads it: the idempotency payload, the stored line and
+# `GET` see one value. Still refused: `65.5`, `"65"`, `true`. The edge's draft-4 model says the same
+# (`reliability.cdk.api_model`).
+CREATE_ORDER_SCHEMA: Mapping[str, Any] = checkable(
+    {
+        "additionalProperties": False,
+        "description": "Body of `POST /orders` (the `Idempotency-Key` header is required too).",
+        "properties": {
+            "customer_id": _client_id("Customer Id"),
+            "currency": {"pattern": CURRENCY_PATTERN, "title": "Currency", "type": "string"},
+            # Each sku once is stricter than JSON Schema can say: `uniqueItems` compares whole
+            # items, so it refuses only a line sent twice (at the edge, 400), and the function
+            # refuses a sku repeated with another quantity (422, `distinct_skus`). Every accepted
+            # order's items are unique, so the keyword is true of them.
+            "items": {
+                "description": (
+                    "Each sku at most once (a sku repeated with another quantity: 422 InvalidRequest)."
+                ),
+                "items": {
+                    "additionalProperties": False,
+                    "properties": {
+                        "sku": _client_id("Sku"),
+                        "quantity": {
+                            "maximum": MAX_QUANTITY,
+                            "minimum": 1,
+                            "title": "Quantity",
+                            "type": "integer",
+                        },
+                    },
+                    "required": ["sku", "quantity"],
+                    "title": "OrderItem",
+                    "type": "object",
+                },
+                "maxItems": MAX_ITEMS,
+                "minItems": 1,
+                "title": "Items",
+                "type": "array",
+                "uniqueItems": True,
+            },
+        },
+        "required": ["customer_id", "currency", "items"],
+        "title": "CreateOrderRequest",
+        "type": "object",
+    }
+)
+# A line of an order, as the request gives it and the read model (`OrderView.items`) returns it.
+ORDER_ITEM_SCHEMA: Mapping[str, Any] = CREATE_ORDER_SCHEMA["properties"]["items"]["items"]
 
 
-class _Strict(BaseModel):
-    model_config = ConfigDict(extra="forbid", frozen=True)
+class _Body:
+    """A body's JSON form (pydantic's name, which `reliability.api` calls). No other field is part
+    of a body: the published schemas say so (pydantic reads this when `orders.openapi` derives them)."""
+
+    __pydantic_config__: ClassVar[dict[str, str]] = {"extra": "forbid"}
+
+    def model_dump(self, mode: str = "json") -> dict[str, Any]:
+        del mode  # JSON is the only form: every field is a JSON value (an enum is its str)
+        body: dict[str, Any] = asdict(self)  # type: ignore[call-overload]  # every subclass is one
+        return body
 
 
-class OrderItem(_Strict):
-    sku: Sku
-    quantity: Quantity
+@dataclass(frozen=True)
+class OrderItem(_Body):
+    sku: str
+    quantity: int
 
 
-def _distinct_skus(items: list[OrderItem]) -> list[OrderItem]:
+def distinct_skus(items: list[OrderItem]) -> list[OrderItem]:
     """Each sku once per order: an order's lines are exactly what the client sent, so every line
     keeps the quantity bound and the read model returns the request's items unchanged (merging
     repeated skus made lines above the bound that `GET /orders/{id}` could not return)."""
     repeated = sorted(sku for sku, count in Counter(item.sku for item in items).items() if count > 1)
     if repeated:
-        raise ValueError(f"each sku may appear once; repeated: {', '.join(repeated)}")
+        raise ShapeError("items", f"each sku may appear once; repeated: {', '.join(repeated)}")
     return items
 
 
-# Each sku once is stricter than JSON Schema can say: `uniqueItems` compares whole items, so it
-# refuses only a line sent twice (at the edge, 400), and the function refuses a sku repeated with
-# another quantity (422). Every accepted order's items are unique, so the keyword is true of them.
-OrderItems = Annotated[
-    list[OrderItem],
-    Field(
-        min_length=1,
-        max_length=MAX_ITEMS,
-        description="Each sku at most once (a sku repeated with another quantity: 422 InvalidRequest).",
-        json_schema_extra={"uniqueItems": True},
-    ),
-    AfterValidator(_distinct_skus),
-]
+@dataclass(frozen=True)
+class CreateOrderRequest(_Body):
+    """Body of `POST /orders` (`CREATE_ORDER_SCHEMA`)."""
 
+    customer_id: str
+    currency: str
+    items: list[OrderItem]
 
-class CreateOrderRequest(_Strict):
-    """Body of `POST /orders` (the `Idempotency-Key` header is required too)."""
-
-    customer_id: CustomerId
-    currency: Currency
-    items: OrderItems
+    @classmethod
+    def model_validate(cls, data: Any, /) -> Self:
+        """The request in `data` (parsed JSON), or `ShapeError` naming the first field outside it."""
+        try:
+            body = conform(CREATE_ORDER_SCHEMA, data)
+        except ShapeError as error:
+            if (error.field, error.problem) == ("items", REPEATED_ITEM):  # a line sent twice
+                distinct_skus([OrderItem(**line) for line in data["items"]])  # names its sku
+            raise
+        items = distinct_skus([OrderItem(**line) for line in body["items"]])
+        return cls(customer_id=body["customer_id"], currency=body["currency"], items=items)
 
 
 def parse_create_order(body: str | bytes | None) -> CreateOrderRequest:
@@ -120,25 +162,21 @@ def parse_create_order(body: str | bytes | None) -> CreateOrderRequest:
         raise MalformedBody("the body is not valid JSON") from error
     try:
         return CreateOrderRequest.model_validate(data)
-    except ValidationError as error:
-        problems = [
-            f"{'.'.join(str(part) for part in problem['loc']) or 'body'}: {problem['msg']}"
-            for problem in error.errors(include_input=False, include_url=False, include_context=False)[
-                :_MAX_PROBLEMS
-            ]
-        ]
-        raise InvalidRequest("; ".join(problems)) from error
+    except ShapeError as error:
+        raise InvalidRequest(f"{error.field}: {error.problem}") from error
 
 
-class OrderAccepted(_Strict):
+@dataclass(frozen=True)
+class OrderAccepted(_Body):
     """202 body of `POST /orders`."""
 
     order_id: str
-    status: OrderStatus = OrderStatus.ACCEPTED
+    status: OrderStatus = field(default=OrderStatus.ACCEPTED, kw_only=True)
     status_url: str
 
 
-class Charge(_Strict):
+@dataclass(frozen=True)
+class Charge(_Body):
     charge_id: str
     idempotency_key: str
     amount_cents: int
@@ -147,14 +185,16 @@ class Charge(_Strict):
     created_at: str
 
 
-class ProviderCall(_Strict):
+@dataclass(frozen=True)
+class ProviderCall(_Body):
     call_id: str
     idempotency_key: str
     amount_cents: int
     received_at: str
 
 
-class OrderView(_Strict):
+@dataclass(frozen=True)
+class OrderView(_Body):
     """200 body of `GET /orders/{order_id}`."""
 
     order_id: str
@@ -169,7 +209,8 @@ class OrderView(_Strict):
     execution_arn: str | None = None
 
 
-class ErrorBody(_Strict):
+@dataclass(frozen=True)
+class ErrorBody(_Body):
     """Every error response: a stable machine-readable code and a human message."""
 
     error: str

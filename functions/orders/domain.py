@@ -29,8 +29,8 @@ from reliability.workflow_runs import ExecutionEnd as ExecutionEnd  # noqa: PLC0
 from reliability.workflow_runs import execution_name as execution_name  # noqa: PLC0414 - re-export
 
 if TYPE_CHECKING:
-    # pydantic models: the API's contract. Not imported at run time here, so the functions that
-    # never parse a request (steps, worker, consumers) do not build them (bench/coldstart.py).
+    # The API's contract. Not imported at run time here: the functions that never parse a request
+    # (steps, worker, consumers) do not load it (bench/coldstart.py).
     from orders.contract import CreateOrderRequest, OrderItem
 
 

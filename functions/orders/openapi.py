@@ -1,5 +1,7 @@
 """The API's OpenAPI 3.1 description, generated from the routes (orders.workflow.ROUTES) and the
-contract models they name.
+contract they name: the request's own JSON Schema (`orders.contract.CREATE_ORDER_SCHEMA`) and the
+schemas pydantic derives from the response dataclasses (here, at build time only: the functions
+load no pydantic).
 
 `make openapi` (`python -m orders.openapi`) writes it to `functions/orders/openapi.json`, the file
 the project publishes; a test holds the committed file to this module. The same document is what
@@ -11,6 +13,7 @@ description are one definition.
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import re
 import sys
@@ -18,7 +21,7 @@ from collections.abc import Iterable, Mapping
 from pathlib import Path
 from typing import Any
 
-from pydantic import BaseModel
+from pydantic import TypeAdapter
 
 from orders import contract
 from orders.contract import MAX_BODY_BYTES
@@ -109,17 +112,29 @@ def _gateway_errors(*, validated_body: bool = False, required_header: bool = Fal
     return table
 
 
-def _schema(model: type[BaseModel]) -> dict[str, Any]:
-    """The model's JSON Schema with its `$defs` inlined: self-contained, as an API Gateway model
+# The bodies whose schema the contract writes itself (what a function checks), published as
+# written wherever they appear; the other bodies' schemas pydantic derives from their dataclasses.
+_WRITTEN_SCHEMAS = {
+    "CreateOrderRequest": contract.CREATE_ORDER_SCHEMA,
+    "OrderItem": contract.ORDER_ITEM_SCHEMA,
+}
+
+
+def _schema(name: str) -> dict[str, Any]:
+    """The body's JSON Schema with its `$defs` inlined: self-contained, as an API Gateway model
     must be (it resolves no local references), and valid as JSON Schema draft 4 for the request."""
-    schema = model.model_json_schema()
+    if name in _WRITTEN_SCHEMAS:
+        written: dict[str, Any] = json.loads(json.dumps(_WRITTEN_SCHEMAS[name]))  # a copy
+        return written
+    schema = TypeAdapter(getattr(contract, name)).json_schema()
     definitions = schema.pop("$defs", {})
 
     def inline(node: Any) -> Any:
         if isinstance(node, dict):
             ref = node.get("$ref")
             if isinstance(ref, str) and ref.startswith("#/$defs/"):
-                return inline(definitions[ref.removeprefix("#/$defs/")])
+                name = ref.removeprefix("#/$defs/")
+                return inline(_WRITTEN_SCHEMAS.get(name) or definitions[name])
             return {key: inline(value) for key, value in node.items()}
         if isinstance(node, list):
             return [inline(item) for item in node]
@@ -255,7 +270,7 @@ def _links(route: Route) -> dict[str, Any]:
     """Where a success answer leads: each other operation whose path parameters its body names
     (POST /orders' `order_id` -> GET /orders/{order_id}), as OpenAPI links a client or a
     stateful test follows."""
-    fields = getattr(contract, route.response).model_fields
+    fields = {field.name for field in dataclasses.fields(getattr(contract, route.response))}
     links: dict[str, Any] = {}
     for other in ROUTES:
         names = re.findall(r"\{(\w+)\}", other.path)
@@ -321,7 +336,7 @@ def document() -> dict[str, Any]:
             ),
         },
         "paths": paths,
-        "components": {"schemas": {name: _schema(getattr(contract, name)) for name in dict.fromkeys(models)}},
+        "components": {"schemas": {name: _schema(name) for name in dict.fromkeys(models)}},
         UNMATCHED: {
             "description": (
                 f"Any other path, or a path with another of the methods API Gateway routes "

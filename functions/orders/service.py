@@ -1,7 +1,7 @@
 """The API's use cases (`POST /orders`, `GET /orders/{id}`), as plain Python over the ports.
 
 The worker's and the operators' use cases on an order's runs are in orders.runs: neither needs
-the API's contract (pydantic) or the saga's step table.
+the API's contract or the saga's step table.
 """
 
 from __future__ import annotations

@@ -19,7 +19,8 @@ from reliability.http import HttpResponse
 
 if TYPE_CHECKING:  # annotations only: the module is not loaded at run time
     from aws_lambda_powertools.event_handler import Response
-    from pydantic import BaseModel
+
+    from orders.contract import OrderView
 
 SETTINGS = ApiSettings
 CREATE_ROUTE = next(route.name for route in ROUTES if route.view.endswith(":create_order"))
@@ -38,7 +39,7 @@ def create_order() -> Response[str]:
     return API.idempotent(CREATE_ROUTE, parse=parse_create_order, execute=place, what="the order")
 
 
-def get_order(order_id: str) -> BaseModel:
+def get_order(order_id: str) -> OrderView:
     return current(SETTINGS).order_service.view(order_id, caller=API.caller())
 
 

@@ -6,7 +6,8 @@ a step function must not load the batch, data-class, parser or idempotency utili
 never calls; the SQS handlers must not load HTTP idempotency, the API resolver or the API's
 contract; the worker none of the fence machinery (it dedupes on the execution name); each SQS
 handler only the message model it parses, and neither pydantic (their bodies are checked by hand,
-orders.fields); the API must not load batch processing. And what every
+orders.fields); the API must not load batch processing nor pydantic (its contract is plain
+Python, orders.contract). And what every
 invocation of a handler builds (orders.runtime imports it lazily, for the kinds that never build
 it) its module imports at init, so the import is the cold start, not a part of it deferred to the
 first invocation. Behaviour, not timing (bench/coldstart.py measures the time).
@@ -92,6 +93,7 @@ NOT_IMPORTED = {
         "orders.events",
         "orders.runs",
         "reliability.dedup",
+        "pydantic",  # its contract is checked against its JSON Schema (reliability.fields.conform)
     ),
     "orders.handlers.sweep": (
         *TYPING_ONLY,

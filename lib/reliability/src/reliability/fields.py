@@ -1,14 +1,18 @@
-"""The field checks of queue bodies (a run's message, a service's event): plain Python.
+"""The field checks of bodies (a run's message, a service's event, an API request): plain Python.
 
-The SQS functions parse their bodies without pydantic, whose import and first model cost a worker
-or consumer ~75 ms of CPU on its cold start; a service's API, whose contract is richer, may keep
-pydantic. A check that fails raises `ShapeError`, a `ValueError` naming the field and why, never
-the input: `reliability.batch.parse_body` turns it into the dead-letter reason
-`wrong shape: <field> (<why>)`, the form pydantic's errors take there.
+The functions parse their bodies without pydantic, whose import and first model cost a worker or
+consumer ~75 ms of CPU on its cold start, and an API function about a fifth of its floor
+(bench/coldstart.py). Queue bodies are checked field by field (`record`, `text`, `integer`); an
+API request against its published JSON Schema (`conform`), so the schema a service publishes and
+API Gateway validates at the edge is the very rule its function applies. A check that fails raises
+`ShapeError`, a `ValueError` naming the field and why, never the input:
+`reliability.batch.parse_body` turns it into the dead-letter reason `wrong shape: <field> (<why>)`,
+and an API answers it 422.
 """
 
 from __future__ import annotations
 
+import json
 import re
 from collections.abc import Mapping
 from functools import cache
@@ -21,6 +25,7 @@ class ShapeError(ValueError):
     def __init__(self, field: str, problem: str) -> None:
         super().__init__(f"{field} ({problem})")
         self.field = field
+        self.problem = problem
 
 
 @cache
@@ -69,3 +74,119 @@ def integer(data: Mapping[str, Any], field: str, *, minimum: int, where: str = "
     if value < minimum:
         raise ShapeError(name, f"below {minimum}")
     return value
+
+
+# What `conform` checks of JSON Schema 2020-12: enough for a request body of objects, arrays,
+# strings and integers. Annotations are read by people and tools only.
+_CHECKED = {
+    "type",
+    "properties",
+    "required",
+    "additionalProperties",
+    "items",
+    "minItems",
+    "maxItems",
+    "uniqueItems",
+    "minLength",
+    "maxLength",
+    "pattern",
+    "minimum",
+    "maximum",
+}
+_ANNOTATIONS = {"title", "description", "examples"}
+# The problem `conform` names when an array with `uniqueItems` holds an item twice (checked once
+# every item conforms, so a caller may word it better from the items).
+REPEATED_ITEM = "an item appears twice"
+_TYPES = {"object", "array", "string", "integer"}
+
+
+def checkable(schema: Mapping[str, Any]) -> Mapping[str, Any]:
+    """`schema`, once it is known that `conform` checks every keyword it uses (else ValueError):
+    a service calls this where it defines the schema, so a keyword `conform` would skip fails its
+    import and its tests, never a request."""
+    unknown = set(schema) - _CHECKED - _ANNOTATIONS
+    if unknown:
+        raise ValueError(f"conform does not check {', '.join(sorted(unknown))}")
+    if schema.get("type") not in _TYPES:
+        raise ValueError(f"conform checks the types {', '.join(sorted(_TYPES))}, not {schema.get('type')!r}")
+    if schema.get("additionalProperties", False) is not False:
+        raise ValueError("conform checks additionalProperties: false only")
+    for child in schema.get("properties", {}).values():
+        checkable(child)
+    if "items" in schema:
+        checkable(schema["items"])
+    return schema
+
+
+def conform(schema: Mapping[str, Any], data: Any, where: str = "body") -> Any:
+    """`data` (parsed JSON) as `schema` (`checkable`) admits it, or `ShapeError` naming the first
+    field that is not. An integer written with a zero fraction (`65.0`) is that integer, as JSON
+    Schema 2020-12 says, and comes back as an int; a string must match its pattern whole
+    (`fullmatch`: a trailing newline is not matched by `$`, as in the edge's regex engines)."""
+    kind = schema["type"]
+    if kind == "object":
+        return _object(schema, data, where)
+    if kind == "array":
+        return _array(schema, data, where)
+    if kind == "string":
+        return _string(schema, data, where)
+    return _integer(schema, data, where)
+
+
+def _path(where: str, name: object) -> str:
+    return str(name) if where == "body" else f"{where}.{name}"
+
+
+def _object(schema: Mapping[str, Any], data: Any, where: str) -> dict[str, Any]:
+    if not isinstance(data, dict):
+        raise ShapeError(where, "not a JSON object")
+    properties: Mapping[str, Any] = schema.get("properties", {})
+    for name in data:
+        if name not in properties:
+            raise ShapeError(_path(where, name), "not a field of this body")
+    for name in schema.get("required", ()):
+        if name not in data:
+            raise ShapeError(_path(where, name), "missing")
+    return {name: conform(properties[name], value, _path(where, name)) for name, value in data.items()}
+
+
+def _array(schema: Mapping[str, Any], data: Any, where: str) -> list[Any]:
+    if not isinstance(data, list):
+        raise ShapeError(where, "not a JSON array")
+    if len(data) < schema.get("minItems", 0):
+        raise ShapeError(where, f"fewer than {schema['minItems']} items")
+    if "maxItems" in schema and len(data) > schema["maxItems"]:
+        raise ShapeError(where, f"more than {schema['maxItems']} items")
+    items = schema.get("items")
+    values = (
+        data if items is None else [conform(items, value, _path(where, i)) for i, value in enumerate(data)]
+    )
+    if schema.get("uniqueItems", False):
+        seen = [json.dumps(value, sort_keys=True) for value in values]
+        if len(set(seen)) != len(seen):
+            raise ShapeError(where, REPEATED_ITEM)
+    return values
+
+
+def _string(schema: Mapping[str, Any], data: Any, where: str) -> str:
+    if not isinstance(data, str):
+        raise ShapeError(where, "not a string")
+    if len(data) < schema.get("minLength", 0):
+        raise ShapeError(where, f"shorter than {schema['minLength']} characters")
+    if "maxLength" in schema and len(data) > schema["maxLength"]:
+        raise ShapeError(where, f"longer than {schema['maxLength']} characters")
+    if "pattern" in schema and not _compiled(schema["pattern"]).fullmatch(data):
+        raise ShapeError(where, f"does not match {schema['pattern']}")
+    return data
+
+
+def _integer(schema: Mapping[str, Any], data: Any, where: str) -> int:
+    if type(data) is float and data.is_integer():
+        data = int(data)
+    if type(data) is not int:  # bool is an int subclass; "1" is a string on the wire
+        raise ShapeError(where, "not an integer")
+    if "minimum" in schema and data < schema["minimum"]:
+        raise ShapeError(where, f"below {schema['minimum']}")
+    if "maximum" in schema and data > schema["maximum"]:
+        raise ShapeError(where, f"above {schema['maximum']}")
+    return data
