@@ -13,8 +13,7 @@ from orders import items
 from orders.contract import Charge, CreateOrderRequest, OrderAccepted, OrderView, ProviderCall
 from orders.domain import Order, OrderMessage, OrderStatus, new_order, order_id_for
 from orders.errors import OrderConflict, OrderNotFound, UnknownSku
-from orders.saga import step_statuses
-from orders.workflow import STEPS
+from orders.workflow import SERVICE, STEPS
 from reliability import FenceStore, RecordOn, StepId
 from reliability.keys import execution_token
 
@@ -106,7 +105,7 @@ class OrderService:
             currency=order.currency,
             total_cents=order.total_cents,
             items=order.items,
-            steps=step_statuses({step.step: record.state for step, record in records.items()}),
+            steps=SERVICE.step_statuses({step.step: record.state for step, record in records.items()}),
             charges=[Charge(**asdict(charge)) for charge in charges],
             provider_calls=[ProviderCall(**asdict(call)) for call in calls],
             execution_arn=order.execution_arn,

@@ -192,6 +192,23 @@ class Service:
     proof: str | None = None
     runtime: str | None = None
 
+    def step_statuses(self, states: Mapping[str, str]) -> dict[str, StepStatus]:
+        """Each step's status on a run, from its fence's state (`reliability.record.FenceState`,
+        by step name; absent: never ran): COMPLETED is DONE, FAILED is FAILED, and a completed
+        compensation marks the step it undoes (`Step.compensates`) COMPENSATED. Here, on the
+        declaration, so a reader of statuses (an API's view, a tool) loads no saga."""
+        statuses: dict[str, StepStatus] = {}
+        for entry in self.steps:
+            state = states.get(entry.name)
+            if state == "COMPLETED":
+                statuses[entry.name] = StepStatus.DONE
+            elif state == "FAILED":
+                statuses[entry.name] = StepStatus.FAILED
+        for entry in self.steps:
+            if entry.compensates and statuses.get(entry.name) is StepStatus.DONE:
+                statuses[entry.compensates] = StepStatus.COMPENSATED
+        return statuses
+
     def step(self, name: str) -> Step:
         for entry in self.steps:
             if entry.name == name:

@@ -154,20 +154,8 @@ class Saga(Generic[Context, Terms]):
         return self._steps
 
     def step_statuses(self, states: Mapping[str, FenceState]) -> dict[str, StepStatus]:
-        """Each step's status on a run, from its fence's state (by step name; absent: never ran):
-        COMPLETED is DONE, FAILED is FAILED, and a completed compensation marks the step it undoes
-        (`Step.compensates`) COMPENSATED."""
-        statuses: dict[str, StepStatus] = {}
-        for entry in self.service.steps:
-            state = states.get(entry.name)
-            if state is FenceState.COMPLETED:
-                statuses[entry.name] = StepStatus.DONE
-            elif state is FenceState.FAILED:
-                statuses[entry.name] = StepStatus.FAILED
-        for entry in self.service.steps:
-            if entry.compensates and statuses.get(entry.name) is StepStatus.DONE:
-                statuses[entry.compensates] = StepStatus.COMPENSATED
-        return statuses
+        """Each step's status on a run, from its fence's state (`Service.step_statuses`)."""
+        return self.service.step_statuses(states)
 
     def record_on(self, ctx: Context, step: str, entity_id: str, token: str) -> RecordOn | None:
         """The business item that carries `step`'s record on this run (`<prefix><token>` under
