@@ -88,8 +88,8 @@ class Runtime(library.Runtime[S_co]):
     # --- use cases ----------------------------------------------------------------------------
     @cached_property
     def order_service(self) -> OrderService:
-        from orders.saga import SAGA_NAMESPACE  # noqa: PLC0415 - cold start, see the imports
         from orders.service import OrderService  # noqa: PLC0415 - cold start, see the imports
+        from reliability.record import SAGA_NAMESPACE  # noqa: PLC0415 - cold start, see the imports
 
         return OrderService(
             catalog=self.catalog,
