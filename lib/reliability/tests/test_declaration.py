@@ -23,6 +23,8 @@ from reliability.declaration import (
 )
 
 SOURCE = Path(__file__).resolve().parents[1] / "src" / "reliability" / "declaration.py"
+# The module mutmut 3.8.1 imports at the top of every module it rewrites with its mutants.
+MUTMUT_TRAMPOLINE = "mutmut.mutation.trampoline"
 
 
 def _service(*steps: Step, consumers: tuple[Consumer, ...] = ()) -> Service:
@@ -90,16 +92,36 @@ TICKET = Consumer(
 SERVICE = _service(HOLD, PAY, CONFIRM, RELEASE, FAILED, consumers=(TICKET,))
 
 
-def test_the_declaration_imports_only_the_standard_library() -> None:
-    # A CDK app loads a service's declaration as data: it must not pull in boto3, Powertools, pydantic
-    tree = ast.parse(SOURCE.read_text())
+def packages_imported(source: str) -> set[str]:
+    """The top-level packages a module's source imports, leaving out the one import mutmut's
+    rewrite of the module adds (`make mutation` runs these tests on that rewrite)."""
+    tree = ast.parse(source)
     imported = {
         (node.module or "") if isinstance(node, ast.ImportFrom) else alias.name
         for node in ast.walk(tree)
         if isinstance(node, ast.Import | ast.ImportFrom)
         for alias in node.names
     }
-    assert {name.split(".")[0] for name in imported} <= sys.stdlib_module_names | {"__future__"}
+    return {name.split(".")[0] for name in imported - {MUTMUT_TRAMPOLINE}}
+
+
+def test_the_declaration_imports_only_the_standard_library() -> None:
+    # A CDK app loads a service's declaration as data: it must not pull in boto3, Powertools, pydantic
+    assert packages_imported(SOURCE.read_text()) <= sys.stdlib_module_names | {"__future__"}
+
+
+def test_the_import_check_reads_a_module_as_mutmut_rewrites_it_and_still_sees_the_rest() -> None:
+    rewritten = (
+        "from __future__ import annotations\nimport hashlib\n"
+        f"from {MUTMUT_TRAMPOLINE} import wrap_in_trampoline as _mutmut_mutated, MutantDict\n"
+    )
+    assert packages_imported(rewritten) == {"__future__", "hashlib"}
+    assert packages_imported(rewritten + "import boto3\nfrom mutmut import __main__\n") == {
+        "__future__",
+        "hashlib",
+        "boto3",
+        "mutmut",
+    }
 
 
 def test_the_types_are_public() -> None:
