@@ -89,7 +89,7 @@ class Runtime(library.Runtime[S_co]):
     @cached_property
     def order_service(self) -> OrderService:
         from orders.service import OrderService  # noqa: PLC0415 - cold start, see the imports
-        from reliability.record import SAGA_NAMESPACE  # noqa: PLC0415 - cold start, see the imports
+        from reliability.keys import SAGA_NAMESPACE  # noqa: PLC0415 - cold start, see the imports
 
         return OrderService(
             catalog=self.catalog,
@@ -98,7 +98,7 @@ class Runtime(library.Runtime[S_co]):
             queue=self.queue(declared.SERVICE.queue),
             clock=self.now,
             stage=self.settings.stage,
-            fences=self.fences(SAGA_NAMESPACE),
+            fences=lambda: self.fences(SAGA_NAMESPACE),
             table_name=self.table_name,
         )
 

@@ -14,7 +14,6 @@ from orders.contract import Charge, CreateOrderRequest, OrderAccepted, OrderView
 from orders.domain import Order, OrderMessage, OrderStatus, new_order, order_id_for
 from orders.errors import OrderConflict, OrderNotFound, UnknownSku
 from orders.workflow import SERVICE, STEPS
-from reliability import FenceStore, RecordOn, StepId
 from reliability.keys import execution_token
 
 if TYPE_CHECKING:  # the ports are Protocols: annotations only, no module to load at run time
@@ -22,6 +21,7 @@ if TYPE_CHECKING:  # the ports are Protocols: annotations only, no module to loa
     from datetime import datetime
 
     from orders.ports import Catalog, OrderStore, PaymentProvider, Queue
+    from reliability.runs import FenceStore
 
 
 @dataclass
@@ -34,7 +34,9 @@ class OrderService:
     queue: Queue
     clock: Callable[[], datetime]
     stage: str
-    fences: FenceStore  # the saga's step fences: each step's status on the order's current run
+    # The saga's step fences (each step's status on the order's current run), built when a view
+    # first reads them: placing an order never does, so POST's cold start loads no fence code.
+    fences: Callable[[], FenceStore]
     # A table's physical name by its short name (where a step's record is carried, orders.items).
     table_name: Callable[[str], str] = str
 
@@ -86,6 +88,9 @@ class OrderService:
         `orders.items.record_at` says each is), the provider's record of the order (one query).
         Another caller's order does not exist for this one: 404, as for an unknown id, so an id
         cannot be probed (an order stored before owners were recorded has none: 404 to all)."""
+        from reliability.effects import RecordOn  # noqa: PLC0415 - a view's only: POST's cold start
+        from reliability.record import StepId  # noqa: PLC0415
+
         order = self.orders.get(order_id)
         if order is None or order.owner != caller:
             raise OrderNotFound(order_id)
@@ -96,7 +101,7 @@ class OrderService:
             for step in steps
             if (carrier := items.carrier_of(step.step)) is not None
         }
-        records = self.fences.read_many(steps, record_on=carried)
+        records = self.fences().read_many(steps, record_on=carried)
         charges, calls = self.payments.history(order_id)
         return OrderView(
             order_id=order.order_id,

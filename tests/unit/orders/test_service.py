@@ -49,7 +49,7 @@ def _service(ddb: Any, queue: ListQueue) -> OrderService:
         queue=queue,
         clock=lambda: datetime.now(UTC),
         stage="dev",
-        fences=_fences(ddb),
+        fences=lambda: _fences(ddb),
     )
 
 

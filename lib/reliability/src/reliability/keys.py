@@ -28,6 +28,11 @@ _EXECUTION_SAFE = re.compile(r"^[A-Za-z0-9_-]+$")
 MAX_TOKEN_CHARS = 80
 
 
+# The fence namespace of every workflow step (docs/how-it-works.md, "Fences and step statuses"):
+# a key layout fact, so a reader of a step's fence (an API's view) loads no saga.
+SAGA_NAMESPACE = "saga"
+
+
 @dataclass(frozen=True)
 class Key:
     """``value`` is the bounded stored key; ``label`` a readable part of the input for operators."""

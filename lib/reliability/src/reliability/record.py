@@ -38,11 +38,6 @@ MAX_RESULT_BYTES = 256 * 1024
 _DESERIALIZER = TypeDeserializer()
 
 
-# The fence namespace of every workflow step (docs/how-it-works.md, "Fences and step statuses"):
-# here, with the records, so a reader of a step's fence (an API's view) loads no saga.
-SAGA_NAMESPACE = "saga"
-
-
 class FenceState(StrEnum):
     ABSENT = "ABSENT"  # no record (never stored)
     IN_PROGRESS = "IN_PROGRESS"

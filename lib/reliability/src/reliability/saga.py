@@ -33,7 +33,7 @@ from typing import TYPE_CHECKING, Any, Generic, TypeVar
 
 from reliability.declaration import StepStatus
 from reliability.effects import AtomicEffect, ExternalEffect, RecordOn
-from reliability.record import SAGA_NAMESPACE as SAGA_NAMESPACE  # noqa: PLC0414 - re-export
+from reliability.keys import SAGA_NAMESPACE as SAGA_NAMESPACE  # noqa: PLC0414 - re-export
 from reliability.record import FenceState, StepId
 from reliability.runs import FenceStore  # at run time: a step function loads it at its cold start
 
