@@ -20,9 +20,10 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from math import comb
 
-from chaos.interleave import STEP_ORDER, Chooser, Pair
+from chaos.interleave import STEP_ORDER, Pair
 from chaos.mutant import Mutant
 from chaos.points import PointHit
+from chaos.scheduler import Chooser
 from reliability.declaration import function_name
 
 # The pair whose attempts run each function's code (every step on the workflow's happy path).

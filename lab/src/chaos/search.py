@@ -27,10 +27,11 @@ from pathlib import Path
 from typing import Any
 
 from chaos.draw import Catalogue, Drawer
-from chaos.interleave import Chooser, Pair, run_interleaving
+from chaos.interleave import Pair, run_interleaving
 from chaos.mutant import Mutant
 from chaos.pairs import PairDraw, pairs_for
 from chaos.points import PointHit
+from chaos.scheduler import Chooser
 from chaos.schedules import Action, Schedule, run_schedule
 from chaos.shrink import shrink
 
