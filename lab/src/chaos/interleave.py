@@ -32,7 +32,7 @@ from chaos.cloud import ChaosCloud, chaos_cloud, rest_post
 from chaos.exchanges import Exchange
 from chaos.mutant import Mutant
 from chaos.points import CrashController
-from chaos.scenarios import HAPPY, PlacedOrder, Verdict, order_body, verdict
+from chaos.scenarios import HAPPY, Placed, Verdict, request_body, verdict
 from chaos.scheduler import Attempt, Chooser, Scheduler, SkewClock, dfs
 from ops.service import composition_root, service
 from ops.stack_outputs import queue_output
@@ -45,7 +45,7 @@ from simulator.world import reusing
 # What a losing attempt may answer: retryable refusals the platform retries or ignores.
 ACCEPTABLE_ERRORS = frozenset({"FenceBusy", "StaleFence"})
 # The saga's happy path, from its one declaration (a step's function prefix is its state name).
-STEP_ORDER = service().happy_path()
+HAPPY_PATH = service().happy_path()
 
 
 @dataclass
@@ -98,9 +98,9 @@ def _lease(cloud: ChaosCloud, output_prefix: str) -> float:
 
 def _run_pair(
     pair: Pair, cloud: ChaosCloud, scheduler: Scheduler, choose: Callable[[list[int]], int]
-) -> tuple[list[Attempt], PlacedOrder]:
+) -> tuple[list[Attempt], Placed]:
     key = "pair-key"
-    body = order_body(HAPPY)
+    body = request_body(HAPPY)
     if pair.target == "api":
         event = rest_post(key, body)
         api = cloud.function("Api")
@@ -110,19 +110,19 @@ def _run_pair(
         scheduler.run(attempts, choose)
         for index in scheduler.finished:  # the client sees answers in the order they complete
             _record_exchange(cloud, key, attempts[index])
-        response = cloud.post_order(key, body)  # the client's retry of whatever was refused
+        response = cloud.post_request(key, body)  # the client's retry of whatever was refused
         entity_id = (
             str(response.body[service().entity.id_field])
             if response is not None and response.status == 202
             else None
         )
-        return attempts, PlacedOrder(HAPPY, key, entity_id)
+        return attempts, Placed(HAPPY, key, entity_id)
 
-    response = cloud.post_order(key, body)
+    response = cloud.post_request(key, body)
     if response is None or response.status != 202:
         raise RuntimeError(f"setup: the starting POST answered {response}")
     entity_id = str(response.body[service().entity.id_field])
-    placed = PlacedOrder(HAPPY, key, entity_id)
+    placed = Placed(HAPPY, key, entity_id)
     if pair.target == "worker":
         url = cloud.outputs[queue_output(service().queue)]
         (message,) = cloud.sqs.receive_message(QueueUrl=url, AttributeNames=["All"], MaxNumberOfMessages=1)[
@@ -153,7 +153,7 @@ def _run_pair(
     token = execution_token(stage=_stage(cloud), business_id=entity_id, run=1)
     state: dict[str, Any] = dict(harness.workflow_input(entity, 1, token))
     results: dict[str, Any] = {}
-    for step in STEP_ORDER[: STEP_ORDER.index(pair.target)]:
+    for step in HAPPY_PATH[: HAPPY_PATH.index(pair.target)]:
         results[step] = cloud.call(cloud.function(step), {**state, "results": dict(results)})
     step_event = {**state, "results": dict(results)}
     function = cloud.function(pair.target)
@@ -284,6 +284,6 @@ PAIRS = (
     Pair("api", late=True),
     Pair("worker"),
     Pair("worker", late=True),
-    *(Pair(step) for step in STEP_ORDER),
-    *(Pair(step, late=True) for step in STEP_ORDER),
+    *(Pair(step) for step in HAPPY_PATH),
+    *(Pair(step, late=True) for step in HAPPY_PATH),
 )
