@@ -13,7 +13,13 @@ from pathlib import Path
 from typing import Any
 
 ROOT = Path(__file__).resolve().parents[2]
-sys.path[:0] = [str(ROOT / "functions"), str(ROOT)]
+# The copy's own library and lab before the venv's installed ones (as the Makefile's PYTHONPATH)
+sys.path[:0] = [
+    str(ROOT / "functions"),
+    str(ROOT),
+    str(ROOT / "lib" / "reliability" / "src"),
+    str(ROOT / "lab" / "src"),
+]
 
 from chaos.cloud import ChaosCloud  # noqa: E402
 from chaos.interleave import HAPPY_PATH  # noqa: E402
