@@ -175,7 +175,7 @@ openapi: install ## Write the API's OpenAPI description (functions/orders/openap
 fuzz: install ## Hostile requests, then schemathesis (every phase, schemathesis.toml) over HTTP against a local cloud (running, or started and stopped); FUZZ_ARGS="--requests 5000 --seed 11 --schemathesis-examples 500"; writes results/ops/{fuzz,schemathesis}.{json,md}
 	$(PY) -m ops.fuzz $(FUZZ_ARGS)
 
-load: install ## Orders/s and POST, GET, end-to-end latency from 16 clients, 5 rounds of 1,000 orders on one local cloud (running, or started and stopped); LOAD_ARGS="--clients 16 --orders 1000 --rounds 5"; writes results/ops/load.{json,md}
+load: install ## Orders/s and POST, GET, end-to-end latency from 16 clients, 5 rounds of 1,000 orders on one local cloud (running, or started and stopped); LOAD_ARGS="--clients 16 --entities 1000 --rounds 5"; writes results/ops/load.{json,md}
 	$(PY) -m ops.load $(LOAD_ARGS)
 
 scale: install ## Burst (10,000 orders/min) and 1 h soak with faults in the scale model, planned and mutant; writes scale/results/report.{json,md}
@@ -232,11 +232,11 @@ idem-forget: install ## Delete one idempotency record after confirming (refused 
 
 fence-show: install ## Print a step fence: make fence-show ORDER=<id> STEP=<StepName> [RUN=1]
 	@test -n "$(ID)" -a -n "$(STEP)" || { echo "usage: make fence-show ORDER=<order id> STEP=<StepName> [RUN=1]"; exit 2; }
-	$(PY) -m ops.idem fence-show --order $(ID) --step $(STEP) --run $(or $(RUN),1)
+	$(PY) -m ops.idem fence-show --id $(ID) --step $(STEP) --run $(or $(RUN),1)
 
 fence-reset: install ## Delete a step fence after confirming (refused while live): make fence-reset ORDER=... STEP=... [YES=1]
 	@test -n "$(ID)" -a -n "$(STEP)" || { echo "usage: make fence-reset ORDER=<order id> STEP=<StepName> [RUN=1] [YES=1]"; exit 2; }
-	$(PY) -m ops.idem fence-reset --order $(ID) --step $(STEP) --run $(or $(RUN),1) $(if $(YES),--yes)
+	$(PY) -m ops.idem fence-reset --id $(ID) --step $(STEP) --run $(or $(RUN),1) $(if $(YES),--yes)
 
 browser: ## Install headless Chromium (Debian apt-get; needs root) for the story page's browser test and screenshots
 	@command -v chromium >/dev/null || { apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium; }
@@ -246,7 +246,7 @@ redrive-dlq: install ## Move a DLQ back to its source queue: make redrive-dlq QU
 	$(PY) -m ops.redrive dlq $(or $(QUEUE),orders)
 
 redrive-workflow: install ## Redrive failed workflow executions (all, or EXECUTION_ARN=...); RESTART=1 starts them again from the first state, same token; Express: ORDER=<id> runs its run again, same token
-	$(PY) -m ops.redrive workflow $(if $(EXECUTION_ARN),--execution-arn $(EXECUTION_ARN)) $(if $(ID),--order $(ID)) $(if $(RESTART),--restart)
+	$(PY) -m ops.redrive workflow $(if $(EXECUTION_ARN),--execution-arn $(EXECUTION_ARN)) $(if $(ID),--id $(ID)) $(if $(RESTART),--restart)
 
 rerun: install ## Start run N+1 of an order whose run N ended FAILED (guarded on the order): make rerun ORDER=o-...
 	@test -n "$(ID)" || { echo "usage: make rerun ORDER=<order id>" >&2; exit 2; }

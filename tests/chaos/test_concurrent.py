@@ -64,7 +64,7 @@ def test_two_workers_run_two_express_executions_of_one_run_at_once_and_every_eff
 ) -> None:
     # Given an order whose message two workers handle at once (Express dedupes no names)
     schedule = Schedule(
-        orders=("completed",), crashes=(), actions=(Action("twin-deliver", queue=ORDERS, seed=seed),)
+        outcomes=("completed",), crashes=(), actions=(Action("twin-deliver", queue=ORDERS, seed=seed),)
     )
     # When their executions' steps interleave at every storage call, in the seed's order
     first = run_schedule(express, schedule)
@@ -98,7 +98,7 @@ def test_the_two_executions_steps_interleave_at_the_storage_calls(express: Path,
 
 def test_without_the_guards_two_express_executions_of_one_run_are_caught(express: Path) -> None:
     schedule = Schedule(
-        orders=("completed",), crashes=(), actions=(Action("twin-deliver", queue=ORDERS, seed=1),)
+        outcomes=("completed",), crashes=(), actions=(Action("twin-deliver", queue=ORDERS, seed=1),)
     )
     assert run_schedule(express, schedule, control=True).violations
 
@@ -108,7 +108,9 @@ def test_a_run_restarted_while_its_first_copy_runs_has_its_effects_once(synthesi
     # Given two orders whose runs are started again (same token) while the first copies run:
     # on Standard a second execution beside the first, on Express the operator's copy of the message
     schedule = Schedule(
-        orders=("completed", "payment-declined"), crashes=(), actions=(Action("concurrent-restart", seed=7),)
+        outcomes=("completed", "payment-declined"),
+        crashes=(),
+        actions=(Action("concurrent-restart", seed=7),),
     )
     result = run_schedule(synthesized(stage), schedule)
     # Then both copies of each run ran at once, and each effect happened once
@@ -121,7 +123,7 @@ def test_an_express_execution_killed_at_its_time_limit_mid_step_is_run_again_und
 ) -> None:
     # Given the execution reaches its 5 minutes while ChargePayment's invocation runs (it runs on)
     limit = PointHit.parse("charge-payment:after:DynamoDB.UpdateItem#1")
-    schedule = Schedule(orders=("completed",), crashes=(), actions=(), time_limits=(limit,))
+    schedule = Schedule(outcomes=("completed",), crashes=(), actions=(), time_limits=(limit,))
     from chaos.cloud import chaos_cloud  # noqa: PLC0415
     from chaos.points import CrashController  # noqa: PLC0415
     from chaos.scenarios import place, verdict  # noqa: PLC0415
@@ -178,7 +180,7 @@ def _dead_lettered_before_its_execution(jump: int) -> Schedule:
     `jump` seconds pass with nobody redriving (the shrunk schedule #60 of `make chaos
     WORKFLOW=express`, seed 20261122)."""
     return Schedule(
-        orders=("payment-declined",),
+        outcomes=("payment-declined",),
         crashes=(),
         actions=(
             Action("deliver", queue=ORDERS),

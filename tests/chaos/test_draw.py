@@ -72,7 +72,7 @@ def test_an_effect_is_left_at_its_boundary_then_a_window_crossed(catalogue, monk
         (stop,) = schedule.stops
         assert at_boundary(stop)
         # its first order is one whose run reaches that point
-        assert stop in catalogue.points(schedule.orders[:1])
+        assert stop in catalogue.points(schedule.outcomes[:1])
         assert schedule.gives_up == ((0,) if stop.function == "api" else ())
 
 
@@ -138,11 +138,11 @@ def test_coverage_steers_the_boundaries_an_effect_is_left_at(catalogue, monkeypa
 def test_a_violating_schedule_shrinks_to_the_parts_the_violation_needs():
     stop = PointHit.parse("charge-payment:fence:after-effect:ChargePayment#1")
     big = Schedule(
-        orders=("completed", "payment-declined", "completed"),
+        outcomes=("completed", "payment-declined", "completed"),
         crashes=(PointHit.parse("api:after:DynamoDB.PutItem#1"),),
         stops=(stop,),
         lost=(PointHit.parse("charge-payment:after:DynamoDB.UpdateItem#1"),),
-        actions=(Action("retry"), Action("time-travel", days=2), Action("wait"), Action("rerun", order=2)),
+        actions=(Action("retry"), Action("time-travel", days=2), Action("wait"), Action("rerun", entity=2)),
     )
     runs: list[Schedule] = []
 
@@ -152,6 +152,6 @@ def test_a_violating_schedule_shrinks_to_the_parts_the_violation_needs():
 
     smallest = shrink(big, violates)
     assert smallest == Schedule(
-        orders=("completed",), crashes=(), stops=(stop,), actions=(Action("time-travel", days=2),)
+        outcomes=("completed",), crashes=(), stops=(stop,), actions=(Action("time-travel", days=2),)
     )
     assert len(runs) <= 20

@@ -26,7 +26,7 @@ MUTANT = "fence-off:ReleaseInventory"
 # The world Standard catches it in (its recorded reproducer, shrunk): a declined order, the process
 # crashing right after the release's transaction committed, so Step Functions retries the step.
 AFTER_THE_RELEASE = Schedule(
-    orders=("payment-declined",),
+    outcomes=("payment-declined",),
     crashes=(PointHit("release-inventory", "after:DynamoDB.TransactWriteItems", 1),),
     actions=(),
 )

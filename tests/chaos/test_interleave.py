@@ -7,8 +7,9 @@ from math import comb
 
 import pytest
 
-from chaos.interleave import Attempt, Chooser, Pair, Scheduler, SkewClock, dfs, explore, run_interleaving
+from chaos.interleave import Pair, explore, run_interleaving
 from chaos.points import CrashController
+from chaos.scheduler import Attempt, Chooser, Scheduler, SkewClock, dfs
 from reliability.errors import StaleFence
 
 pytestmark = pytest.mark.filterwarnings("ignore:No application metrics:UserWarning")

@@ -7,9 +7,10 @@ from math import comb
 
 import pytest
 
-from chaos.interleave import Attempt, Pair, Scheduler, SkewClock
+from chaos.interleave import Pair
 from chaos.pairs import PairDraw, Unexplored, calls_of
 from chaos.points import CrashController, PointHit
+from chaos.scheduler import Attempt, Scheduler, SkewClock
 
 
 def _run(tree: Unexplored, rng: random.Random, a: int, b: int) -> tuple[str, ...]:

@@ -15,7 +15,7 @@ from moto import mock_aws
 
 from chaos.cloud import ChaosCloud, chaos_cloud
 from chaos.points import CrashController, FunctionPlan, PointHit
-from chaos.scenarios import run_orders
+from chaos.scenarios import run_requests
 from ops.target import CLIENT_CONFIG as OPERATOR_CLIENT_CONFIG
 from orders.runtime import CLIENT_CONFIG
 from reliability.testing.crashpoints import CrashPlan, SimulatedCrash
@@ -96,7 +96,7 @@ def test_every_aws_call_made_by_handler_code_goes_through_an_instrumented_client
         chaos_cloud(assembly, controller=controller) as cloud,
     ):
         holder["cloud"] = cloud
-        verdict = run_orders(cloud, ["completed", "payment-declined", "out-of-stock"])
+        verdict = run_requests(cloud, ["completed", "payment-declined", "out-of-stock"])
         runtimes = dict(cloud._runtimes)
 
     assert verdict.ok, verdict.violations

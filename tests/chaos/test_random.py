@@ -21,14 +21,14 @@ def test_a_storm_of_faults_on_one_order_keeps_every_invariant(assembly):
     # Given crashes in three functions, 5 deliveries of every message, lease expiries, redrives,
     # a restart with the same token and a DLQ redrive
     schedule = Schedule(
-        orders=("completed", "payment-declined"),
+        outcomes=("completed", "payment-declined"),
         crashes=(
             PointHit.parse("worker:after:SFN.StartExecution#1"),
             PointHit.parse("charge-payment:fence:after-effect:ChargePayment#1"),
             PointHit.parse("notify:after:DynamoDB.UpdateItem#1"),  # its dedup record rides on the item
         ),
         actions=(
-            Action("retry", order=0),
+            Action("retry", entity=0),
             Action("deliver", queue="OrdersQueueUrl", duplicates=4),
             Action("lease-expiry"),
             Action("wait"),
@@ -37,7 +37,7 @@ def test_a_storm_of_faults_on_one_order_keeps_every_invariant(assembly):
             Action("deliver", queue="AnalyticsQueueUrl", duplicates=4),
             Action("restart"),
             Action("dlq-redrive"),
-            Action("retry", order=1),
+            Action("retry", entity=1),
         ),
     )
     result = run_schedule(assembly, schedule)
@@ -51,7 +51,7 @@ def test_a_rerun_after_a_declined_run_and_the_first_runs_leftovers_keep_every_in
     # then run 1 coming back: a restart of its execution under the same token, a stray message
     # for a run nobody started, a DLQ redrive and 16 days passing
     schedule = Schedule(
-        orders=("payment-declined",),
+        outcomes=("payment-declined",),
         crashes=(PointHit.parse("charge-payment:fence:after-effect:ChargePayment#1"),),
         actions=(
             Action("rerun"),
@@ -75,7 +75,7 @@ def test_a_sweep_that_dies_does_not_strand_an_order(assembly):
     # Given the API dies after writing the order, its client gives up, and the sweep times out
     # (found by the random search once the schedule's rest ticked only once)
     schedule = Schedule(
-        orders=("completed",),
+        outcomes=("completed",),
         crashes=(PointHit.parse("api:after:DynamoDB.PutItem#2"),),
         timeouts=(PointHit.parse("sweep-accepted:after:DynamoDB.Scan#1"),),
         gives_up=(0,),
@@ -100,8 +100,10 @@ def test_the_same_seed_plays_the_same_schedules_to_the_same_outcome(assembly, co
     # When they are played twice, Then every crash fired in the same order with the same outcome
     first = outcomes()
     assert first == outcomes()
-    orders_per_schedule = [str(o[0]).split("orders=[", 1)[1].split("]", 1)[0].count(",") + 1 for o in first]
-    assert max(orders_per_schedule) >= 2  # executions that overlap: what moto ran on threads
+    entities_per_schedule = [
+        str(o[0]).split("outcomes=[", 1)[1].split("]", 1)[0].count(",") + 1 for o in first
+    ]
+    assert max(entities_per_schedule) >= 2  # executions that overlap: what moto ran on threads
 
 
 def test_an_operator_who_comes_back_after_the_restart_window_is_refused_and_the_order_left_to_them(
@@ -117,7 +119,7 @@ def test_an_operator_who_comes_back_after_the_restart_window_is_refused_and_the_
     days = tuple(Action("time-travel", days=d) for d in (15, 15, 3))
 
     # When the operator's redrive finally comes (the end of every schedule)
-    result = run_schedule(assembly, Schedule(orders=("completed",), crashes=crashes, actions=days))
+    result = run_schedule(assembly, Schedule(outcomes=("completed",), crashes=crashes, actions=days))
 
     # Then ops.redrive refuses it (past the 32 days in which a restart is safe), the order is left
     # to a person, unfinished, and every other invariant holds
@@ -129,7 +131,7 @@ def test_an_execution_that_failed_on_an_undeclared_error_is_a_violation_even_onc
     # Given the workflow without TransientError in its Retry lists (the transient-retried mutant),
     # and one transient error at ReserveInventory's transaction
     schedule = Schedule(
-        orders=("completed",),
+        outcomes=("completed",),
         crashes=(),
         actions=(Action("wait"),),
         errors=(
@@ -149,7 +151,7 @@ def test_an_execution_that_failed_on_an_undeclared_error_is_a_violation_even_onc
 def test_a_same_token_restart_comes_only_while_the_fences_surely_live(assembly, days, restarts):
     # Given a completed order, then `days` later a restart of its workflow under the same token
     schedule = Schedule(
-        orders=("completed",), crashes=(), actions=(Action("time-travel", days=days), Action("restart"))
+        outcomes=("completed",), crashes=(), actions=(Action("time-travel", days=days), Action("restart"))
     )
     result = run_schedule(assembly, schedule)
     # Then past the restart-safe window (32 days: the fences' windows) no such restart is drawn,
@@ -171,7 +173,7 @@ def test_past_the_fence_windows_every_rule_honours_the_same_exemptions(assembly,
     # Given a declined order stopped by an operator at `stop`, 35 days passing, then `then`
     # (schedules #76 and #27 of `make chaos`'s seed 20261122, which main reported as violations)
     schedule = Schedule(
-        orders=("payment-declined",),
+        outcomes=("payment-declined",),
         crashes=(),
         stops=(PointHit.parse(stop),),
         actions=(Action("time-travel", days=35, seconds=3456), *then),

@@ -19,28 +19,30 @@ pytestmark = pytest.mark.filterwarnings("ignore:No application metrics:UserWarni
 CASES = {
     "caller-scope: same key, same body": (
         "caller-scope",
-        Schedule(orders=("completed",), crashes=(), actions=(Action("another-caller", variant="same-body"),)),
+        Schedule(
+            outcomes=("completed",), crashes=(), actions=(Action("another-caller", variant="same-body"),)
+        ),
     ),
     "caller-scope: same key, another body": (
         "caller-scope",
         Schedule(
-            orders=("completed",), crashes=(), actions=(Action("another-caller", variant="other-body"),)
+            outcomes=("completed",), crashes=(), actions=(Action("another-caller", variant="other-body"),)
         ),
     ),
     "caller-scope: a GET of another's order": (
         "caller-scope",
         Schedule(
-            orders=("payment-declined",), crashes=(), actions=(Action("another-caller", variant="get"),)
+            outcomes=("payment-declined",), crashes=(), actions=(Action("another-caller", variant="get"),)
         ),
     ),
     "retry-finds-order: the sku removed": (
         "retry-finds-order",
-        Schedule(orders=("completed",), crashes=(), actions=(Action("late-retry", variant="remove-sku"),)),
+        Schedule(outcomes=("completed",), crashes=(), actions=(Action("late-retry", variant="remove-sku"),)),
     ),
     "rerun-own-write": (
         "rerun-own-write",
         Schedule(
-            orders=("payment-declined",),
+            outcomes=("payment-declined",),
             crashes=(),
             lost=(PointHit.parse("ops.rerun:after:DynamoDB.UpdateItem#1"),),
             actions=(Action("late-copy"),),
@@ -49,7 +51,7 @@ CASES = {
     "consumer-verifies: another id": (
         "consumer-verifies",
         Schedule(
-            orders=("completed",),
+            outcomes=("completed",),
             crashes=(),
             actions=(Action("foreign-event", queue="NotifyQueueUrl", variant="other-id"),),
         ),
@@ -57,7 +59,7 @@ CASES = {
     "consumer-verifies: another stage": (
         "consumer-verifies",
         Schedule(
-            orders=("completed",),
+            outcomes=("completed",),
             crashes=(),
             actions=(Action("foreign-event", queue="AnalyticsQueueUrl", variant="other-stage"),),
         ),
@@ -65,14 +67,14 @@ CASES = {
     "consumer-verifies: no such order": (
         "consumer-verifies",
         Schedule(
-            orders=("completed", "payment-declined"),
+            outcomes=("completed", "payment-declined"),
             crashes=(),
-            actions=(Action("foreign-event", queue="NotifyQueueUrl", variant="no-entity", order=1),),
+            actions=(Action("foreign-event", queue="NotifyQueueUrl", variant="no-entity", entity=1),),
         ),
     ),
     "late-copy-duplicate": (
         "late-copy-duplicate",
-        Schedule(orders=("out-of-stock",), crashes=(), actions=(Action("late-copy"),)),
+        Schedule(outcomes=("out-of-stock",), crashes=(), actions=(Action("late-copy"),)),
     ),
 }
 
@@ -86,7 +88,7 @@ def test_each_new_dimension_passes_on_main_and_catches_its_old_behaviour(assembl
 
 def test_a_malformed_foreign_event_is_dead_lettered_with_a_reason(assembly):
     schedule = Schedule(
-        orders=("completed",),
+        outcomes=("completed",),
         crashes=(),
         actions=(Action("foreign-event", queue="AnalyticsQueueUrl", variant="malformed"),),
     )
@@ -122,7 +124,7 @@ def test_no_foreign_event_where_the_app_delivered_none_to_imitate(assembly):
 def test_another_caller_refused_for_the_catalog_is_not_told_a_key_is_in_use(assembly):
     # Given order 0's sku removed, then another caller sending order 0's key and body
     schedule = Schedule(
-        orders=("completed",),
+        outcomes=("completed",),
         crashes=(),
         actions=(Action("remove-sku"), Action("another-caller", variant="same-body")),
     )

@@ -89,7 +89,7 @@ def test_a_tool_that_answers_refused_after_its_own_write_landed_is_a_violation(a
         placed = place(cloud, "payment-declined", "lands-then-refuses")
         cloud.recover()
         assert placed.entity_id is not None
-        cloud.rerun_order(placed.entity_id)
+        cloud.rerun_entity(placed.entity_id)
         cloud.recover()
         judged = verdict(cloud, [placed])
     # Then the tool's answer disagrees with what it did, and the verdict says so

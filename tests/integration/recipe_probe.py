@@ -13,10 +13,16 @@ from pathlib import Path
 from typing import Any
 
 ROOT = Path(__file__).resolve().parents[2]
-sys.path[:0] = [str(ROOT / "functions"), str(ROOT)]
+# The copy's own library and lab before the venv's installed ones (as the Makefile's PYTHONPATH)
+sys.path[:0] = [
+    str(ROOT / "functions"),
+    str(ROOT),
+    str(ROOT / "lib" / "reliability" / "src"),
+    str(ROOT / "lab" / "src"),
+]
 
 from chaos.cloud import ChaosCloud  # noqa: E402
-from chaos.interleave import STEP_ORDER  # noqa: E402
+from chaos.interleave import HAPPY_PATH  # noqa: E402
 from chaos.mutants import MUTANTS  # noqa: E402
 from chaos.pairs import pairs_for  # noqa: E402
 from chaos.schedules import queue_outputs  # noqa: E402
@@ -97,7 +103,7 @@ def main(step: str, consumer: str, route_suffix: str) -> dict[str, Any]:
         ),
         "chaos_step_functions": sorted(ChaosCloud(assembly).step_functions),
         "chaos_queue_consumers": ChaosCloud(assembly).queue_consumers,
-        "interleave_step_order": list(STEP_ORDER),
+        "interleave_step_order": list(HAPPY_PATH),
         "mutant_functions": {m.name: sorted(m.functions) for m in MUTANTS},
         "mutant_pairs": {m.name: sorted({p.target for p in pairs_for(m)}) for m in MUTANTS},
         "schedule_queues": list(queue_outputs(assembly)),

@@ -272,7 +272,7 @@ def test_make_redrive_workflow_on_express_runs_the_run_again_under_the_same_toke
         assert redrive.main(["workflow"]) == 1
         assert "name the order (ID=<id>)" in capsys.readouterr().err
         # When an operator restarts the order's run (`make redrive-workflow ORDER=...`)
-        assert redrive.main(["workflow", "--order", order_id]) == 0
+        assert redrive.main(["workflow", "--id", order_id]) == 0
         (result,) = json.loads(capsys.readouterr().out)
         assert (result["method"], result["execution_arn"]) == (
             "restart-with-same-token-by-the-queue",
@@ -284,7 +284,7 @@ def test_make_redrive_workflow_on_express_runs_the_run_again_under_the_same_toke
         assert len(set(_tokens(cloud))) == 1
         assert _row(cloud, order_id).status == "COMPLETED"
         # And a finished order has nothing to restart
-        assert redrive.main(["workflow", "--order", order_id]) == 1
+        assert redrive.main(["workflow", "--id", order_id]) == 1
         assert "is COMPLETED: nothing to restart" in capsys.readouterr().err
 
 

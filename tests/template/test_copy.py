@@ -5,6 +5,7 @@ cdk-nag) pass as generated."""
 
 from __future__ import annotations
 
+import re
 import sys
 import tomllib
 from pathlib import Path
@@ -12,6 +13,7 @@ from pathlib import Path
 import pytest
 import yaml
 
+from reliability.declaration import Entity
 from tests.template.support import (
     LIBRARY,
     LIBRARY_REQUIREMENT,
@@ -98,3 +100,20 @@ def test_the_copys_make_lint_passes_mypy_strict_included(copy: Path) -> None:
 def test_the_copys_stacks_synthesize_with_cdk_nag(copy: Path) -> None:
     done = synth_tier(copy)
     assert " passed" in done.stdout
+
+
+def test_the_template_derives_ids_and_keys_through_the_librarys_entity() -> None:
+    # An entity's ids and partitions are the declaration's (`reliability.declaration.Entity`): the
+    # template (and the wallet that replaces its domain) calls them, never defines its own copy.
+    methods = [name for name, value in vars(Entity).items() if not name.startswith("_") and callable(value)]
+    copied = re.compile(r"^def (" + "|".join(methods) + r")\(", re.MULTILINE)
+    sources = [
+        *(ROOT / "template" / "functions").rglob("*.py*"),
+        *(ROOT / "tests/template/wallet").rglob("*.py"),
+    ]
+    assert methods
+    assert [
+        f"{path.relative_to(ROOT)}: {m.group(1)}"
+        for path in sources
+        for m in copied.finditer(path.read_text())
+    ] == []

@@ -10,7 +10,8 @@
   with duplicates and visibility fast-forward, client retries, redrives).
 - `chaos.control`: the control runtime (fences, HTTP idempotency and dedup switched off by
   injection) that must be caught violating the invariants.
-- `chaos.single`, `chaos.schedules`, `chaos.interleave`: the three families of experiments;
+- `chaos.single`, `chaos.schedules`, `chaos.interleave`: the three families of experiments
+  (`chaos.scheduler` runs an interleaving's attempts one storage call at a time);
   `chaos.draw` draws the schedules (swarm, effects left across windows, coverage), `chaos.shrink`
   makes a violating one small.
 - `chaos.report` and `python -m chaos`: the first half of `make chaos`; `chaos.mutation` (each

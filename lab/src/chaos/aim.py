@@ -2,8 +2,8 @@
 
 A mutant names the functions it patches (`Mutant.functions`); a random schedule reaches its guard
 only through the actions that make those functions run again. Which ones do is not listed by
-hand: one recording world per action kind places one order of each kind, plays `FORMS` draws of
-that action (`Drawer.action`, from a fixed seed: its orders, variants and queues) and recovers;
+hand: one recording world per action kind places one entity of each kind, plays `FORMS` draws of
+that action (`Drawer.action`, from a fixed seed: its entities, variants and queues) and recovers;
 a baseline world does the same with no action. The functions that reach a point the baseline
 does not (a point's occurrence counts, so a second request to the API is new) are the ones the
 action reaches. `Catalogue.only` turns this into a mutant's aim (`chaos.draw`).
@@ -26,12 +26,12 @@ import random
 from collections.abc import Mapping
 from pathlib import Path
 
-from chaos.draw import ACTIONS, ORDER_KINDS, Catalogue, Drawer
+from chaos.draw import ACTIONS, KINDS, Catalogue, Drawer
 from chaos.points import PointHit
 from chaos.schedules import Action, Schedule, run_schedule
 from simulator.world import reusing
 
-FORMS = 3  # draws of each action kind per recording world (its orders, variants and queues)
+FORMS = 3  # draws of each action kind per recording world (its entities, variants and queues)
 SEED = 0  # the recording's draws: the same measurement every run
 
 
@@ -45,7 +45,7 @@ def record_reaches(assembly: Path, catalogue: Catalogue) -> dict[str, frozenset[
             kind: frozenset(
                 hit.function
                 for hit in _reached(
-                    assembly, tuple(drawer.action(rng, kind, len(ORDER_KINDS)) for _ in range(FORMS))
+                    assembly, tuple(drawer.action(rng, kind, len(KINDS)) for _ in range(FORMS))
                 )
                 - baseline
             )
@@ -54,7 +54,7 @@ def record_reaches(assembly: Path, catalogue: Catalogue) -> dict[str, frozenset[
 
 
 def _reached(assembly: Path, actions: tuple[Action, ...]) -> set[PointHit]:
-    schedule = Schedule(orders=ORDER_KINDS, crashes=(), actions=actions)
+    schedule = Schedule(outcomes=KINDS, crashes=(), actions=actions)
     return {PointHit.parse(label) for label in run_schedule(assembly, schedule).points}
 
 

@@ -1,14 +1,14 @@
 """Callers as a search dimension, and a client's retry that comes back late.
 
 - `another-caller`: a second client (another IAM principal: another `requestContext` identity)
-  sends request i's Idempotency-Key (shared or guessed: clients pick `order-1003`-style keys),
+  sends request i's Idempotency-Key (shared or guessed: clients pick keys like `<entity>-1003`),
   with the same body or another, or GETs entity i by its id on the declared reading route.
   Oracle (`violations`): nobody is answered with another caller's data (a 2xx to a POST or a GET
   naming an entity another caller created), and nobody is told another caller's key is in use
   (a 409 or 422 to a caller's first use of a key: the key's identity names the caller, so it is
   a fresh key for this one).
 - `late-retry`: the world request i depends on changes (one of its proof's `CHANGES`: the
-  sample's removes the item ordered or raises its price), time passes just beyond the HTTP key window (its
+  sample's removes an item asked for or raises its price), time passes just beyond the HTTP key window (its
   record deleted by TTL), and request i's client retries with the same key and body. Oracle
   (`chaos.exchanges.HttpClient.http_violations`): a retry with the same key and body of an entity
   that exists gets that entity (2xx), never a 4xx.
@@ -67,9 +67,9 @@ class CallerLog:
 
 
 def another_caller(cloud: ChaosCloud, action: Action, keys: Sequence[tuple[str, str]]) -> None:
-    from chaos.schedules import order_request  # noqa: PLC0415 - schedules imports this module
+    from chaos.schedules import sent_body  # noqa: PLC0415 - schedules imports this module
 
-    index = action.order % len(keys)
+    index = action.entity % len(keys)
     kind, key = keys[index]
     if action.variant == "get":
         entity_id = _entity_id_of(cloud, key)
@@ -78,7 +78,7 @@ def another_caller(cloud: ChaosCloud, action: Action, keys: Sequence[tuple[str, 
             status, answer, _ = _call(cloud, "GET", path, None, {})
             cloud.callers.reads.append(Read(OTHER_CALLER, entity_id, status, answer))
         return
-    body = order_request(kind, index, changed=action.variant == "other-body")
+    body = sent_body(kind, index, changed=action.variant == "other-body")
     status, answer, headers = _call(cloud, "POST", STARTING_PATH, body, {"Idempotency-Key": key})
     cloud.exchanges.append(
         Exchange(key, status, answer, replayed=False, request=body, headers=headers, caller=OTHER_CALLER)
@@ -86,17 +86,17 @@ def another_caller(cloud: ChaosCloud, action: Action, keys: Sequence[tuple[str, 
 
 
 def late_retry(cloud: ChaosCloud, action: Action, keys: Sequence[tuple[str, str]]) -> None:
-    from chaos.schedules import order_request  # noqa: PLC0415
+    from chaos.schedules import sent_body  # noqa: PLC0415
 
-    index = action.order % len(keys)
+    index = action.entity % len(keys)
     kind, key = keys[index]
-    body = order_request(kind, index)
+    body = sent_body(kind, index)
     if action.variant or CHANGES:
         tables = table_names(SERVICE, cloud.outputs)
         change(SERVICE, cloud.dynamodb, tables, body, action.variant or CHANGES[0])
     window = int(cloud.functions[cloud.function("Api")].environment["IDEMPOTENCY_TTL_SECONDS"])
     cloud.pass_time(window + MARGIN_SECONDS)  # at rest first, then the key's record expires
-    cloud.post_order(key, body)
+    cloud.post_request(key, body)
 
 
 def _call(
@@ -141,7 +141,10 @@ def violations(cloud: ChaosCloud) -> list[str]:
         who = _identity(caller)
         placed_by = owner(named)
         if placed_by is not None and placed_by != who:
-            found.append(f"{who}: {request} answered {status} with order {named}, which {placed_by} placed")
+            found.append(
+                f"{who}: {request} answered {status} with {SERVICE.entity.name} {named}, "
+                f"which {placed_by} placed"
+            )
     first_use: set[tuple[str, str]] = set()
     for exchange in cloud.exchanges:
         use = (exchange.caller, exchange.key)

@@ -1,6 +1,6 @@
 """Two copies of one run at once, their steps interleaved by a seed, and Express's time limit.
 
-What the platform does that runs one order's run twice concurrently (`simulator.concurrent`
+What the platform does that runs one entity's run twice concurrently (`simulator.concurrent`
 interleaves them at every storage call, in the order `random.Random(seed)` picks, so a schedule
 has one outcome):
 
@@ -9,11 +9,11 @@ has one outcome):
   (StartSyncExecution dedupes no names: two executions of one name, the same token); on
   Standard the name dedupes the start and the one execution runs afterwards.
 - `concurrent-restart`: the run started again while its first copy runs. On Standard, the
-  orders queue is polled (the worker starts each run's execution) and every run is restarted
+  worker's queue is polled (the worker starts each run's execution) and every run is restarted
   with the same token under a new name (`RecoveringCloud.restart_same_token`) before either
   execution ran: the two executions then run at once (`ExecutionQueue.run_together`), the gap
   the README named ("the steps of two executions interleaved"). On Express, an operator's
-  `make redrive-workflow ORDER=<id>` sends each unfinished run's message again
+  `make redrive-workflow ID=<id>` sends each unfinished run's message again
   (`ops.redrive.restart_express_run`) and every message in the queue goes to a worker of its
   own, all at once: the copy and the first run's worker execute together.
 - `time-limit` (a fault at a step's point, Express): the execution reaches its time limit there
@@ -26,7 +26,7 @@ has one outcome):
   killed run again within minutes, so an effect nobody takes over for a day (what
   `provider-reconcile` guards: the provider forgets its key after 24 h) needs the run's message
   elsewhere meanwhile. The Express schedules `chaos.draw` leaves at a boundary deliver the
-  orders (the kill fires), throttle the worker for the message's every other receive (SQS
+  worker's queue (the kill fires), throttle the worker for the message's every other receive (SQS
   dead-letters it), cross the window and redrive the DLQ (`_left_in_the_dlq`).
 
 `with_concurrency` adds these to a drawn schedule from a stream of its own (the seed's other
@@ -55,7 +55,7 @@ if TYPE_CHECKING:
     from chaos.schedules import Action, Schedule
 
 WORKER_QUEUE = queue_output(service().queue)  # the worker's queue's URL output
-TWIN_SHARE = 1 / 2  # Express schedules given a twin delivery of the orders queue
+TWIN_SHARE = 1 / 2  # Express schedules given a twin delivery of the worker's queue
 RESTART_SHARE = 1 / 4  # schedules given a restart while the first copy runs
 TIME_LIMIT_SHARE = 1 / 3  # Express schedules given a time-limit kill at a step's point
 # Express effects left at a boundary whose run then waits in the DLQ: all of them (the swarm
@@ -133,16 +133,16 @@ def _run_of(message: dict[str, Any]) -> tuple[str, int]:
 
 
 def _resend_unfinished_runs(cloud: ChaosCloud) -> None:
-    """The operator's restart of each unfinished order's run on Express (its message again; the
-    tool refuses a finished order, and one past the restart-safe window, which it leaves to a
-    person: `RecoveringCloud.restart_express_order`)."""
+    """The operator's restart of each unfinished entity's run on Express (its message again; the
+    tool refuses a finished entity, and one past the restart-safe window, which it leaves to a
+    person: `RecoveringCloud.restart_express_entity`)."""
     sqs = cloud.operator_client("ops.redrive", "sqs")
     items = cloud.dynamodb.scan(TableName=cloud.outputs[table_output(service().entity.table)]).get(
         "Items", []
     )
     for item in items:
         entity_id = item.get(service().entity.id_field, {}).get("S")
-        if entity_id is not None and cloud.restart_express_order(entity_id, sqs):
+        if entity_id is not None and cloud.restart_express_entity(entity_id, sqs):
             cloud.recovery.restarts += 1
 
 
@@ -150,7 +150,7 @@ def _resend_unfinished_runs(cloud: ChaosCloud) -> None:
 def _left_in_the_dlq(actions: list[Action], receives: int) -> list[Action]:
     """An effect left at its boundary on Express (`chaos.draw`'s left family: the execution killed
     there, `time-travel` first): the queue would run the run again within minutes, so nobody
-    takes over only while its message waits elsewhere. The orders are delivered (the kill fires),
+    takes over only while its message waits elsewhere. The worker's queue is delivered (the kill fires),
     the worker is throttled for the message's every other receive (SQS dead-letters it), the
     window passes, and the operator redrives the DLQ: the takeover comes after the window."""
     from chaos.schedules import Action  # noqa: PLC0415 - schedules imports this module
@@ -185,7 +185,7 @@ def with_concurrency(schedule: Schedule, rng: random.Random, catalogue: Catalogu
     ):
         actions = _left_in_the_dlq(actions, catalogue.queue_receives)
     limits: tuple[PointHit, ...] = ()
-    steps = [h for h in catalogue.points(schedule.orders) if h.function in catalogue.steps]
+    steps = [h for h in catalogue.points(schedule.outcomes) if h.function in catalogue.steps]
     if express and steps and rng.random() < TIME_LIMIT_SHARE:
         limits = (rng.choice(steps),)
     return replace(schedule, actions=tuple(actions), time_limits=limits)

@@ -78,7 +78,7 @@ class PassThroughFences(FenceStore):
 
 
 class NoHttpIdempotency(HttpIdempotency):
-    """Every request executes; the key is still required and scoped (the order id derives from it)."""
+    """Every request executes; the key is still required and scoped (the entity's id derives from it)."""
 
     def handle(
         self,

@@ -12,7 +12,7 @@ small, simple examples, and plans by its budget), so `provider-reconcile` needed
 Here, per schedule (`Drawer.draw`, from one seeded stream: schedule i of a seed is the same
 whatever the budget):
 
-- *left at a boundary* (half the schedules): one order whose run reaches an effect
+- *left at a boundary* (half the schedules): one entity whose run reaches an effect
   boundary (after a write, or between an external effect and its record: `at_boundary`) is
   stopped there by an operator (its execution ABORTED, its invocation dead: nobody retries it;
   for the API, the client gives up), then time passes across one of the windows, then 0-3 more
@@ -58,7 +58,7 @@ SWARM = 0.5  # each kind is in a schedule's swarm with this probability
 LEFT_SHARE = 1 / 2  # the schedules drawn as an effect left at a boundary across a window
 CANDIDATES = 3  # schedules drawn per schedule run; the one with the most uncovered pairs runs
 AIM = 0.5  # an aimed search draws each action from the swarm's aimed kinds with this probability
-MAX_ORDERS = 3
+MAX_ENTITIES = 3
 MAX_ACTIONS = 10
 FAULTS = ("crash", "error", "lost-answer", "timeout", "stop", "gives-up")
 _AT_TOOLS = ("lost-answer",)  # what reaches a guard in an operator tool (its calls' answers lost)
@@ -82,7 +82,6 @@ ACTIONS = (
     "foreign-event",
     "late-copy",
 )
-ORDER_KINDS = KINDS  # the workflow's outcomes (`ops.outcomes`), the happy path first
 _READS = (".GetItem", ".BatchGetItem", ".Query", ".Scan")
 
 
@@ -162,7 +161,7 @@ class Windows:
 
 @dataclass(frozen=True)
 class Catalogue:
-    """What schedules are drawn from: the points each order kind's clean run reaches, the
+    """What schedules are drawn from: the points each outcome kind's clean run reaches, the
     operator tools' calls (lost answers only), the consumed queues and the windows."""
 
     by_kind: Mapping[str, tuple[PointHit, ...]]
@@ -248,15 +247,15 @@ class Drawer:
     # --- an effect left at its boundary, then a window crossed ---------------------------------
     def _left(self, rng: random.Random) -> Schedule:
         by_kind = {kind: [h for h in hits if at_boundary(h)] for kind, hits in self.catalogue.by_kind.items()}
-        kinds = [kind for kind in ORDER_KINDS if by_kind.get(kind)]
+        kinds = [kind for kind in KINDS if by_kind.get(kind)]
         if not kinds or not self.catalogue.function_faults:
             return self._swarm(rng)
         kind = rng.choice(kinds)
         boundary = rng.choice(_least_covered(by_kind[kind], "stop", self.covered))
-        drawn = (kind, *(rng.choice(ORDER_KINDS) for _ in range(rng.randint(0, MAX_ORDERS - 1))))
+        drawn = (kind, *(rng.choice(KINDS) for _ in range(rng.randint(0, MAX_ENTITIES - 1))))
         tail = [self.action(rng, self._kind(rng, ACTIONS), len(drawn)) for _ in range(rng.randint(0, 3))]
         return Schedule(
-            orders=drawn,
+            outcomes=drawn,
             crashes=(),
             stops=(boundary,),
             gives_up=(0,) if boundary.function == "api" else (),
@@ -272,7 +271,7 @@ class Drawer:
             swarm.add(rng.choice(faults))
         if self.catalogue.aim and not swarm & set(self.catalogue.aim):
             swarm.add(rng.choice(self.catalogue.aim))
-        drawn = tuple(rng.choice(ORDER_KINDS) for _ in range(rng.randint(1, MAX_ORDERS)))
+        drawn = tuple(rng.choice(KINDS) for _ in range(rng.randint(1, MAX_ENTITIES)))
         points = self.catalogue.points(drawn)
         calls = [h for h in points if h.at_call]
         answers = [h for h in calls if h.point.startswith("after:") and self.catalogue.function_faults]
@@ -284,7 +283,7 @@ class Drawer:
         errors = some("error", calls, 3)
         actions = [k for k in ACTIONS if k in swarm] or ["wait"]
         return Schedule(
-            orders=drawn,
+            outcomes=drawn,
             crashes=some("crash", points, 3),
             errors=tuple((hit, rng.choice(errors_at(hit))) for hit in errors),
             lost=some("lost-answer", answers, 3),
@@ -312,22 +311,22 @@ class Drawer:
             return Action(
                 kind, queue=queue, duplicates=rng.randint(0, MAX_DUPLICATES) if kind == "deliver" else 0
             )
-        if kind not in _OF_AN_ORDER:
+        if kind not in _OF_AN_ENTITY:
             return Action(kind)
-        order = rng.randrange(requests)
+        entity = rng.randrange(requests)
         if kind == "foreign-event":
             consumers = [q for q in self.catalogue.queues if q != queue_output(SERVICE.queue)] or list(
                 self.catalogue.queues
             )
             return Action(
-                kind, order=order, queue=rng.choice(consumers), variant=rng.choice(foreign.VARIANTS)
+                kind, entity=entity, queue=rng.choice(consumers), variant=rng.choice(foreign.VARIANTS)
             )
         variants = _VARIANTS.get(kind)
-        return Action(kind, order=order, variant=rng.choice(variants) if variants else "")
+        return Action(kind, entity=entity, variant=rng.choice(variants) if variants else "")
 
 
 # The actions about one of the schedule's requests, and the forms some take.
-_OF_AN_ORDER = frozenset(
+_OF_AN_ENTITY = frozenset(
     {"retry", "change-body", "stray-run", "rerun", "late-copy", *callers.CHANGES}
     | {"another-caller", "late-retry", "foreign-event"}
 )

@@ -68,7 +68,7 @@ class HttpClient(InProcessCloud):
     exchanges: list[Exchange]
     recovery: Recovery
 
-    def post_order(self, key: str, body: Mapping[str, Any], *, max_attempts: int = 8) -> ApiResponse | None:
+    def post_request(self, key: str, body: Mapping[str, Any], *, max_attempts: int = 8) -> ApiResponse | None:
         """POST to the starting route as a well-behaved client (`simulator.clients.RetryingClient`),
         every attempt recorded as an `Exchange`; None if it never got an answer."""
         client = RetryingClient(self, key, dict(body), max_attempts=max_attempts, path=STARTING_PATH)
@@ -83,7 +83,7 @@ class HttpClient(InProcessCloud):
     def http_violations(self) -> list[str]:
         """Every later 2xx answer for a caller's key (a replay, or a re-execution after the first
         attempt's in-progress window passed) must equal the first; and a retry with the same key and
-        body as an answered order gets that order: never a 4xx (but 409 while an attempt is in
+        body as an answered entity's gets that entity: never a 4xx (but 409 while an attempt is in
         progress), however late it comes and whatever the world became meanwhile."""
         first: dict[tuple[str, str], Exchange] = {}
         violations = []
@@ -93,9 +93,9 @@ class HttpClient(InProcessCloud):
                 retried = answered is not None and exchange.request in (None, answered.request)
                 if retried and 400 <= exchange.status < 500 and exchange.status != 409 and answered:
                     violations.append(
-                        f"key {exchange.key}: a retry with the same body of order "
+                        f"key {exchange.key}: a retry with the same body of {service().entity.name} "
                         f"{answered.body.get(ID_FIELD) if isinstance(answered.body, dict) else '?'} got "
-                        f"{exchange.status} {exchange.body}, not its order"
+                        f"{exchange.status} {exchange.body}, not its {service().entity.name}"
                     )
                 continue
             changed = answered is not None and exchange.request not in (None, answered.request)

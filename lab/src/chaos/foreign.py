@@ -31,7 +31,7 @@ from reliability.workflow_runs import RunMessage
 
 if TYPE_CHECKING:
     from chaos.cloud import ChaosCloud
-    from chaos.scenarios import PlacedOrder
+    from chaos.scenarios import Placed
     from chaos.schedules import Action
 
 VARIANTS = ("other-id", "other-stage", "no-entity", "malformed")
@@ -84,13 +84,13 @@ def _subject(event: dict[str, Any], entity_id: str | None) -> str | None:
     return None
 
 
-def foreign_event(cloud: ChaosCloud, action: Action, placed: Sequence[PlacedOrder]) -> None:
+def foreign_event(cloud: ChaosCloud, action: Action, placed: Sequence[Placed]) -> None:
     """Send the event `action.variant` names to `action.queue`, once the platform is at rest (it
     arrives from outside, later), made from one the app delivered there: about entity i when the
     app published its fact (a fact that happened), else about an entity that does not exist. No
     event delivered on that queue yet: nothing to imitate, nothing sent."""
     cloud.rest()
-    entity_id = placed[action.order % len(placed)].entity_id
+    entity_id = placed[action.entity % len(placed)].entity_id
     delivered = _delivered(cloud, action.queue)
     about = [e for e in delivered if entity_id is not None and _subject(e, entity_id) is not None]
     variant = action.variant
@@ -129,15 +129,15 @@ def _record(cloud: ChaosCloud, entity_id: str) -> dict[str, Any] | None:
     return item
 
 
-def late_copy(cloud: ChaosCloud, action: Action, placed: Sequence[PlacedOrder]) -> None:
+def late_copy(cloud: ChaosCloud, action: Action, placed: Sequence[Placed]) -> None:
     """`make rerun` of entity i (the first FAILED-kind entity from i on), then run N's message again."""
     from chaos.scenarios import HAPPY  # noqa: PLC0415 - scenarios imports this module
 
     failing = [p for p in placed if p.kind != HAPPY and p.entity_id] or list(placed)
-    entity_id = failing[action.order % len(failing)].entity_id
+    entity_id = failing[action.entity % len(failing)].entity_id
     if entity_id is None:
         return
-    cloud.rerun_order(entity_id)
+    cloud.rerun_entity(entity_id)
     record = _record(cloud, entity_id)
     if record is None or int(record["run"]["N"]) < 2:
         return

@@ -1,13 +1,11 @@
 """Systematic interleavings of two attempts of the same work, at the granularity of a storage call.
 
 Two attempts (the same HTTP request, the same SQS record, the same saga step) each run on their
-own thread. The `CrashController` listener parks an attempt at every `before:` point (before each
-AWS call), so exactly one attempt runs at a time and only between two calls. At every point where
-both are parked, a chooser decides which one proceeds; a depth-first search over those choices
-enumerates every interleaving, each from the just-deployed world (one moto world reset between
-them; replaying the choice prefix, then taking the first untried branch). A schedule of two
-attempts with a and b calls has at most C(a+b, a) interleavings; attempts that stop early (a
-lost claim) make the tree smaller.
+own thread, parked before every AWS call and resumed one at a time in the order a chooser says
+(`chaos.scheduler`); a depth-first search over those choices enumerates every interleaving, each
+from the just-deployed world (one moto world reset between them). A schedule of two attempts
+with a and b calls has at most C(a+b, a) interleavings; attempts that stop early (a lost claim)
+make the tree smaller.
 
 Zombies: with `late=True`, the second attempt runs with its clock one lease later (a per-thread
 skew of the harness clock), so it sees the first attempt's lease as expired: it takes over while
@@ -23,7 +21,6 @@ from __future__ import annotations
 
 import contextlib
 import json
-import threading
 from collections import Counter
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
@@ -35,137 +32,20 @@ from chaos.cloud import ChaosCloud, chaos_cloud, rest_post
 from chaos.exchanges import Exchange
 from chaos.mutant import Mutant
 from chaos.points import CrashController
-from chaos.scenarios import HAPPY, PlacedOrder, Verdict, order_body, verdict
+from chaos.scenarios import HAPPY, Placed, Verdict, request_body, verdict
+from chaos.scheduler import Attempt, Chooser, Scheduler, SkewClock, dfs
 from ops.service import composition_root, service
 from ops.stack_outputs import queue_output
 from reliability.keys import execution_token
 from reliability.runtime import Runtime
 from reliability.settings import FunctionSettings, settings_of
-from simulator.cloud import Clock, sqs_record
+from simulator.cloud import sqs_record
 from simulator.world import reusing
 
-PARK_TIMEOUT_SECONDS = 60
 # What a losing attempt may answer: retryable refusals the platform retries or ignores.
 ACCEPTABLE_ERRORS = frozenset({"FenceBusy", "StaleFence"})
 # The saga's happy path, from its one declaration (a step's function prefix is its state name).
-STEP_ORDER = service().happy_path()
-
-
-class SkewClock(Clock):
-    """The harness clock plus a per-thread skew (a zombie's view of time is one lease behind)."""
-
-    def __init__(self) -> None:
-        super().__init__()
-        self._local = threading.local()
-
-    def __call__(self) -> float:
-        return super().__call__() + getattr(self._local, "skew", 0.0)
-
-    def skew_this_thread(self, seconds: float) -> None:
-        self._local.skew = seconds
-
-
-class Chooser:
-    """Replays a prefix of choices, then always takes the first enabled attempt; keeps the trace."""
-
-    def __init__(self, prefix: list[int]) -> None:
-        self.prefix = prefix
-        self.trace: list[tuple[list[int], int]] = []
-
-    def __call__(self, enabled: list[int]) -> int:
-        k = len(self.trace)
-        pick = self.prefix[k] if k < len(self.prefix) and self.prefix[k] in enabled else enabled[0]
-        self.trace.append((list(enabled), pick))
-        return pick
-
-
-def next_prefix(trace: list[tuple[list[int], int]]) -> list[int] | None:
-    """The depth-first successor of a trace: the deepest choice with an untried branch."""
-    for i in range(len(trace) - 1, -1, -1):
-        enabled, chosen = trace[i]
-        position = enabled.index(chosen)
-        if position + 1 < len(enabled):
-            return [c for _, c in trace[:i]] + [enabled[position + 1]]
-    return None
-
-
-@dataclass
-class Attempt:
-    run: Callable[[], Any]
-    skew: float = 0.0
-    result: Any = None
-    error: BaseException | None = None
-    calls: int = 0
-
-
-class Scheduler:
-    """Runs attempts one storage call at a time, in the order the chooser says."""
-
-    def __init__(self, controller: CrashController, clock: SkewClock) -> None:
-        self._controller = controller
-        self._clock = clock
-        self._cond = threading.Condition()
-        self._turn: int | None = None
-        self._done: set[int] = set()
-        self.finished: list[int] = []
-        self._local = threading.local()
-
-    def _listener(self, _function: str, point: str) -> None:
-        index = getattr(self._local, "index", None)
-        if index is None or not point.startswith("before:"):
-            return
-        self._park(index)
-
-    def _park(self, index: int) -> None:
-        with self._cond:
-            self._turn = None
-            self._cond.notify_all()
-            if not self._cond.wait_for(lambda: self._turn == index, timeout=PARK_TIMEOUT_SECONDS):
-                raise TimeoutError(f"attempt {index} was never resumed")
-
-    def _resume(self, index: int) -> None:
-        with self._cond:
-            self._turn = index
-            self._cond.notify_all()
-            if not self._cond.wait_for(lambda: self._turn is None, timeout=PARK_TIMEOUT_SECONDS):
-                raise TimeoutError(f"attempt {index} neither parked nor finished")
-
-    def run(self, attempts: list[Attempt], choose: Callable[[list[int]], int]) -> None:
-        def body(index: int, attempt: Attempt) -> None:
-            self._local.index = index
-            self._clock.skew_this_thread(attempt.skew)
-            with self._cond:
-                self._cond.wait_for(lambda: self._turn == index)
-            try:
-                attempt.result = attempt.run()
-            except BaseException as error:  # noqa: BLE001 - the outcome is judged, not raised
-                attempt.error = error
-            finally:
-                with self._cond:
-                    self._done.add(index)
-                    self.finished.append(index)
-                    self._turn = None
-                    self._cond.notify_all()
-
-        self._controller.listener = self._listener
-        threads = [
-            threading.Thread(target=body, args=(i, a), daemon=True, name=f"attempt-{i}")
-            for i, a in enumerate(attempts)
-        ]
-        try:
-            for thread in threads:
-                thread.start()
-            for index in range(len(attempts)):  # each to its first call: no storage touched yet
-                self._resume(index)
-            while len(self._done) < len(attempts):
-                enabled = [i for i in range(len(attempts)) if i not in self._done]
-                pick = choose(enabled) if len(enabled) > 1 else enabled[0]
-                attempts[pick].calls += 1
-                self._resume(pick)
-        finally:
-            self._controller.listener = None
-            for thread in threads:
-                thread.join(timeout=PARK_TIMEOUT_SECONDS)
+HAPPY_PATH = service().happy_path()
 
 
 @dataclass
@@ -218,9 +98,9 @@ def _lease(cloud: ChaosCloud, output_prefix: str) -> float:
 
 def _run_pair(
     pair: Pair, cloud: ChaosCloud, scheduler: Scheduler, choose: Callable[[list[int]], int]
-) -> tuple[list[Attempt], PlacedOrder]:
+) -> tuple[list[Attempt], Placed]:
     key = "pair-key"
-    body = order_body(HAPPY)
+    body = request_body(HAPPY)
     if pair.target == "api":
         event = rest_post(key, body)
         api = cloud.function("Api")
@@ -230,19 +110,19 @@ def _run_pair(
         scheduler.run(attempts, choose)
         for index in scheduler.finished:  # the client sees answers in the order they complete
             _record_exchange(cloud, key, attempts[index])
-        response = cloud.post_order(key, body)  # the client's retry of whatever was refused
+        response = cloud.post_request(key, body)  # the client's retry of whatever was refused
         entity_id = (
             str(response.body[service().entity.id_field])
             if response is not None and response.status == 202
             else None
         )
-        return attempts, PlacedOrder(HAPPY, key, entity_id)
+        return attempts, Placed(HAPPY, key, entity_id)
 
-    response = cloud.post_order(key, body)
+    response = cloud.post_request(key, body)
     if response is None or response.status != 202:
         raise RuntimeError(f"setup: the starting POST answered {response}")
     entity_id = str(response.body[service().entity.id_field])
-    placed = PlacedOrder(HAPPY, key, entity_id)
+    placed = Placed(HAPPY, key, entity_id)
     if pair.target == "worker":
         url = cloud.outputs[queue_output(service().queue)]
         (message,) = cloud.sqs.receive_message(QueueUrl=url, AttributeNames=["All"], MaxNumberOfMessages=1)[
@@ -273,7 +153,7 @@ def _run_pair(
     token = execution_token(stage=_stage(cloud), business_id=entity_id, run=1)
     state: dict[str, Any] = dict(harness.workflow_input(entity, 1, token))
     results: dict[str, Any] = {}
-    for step in STEP_ORDER[: STEP_ORDER.index(pair.target)]:
+    for step in HAPPY_PATH[: HAPPY_PATH.index(pair.target)]:
         results[step] = cloud.call(cloud.function(step), {**state, "results": dict(results)})
     step_event = {**state, "results": dict(results)}
     function = cloud.function(pair.target)
@@ -374,18 +254,6 @@ def run_interleaving(
     )
 
 
-def dfs(run_one: Callable[[Chooser], None], *, limit: int | None = None) -> int:
-    """Depth-first over every sequence of choices `run_one` meets; returns how many it ran."""
-    prefix: list[int] | None = []
-    count = 0
-    while prefix is not None and (limit is None or count < limit):
-        chooser = Chooser(prefix)
-        run_one(chooser)
-        count += 1
-        prefix = next_prefix(chooser.trace)
-    return count
-
-
 def explore(
     assembly: Path,
     pair: Pair,
@@ -416,6 +284,6 @@ PAIRS = (
     Pair("api", late=True),
     Pair("worker"),
     Pair("worker", late=True),
-    *(Pair(step) for step in STEP_ORDER),
-    *(Pair(step, late=True) for step in STEP_ORDER),
+    *(Pair(step) for step in HAPPY_PATH),
+    *(Pair(step, late=True) for step in HAPPY_PATH),
 )

@@ -9,7 +9,7 @@ points that heal in a few real seconds are here (a step's lease is its timeout, 
 consumer's redelivery waits out a 180 s visibility timeout, so those stay in-process).
 
 Each fault: switch the crash point on for new workers (a state dir so exactly one hit crashes
-across processes), place an order over HTTP, wait for it to finish (an operator redrive if the
+across processes), place the happy path's request over HTTP, wait for it to finish (an operator redrive if the
 execution gave up before the dead attempt's lease passed), wait for the consumers, then
 `ops.invariants` and: the point fired (its marker exists), the history shows Runtime.ExitError.
 """
@@ -170,7 +170,7 @@ def _one(
         report = check(stores)
     result.violations.extend(report.violations)
     if result.status != HAPPY.status:
-        result.violations.append(f"order ended {result.status}")
+        result.violations.append(f"{SERVICE.entity.name} ended {result.status}")
     if not result.fired:
         result.violations.append("the crash point never fired")
     if not result.exit_errors:

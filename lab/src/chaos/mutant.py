@@ -42,8 +42,9 @@ class Mutant:
     # The synthesized app template, edited before the world deploys it (what synth would emit
     # without the guard: a Retry list, an environment, a schedule).
     template: Callable[[dict[str, Any]], None] | None = None
-    # The composition root the mutant's functions are built with (an `orders.runtime.Runtime`
-    # whose use case takes the old behaviour), for a guard that is domain code, not a request.
+    # The composition root the mutant's functions are built with (the service's `Runtime`,
+    # `Service.runtime`, whose use case takes the old behaviour), for a guard that is domain code,
+    # not a request.
     runtime: Callable[..., Any] | None = None
     # The library's guard classes its functions' runtimes are built with instead of the library's
     # own (`Runtime` keyword arguments: `fence_store_class`, `http_idempotency_class`).

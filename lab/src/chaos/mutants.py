@@ -145,7 +145,8 @@ GUARDS: tuple[Mutant, ...] = (
     ),
     Mutant(
         "execution-name",
-        "one execution per (order, run): StartExecution's name is derived, a second start is refused",
+        f"one execution per ({_DECLARED.entity.name}, run): StartExecution's name is derived, a second "
+        "start is refused",
         frozenset({"worker"}),
         unique_execution_name,
     ),

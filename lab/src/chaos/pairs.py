@@ -20,13 +20,14 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from math import comb
 
-from chaos.interleave import STEP_ORDER, Chooser, Pair
+from chaos.interleave import HAPPY_PATH, Pair
 from chaos.mutant import Mutant
 from chaos.points import PointHit
+from chaos.scheduler import Chooser
 from reliability.declaration import function_name
 
 # The pair whose attempts run each function's code (every step on the workflow's happy path).
-_PAIR_TARGET = {"api": "api", "worker": "worker", **{function_name(s): s for s in STEP_ORDER}}
+_PAIR_TARGET = {"api": "api", "worker": "worker", **{function_name(s): s for s in HAPPY_PATH}}
 Prefix = tuple[int, ...]
 
 
@@ -38,13 +39,13 @@ def pairs_for(mutant: Mutant) -> list[Pair]:
         return []
     targets = sorted(
         {_PAIR_TARGET[f] for f in mutant.functions if f in _PAIR_TARGET},
-        key=("api", "worker", *STEP_ORDER).index,
+        key=("api", "worker", *HAPPY_PATH).index,
     )
     return [Pair(t, late=late) for t in targets for late in (False, True)]
 
 
 def calls_of(target: str, by_kind: Mapping[str, Sequence[PointHit]]) -> int:
-    """How many AWS calls the pair's function makes in one clean run (the most any order kind's)."""
+    """How many AWS calls the pair's function makes in one clean run (the most any outcome's)."""
     function = next(f for f, t in _PAIR_TARGET.items() if t == target)
     return max(
         (

@@ -13,7 +13,7 @@ production module is unchanged and still costs a `None` check when off):
 - a *lost answer* at one exact call: the request reaches AWS and is applied, its answer never
   comes back (a read timeout after the client's `read_timeout`, on the world's clock), and the
   SDK sends the same request again, as botocore's retries do with the client's own configuration
-  (the functions' `orders.runtime.CLIENT_CONFIG`, the tools' `ops.target.CLIENT_CONFIG`): the
+  (the functions' `reliability.runtime.CLIENT_CONFIG`, the tools' `ops.target.CLIENT_CONFIG`): the
   resend meets the first attempt's write. It is armed at the call's `after:` hit (the n-th call
   of that operation by that function, counted at its `before:` point) and fires once, on the
   first send; the resend's answer comes back.

@@ -53,8 +53,8 @@ class Recovery:
     refused_redrives: int = 0  # past the 14-day redrive window: the execution stays as it stopped
     stops: int = 0
     stray_runs: int = 0
-    reruns: int = 0  # `make rerun` started run N+1 of a FAILED order
-    refused_reruns: int = 0  # `make rerun` of a RUNNING or finished order: the tool refuses
+    reruns: int = 0  # `make rerun` started run N+1 of a FAILED entity
+    refused_reruns: int = 0  # `make rerun` of a RUNNING or finished entity: the tool refuses
     concurrent_copies: int = 0  # executions or workers that ran at once with a copy of their run
     time_limit_kills: int = 0  # executions ended TIMED_OUT at their time limit mid-step (Express)
 
@@ -73,7 +73,7 @@ class RecoveringCloud(InProcessCloud):
     step_functions: frozenset[str]  # the saga's, as the synthesized state machine invokes them
     queue_consumers: dict[str, str]  # queue URL output -> consumer function prefix
     dlqs: dict[str, str]  # DLQ URL output -> its source queue's
-    restarted_express: set[str]  # Express runs (`<order>-r<run>`) the operator started again
+    restarted_express: set[str]  # Express runs (`<entity>-r<run>`) the operator started again
     _visibility: dict[str, int]
 
     # --- SQS, with faults -----------------------------------------------------------------------
@@ -146,19 +146,19 @@ class RecoveringCloud(InProcessCloud):
         self.recovery.dlq_redrives += moved
         return moved
 
-    def rerun_order(self, entity_id: str) -> None:
-        """An operator's `make rerun` of the order (`ops.rerun`), once the platform has come to rest
-        by itself (the operator reruns an order seen FAILED): run N+1 when its run N ended FAILED
-        (counted in `reruns`); an ACCEPTED order's message is sent again; any other order the tool
+    def rerun_entity(self, entity_id: str) -> None:
+        """An operator's `make rerun` of the entity (`ops.rerun`), once the platform has come to rest
+        by itself (the operator reruns an entity seen FAILED): run N+1 when its run N ended FAILED
+        (counted in `reruns`); an ACCEPTED entity's message is sent again; any other the tool
         refuses, which is counted, not a fault. What run N left behind (a message in a DLQ, a failed
         execution) can still come back after it: later actions redrive, restart and deliver."""
         self.rest()
-        before = self._order_item(entity_id)
+        before = self._entity_item(entity_id)
         try:
-            order = self.rerun(entity_id)
+            rerun = self.rerun(entity_id)
         except RerunRefused as refused:
             self.recovery.refused_reruns += 1
-            after = self._order_item(entity_id)
+            after = self._entity_item(entity_id)
             if before is not None and after is not None and int(after["run"]["N"]) > int(before["run"]["N"]):
                 # Nothing else ran meanwhile: the tool's own transition landed, and it said no.
                 self.operator_violations.append(
@@ -171,13 +171,13 @@ class RecoveringCloud(InProcessCloud):
                 f"{entity_id}: make rerun failed: {type(error).__name__}: {error}"
             )
             return
-        if before is not None and order.run > int(before["run"]["N"]):
+        if before is not None and rerun.run > int(before["run"]["N"]):
             self.recovery.reruns += 1
 
     def send_next_run(self, entity_id: str) -> None:
-        """A message for the order's next run (`{"<entity>_id", "run", "idempotency_key"}`) that no
+        """A message for the entity's next run (`{"<entity>_id", "run", "idempotency_key"}`) that no
         operator decided on: an old tool, a replayed export. Only `make rerun` may start a run."""
-        item = self._order_item(entity_id)
+        item = self._entity_item(entity_id)
         if item is None:
             return
         run, key = int(item["run"]["N"]) + 1, item["idempotency_key"]["S"]
@@ -188,7 +188,7 @@ class RecoveringCloud(InProcessCloud):
         )
         self.recovery.stray_runs += 1
 
-    def _order_item(self, entity_id: str) -> dict[str, Any] | None:
+    def _entity_item(self, entity_id: str) -> dict[str, Any] | None:
         item: dict[str, Any] | None = self.dynamodb.get_item(
             TableName=self.outputs[table_output(service().entity.table)],
             Key=record_key(service().entity, entity_id),
@@ -203,7 +203,7 @@ class RecoveringCloud(InProcessCloud):
     def redrive_failed(self) -> int:
         """An operator's redrive of every failed execution (`ops.redrive`: resumed at the failed
         state; past the window, restarted under the same token or REFUSED), once the dead attempts'
-        leases have passed. A REFUSED one's order is left to a person (`awaiting_operator`): the
+        leases have passed. A REFUSED one's entity is left to a person (`awaiting_operator`): the
         tool says so and exits 1, and no automatic path may finish it once its fences may be gone."""
         failed = [e for e in self.executions() if e["status"] in REDRIVABLE_STATUSES]
         if self.express:
@@ -237,14 +237,14 @@ class RecoveringCloud(InProcessCloud):
         return len(redriven)
 
     def _restart_express_runs(self, failed: list[dict[str, Any]]) -> int:
-        """Express has no RedriveExecution: the operator's `make redrive-workflow ORDER=<id>`
-        sends an unfinished order's current-run message again (`restart_express_order`), once per
+        """Express has no RedriveExecution: the operator's `make redrive-workflow ID=<id>`
+        sends an unfinished entity's current-run message again (`restart_express_entity`), once per
         run: the queue itself retries every failed execution (maxReceiveCount times), so the
-        operator acts once it gave up. Besides the orders of failed executions, every order still
-        RUNNING at rest: on Express the orders queue is the run's only retry, and a worker killed
+        operator acts once it gave up. Besides the entities of failed executions, every entity still
+        RUNNING at rest: on Express the worker's queue is the run's only retry, and a worker killed
         before its execution started leaves no execution, only the message, which SQS deletes
         once the DLQ's retention has passed (counted from its first enqueue)."""
-        runs: dict[str, str] = {}  # `<order>-r<run>` -> order
+        runs: dict[str, str] = {}  # `<entity>-r<run>` -> entity
         entity = service().entity
         for execution in failed:
             entity_id, number = run_of_execution(self.described(execution["executionArn"])["name"])
@@ -260,15 +260,15 @@ class RecoveringCloud(InProcessCloud):
         restarted = 0
         for run, entity_id in sorted(due.items()):
             self.restarted_express.add(run)
-            if self.restart_express_order(entity_id, self.operator_client("ops.redrive", "sqs")):
+            if self.restart_express_entity(entity_id, self.operator_client("ops.redrive", "sqs")):
                 self.recovery.operator_redrives += 1
                 restarted += 1
         return restarted
 
-    def restart_express_order(self, entity_id: str, sqs: Any) -> bool:
-        """`ops.redrive.restart_express_run` of one order with the operator's SQS client: True when
-        its run's message was sent again. REFUSED past the restart-safe window leaves the order to
-        a person (`awaiting_operator`), as on Standard; a finished order has nothing to restart
+    def restart_express_entity(self, entity_id: str, sqs: Any) -> bool:
+        """`ops.redrive.restart_express_run` of one entity with the operator's SQS client: True when
+        its run's message was sent again. REFUSED past the restart-safe window leaves the entity to
+        a person (`awaiting_operator`), as on Standard; a finished entity has nothing to restart
         (another copy of the run completed it); a failed call is the tool's violation."""
         try:
             result = restart_express_run(
@@ -285,7 +285,7 @@ class RecoveringCloud(InProcessCloud):
             return False
         except (ClientError, BotoCoreError) as error:
             self.operator_violations.append(
-                f"ops.redrive of order {entity_id} failed: {type(error).__name__}: {error}"
+                f"ops.redrive of {service().entity.name} {entity_id} failed: {type(error).__name__}: {error}"
             )
             return False
         if result.method == Method.REFUSED:
@@ -295,7 +295,7 @@ class RecoveringCloud(InProcessCloud):
         return True
 
     def restart_same_token(self) -> int:
-        """Start every order's workflow again under a new name with the same input (same token),
+        """Start every entity's workflow again under a new name with the same input (same token),
         while its first execution started less than `RESTART_SAFE_SECONDS` ago: the fences only
         promise to outlive that (`reliability.cdk.config.FENCE_WINDOWS`), and `ops.redrive` refuses a
         restart past it. An older token coming back is no path the platform has."""

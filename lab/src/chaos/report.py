@@ -13,6 +13,7 @@ from typing import Any
 from chaos.interleave import PairResult
 from chaos.points import PointHit
 from chaos.recovery import Recovery
+from chaos.scenarios import ENTITY, KINDS
 from chaos.single import ScheduleResult
 
 MAX_LISTED = 40
@@ -248,22 +249,22 @@ def markdown(data: dict[str, Any]) -> str:
         "call, and between each external effect and its record), one error response at each AWS call "
         "(its service's transient codes in turn) and one lost answer at each AWS call (the call lands, "
         "its answer is lost, the SDK sends it again with the function's own client configuration), for "
-        "each order kind (completed, declined, out-of-stock), then the platform's recovery (client retry "
+        f"each outcome of the workflow ({', '.join(KINDS)}), then the platform's recovery (client retry "
         "with the same key, SQS redelivery after the visibility timeout, the state machine's Retry) and "
         "an operator redrive where the execution gave up; and a lost answer at each call the operator "
-        "tools make (`ops.rerun`, `ops.redrive`) while they rerun an order, redrive an execution and a "
+        f"tools make (`ops.rerun`, `ops.redrive`) while they rerun {_a(ENTITY)}, redrive an execution and a "
         "DLQ;",
-        "- **random schedules** (`chaos.draw`): mixes of 1-3 orders, up to 3 crashes, up to 3 injected "
+        f"- **random schedules** (`chaos.draw`): mixes of 1-3 {ENTITY}s, up to 3 crashes, up to 3 injected "
         "error responses (each service's transient codes, before or after the call), up to 3 lost "
         "answers (the functions' calls and the operator tools'), a Sandbox.Timedout, an operator's "
         "StopExecution while an invocation runs, up to 5 deliveries of one message, clients that retry, "
         "reuse their key with another body or give up after one attempt, lease expiries, time jumps "
         "across the app's windows (the platform first comes to rest by itself, sweeper included; then "
         "DynamoDB TTL deletion, provider keys aging), the service's world changes (its proof's "
-        "CHANGES), a message for an order's next run nobody decided on, `make rerun` of an order, "
+        f"CHANGES), a message for {_a(ENTITY)}'s next run nobody decided on, `make rerun` of {_a(ENTITY)}, "
         "redrives, restarts with the same token and DLQ redrives, throttled event-source polls; "
         "another caller (a second IAM principal) "
-        "sending the first client's keys and reading its orders, a client's retry after a catalog change "
+        f"sending the first client's keys and reading its {ENTITY}s, a client's retry after a world change "
         "and the HTTP key's expiry, events from other producers or with malformed fields on the consumer "
         "queues, a late copy of an earlier run's message after `make rerun`. Each schedule draws from a "
         "random half "
@@ -289,12 +290,11 @@ def markdown(data: dict[str, Any]) -> str:
         "After every schedule: `ops.invariants` over the stores (effects once, amounts agree, steps agree "
         "with effects and fences, a dead letter only with its effects undone), the fence audit, every "
         "HTTP answer in the OpenAPI contract and every repeated one equal to the first, a retry with the "
-        "same key and body of an existing order answered that order (never a 4xx), nobody answered with "
-        "another caller's order or told its key is in use, every foreign event a consumer cannot verify "
-        "dead-lettered with a reason, no late copy of an earlier run dead-lettered, every request "
-        "answered, one execution per (order, run) (Standard), no execution failed on an error its workflow "
-        "does not "
-        "declare, each order's final status the one its kind must reach.",
+        f"same key and body of an existing {ENTITY} answered that {ENTITY} (never a 4xx), nobody answered "
+        f"with another caller's {ENTITY} or told its key is in use, every foreign event a consumer "
+        "cannot verify dead-lettered with a reason, no late copy of an earlier run dead-lettered, every "
+        f"request answered, one execution per ({ENTITY}, run) (Standard), no execution failed on an "
+        f"error its workflow does not declare, each {ENTITY}'s final status the one its kind must reach.",
         "",
     ]
     categories = data["categories"]
@@ -391,3 +391,8 @@ def _calls(labels: set[str]) -> set[str]:
 def _answers(labels: set[str]) -> set[str]:
     """The points where a call's answer comes back (or is lost)."""
     return {label for label in labels if PointHit.parse(label).point.startswith("after:")}
+
+
+def _a(noun: str) -> str:
+    """`noun` with its indefinite article (the entity's name in the report's prose)."""
+    return f"{'an' if noun[:1].lower() in 'aeiou' else 'a'} {noun}"

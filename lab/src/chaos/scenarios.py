@@ -36,15 +36,18 @@ FAILING = max(
     (o for o in OUTCOMES.values() if not o.happy), key=lambda o: len(o.steps), default=OUTCOMES[HAPPY]
 ).name
 ID_FIELD = id_field(SERVICE)  # the field of the starting route's answer naming the entity
+ENTITY = SERVICE.entity.name  # what a request creates, as the verdict's messages call it
 
 
 @dataclass(frozen=True)
-class PlacedOrder:
+class Placed:
+    """A request placed: the outcome it asks for, its key, and the entity its 202 named."""
+
     kind: str
     key: str
     entity_id: str | None
     gave_up: bool = False  # the client stopped after its first attempt failed (no answer expected)
-    index: int = 0  # which request of its outcome (`order_body`)
+    index: int = 0  # which request of its outcome (`request_body`)
 
 
 @dataclass
@@ -59,25 +62,25 @@ class Verdict:
         return not self.violations
 
 
-def order_body(kind: str, index: int = 0, variant: int = 0) -> dict[str, Any]:
+def request_body(kind: str, index: int = 0, variant: int = 0) -> dict[str, Any]:
     """Request `index` of outcome `kind` as its client sends it (`variant`: another payload)."""
     return request_factory(SERVICE)(kind, index, variant)
 
 
-def place(cloud: ChaosCloud, kind: str, key: str, *, index: int = 0, gives_up: bool = False) -> PlacedOrder:
+def place(cloud: ChaosCloud, kind: str, key: str, *, index: int = 0, gives_up: bool = False) -> Placed:
     """POST the request as a client that retries (or, `gives_up`, one that never retries)."""
-    response = cloud.post_order(key, order_body(kind, index), max_attempts=1 if gives_up else 8)
+    response = cloud.post_request(key, request_body(kind, index), max_attempts=1 if gives_up else 8)
     entity_id = None
     if response is not None and response.status == 202:
         entity_id = str(response.body[ID_FIELD])
-    return PlacedOrder(kind, key, entity_id, gave_up=gives_up and entity_id is None, index=index)
+    return Placed(kind, key, entity_id, gave_up=gives_up and entity_id is None, index=index)
 
 
-def verdict(cloud: ChaosCloud, placed: Sequence[PlacedOrder]) -> Verdict:
+def verdict(cloud: ChaosCloud, placed: Sequence[Placed]) -> Verdict:
     """`ops.invariants` over the stores, every replayed HTTP answer equal to the first (a retry of
-    an existing order gets it), every request answered, nobody answered with another caller's
-    order (`chaos.callers`), every foreign event a consumer cannot verify dead-lettered with a
-    reason and no late copy dead-lettered (`chaos.foreign`), and each order's final status the
+    an existing entity gets it), every request answered, nobody answered with another caller's
+    entity (`chaos.callers`), every foreign event a consumer cannot verify dead-lettered with a
+    reason and no late copy dead-lettered (`chaos.foreign`), and each entity's final status the
     one its outcome must reach (a dead letter excuses it, but not a run whose workflow failed and
     nothing finished: `_FailedRuns`)."""
     report = check(cloud.stores(), left_to_operator=cloud.awaiting_operator)
@@ -92,33 +95,35 @@ def verdict(cloud: ChaosCloud, placed: Sequence[PlacedOrder]) -> Verdict:
     result.violations.extend(_failure_violations(cloud))
     rows = {row.entity_id: row for row in report.rows}
     result.rows = rows
-    failed_runs = _FailedRuns(cloud)  # read only if an order missed its outcome with a dead letter
-    for order in placed:
-        if order.entity_id is None and order.gave_up:
-            continue  # whatever it stored is judged by ops.invariants like every order
-        if order.entity_id is None:
-            result.violations.append(f"{order.kind} order (key {order.key}): the client never got a 202")
+    failed_runs = _FailedRuns(cloud)  # read only if an entity missed its outcome with a dead letter
+    for request in placed:
+        if request.entity_id is None and request.gave_up:
+            continue  # whatever it stored is judged by ops.invariants like every entity
+        if request.entity_id is None:
+            result.violations.append(
+                f"{request.kind} {ENTITY} (key {request.key}): the client never got a 202"
+            )
             continue
-        row = rows.get(order.entity_id)
+        row = rows.get(request.entity_id)
         if row is None:
-            result.violations.append(f"{order.entity_id}: accepted (202) but not stored")
+            result.violations.append(f"{request.entity_id}: accepted (202) but not stored")
             continue
-        result.statuses[order.entity_id] = row.status
-        expected = OUTCOMES[order.kind].status
+        result.statuses[request.entity_id] = row.status
+        expected = OUTCOMES[request.kind].status
         # Reference data that left (the proof's `world_changed`) may send a run down a catch route.
-        changed = row.status != expected and _world_changed(cloud, order)
-        left = order.entity_id in cloud.awaiting_operator
+        changed = row.status != expected and _world_changed(cloud, request)
+        left = request.entity_id in cloud.awaiting_operator
         if row.status == expected or changed or left:
             continue
         if not row.dead_letters:
             result.violations.append(
-                f"{order.entity_id}: a {order.kind} order ended {row.status}, expected {expected}"
+                f"{request.entity_id}: a {request.kind} {ENTITY} ended {row.status}, expected {expected}"
             )
-        elif failed := failed_runs.of(order.entity_id, row.run):
+        elif failed := failed_runs.of(request.entity_id, row.run):
             result.violations.append(
-                f"{order.entity_id}: a {order.kind} order ended {row.status}, expected {expected}: its "
-                f"run's workflow failed ({failed}) and nothing finished it, which its dead letter "
-                "does not excuse"
+                f"{request.entity_id}: a {request.kind} {ENTITY} ended {row.status}, expected "
+                f"{expected}: its run's workflow failed ({failed}) and nothing finished it, which its "
+                "dead letter does not excuse"
             )
     return result
 
@@ -126,18 +131,18 @@ def verdict(cloud: ChaosCloud, placed: Sequence[PlacedOrder]) -> Verdict:
 @dataclass
 class _FailedRuns:
     """The runs whose workflow failed and never succeeded, from the executions (read when first
-    asked). A dead letter excuses an order that missed its outcome when its message could not be
+    asked). A dead letter excuses an entity that missed its outcome when its message could not be
     handled, not when its run's workflow failed: the platform's retries and the operator's redrive
     (or restart) must finish such a run, and one they could not finish is the stuck run Standard
     shows as a FAILED execution. Express's worker dead-letters that run too, after the queue's last
     receive, with the execution's end as the reason (`reliability.queue_handlers`): no excuse. An
-    order left to a person (`awaiting_operator`) is judged apart."""
+    entity left to a person (`awaiting_operator`) is judged apart."""
 
     cloud: ChaosCloud
 
     @cached_property
     def _ends(self) -> dict[tuple[str, int], Counter[str]]:
-        """Each (order, run)'s executions by how they ended (`SUCCEEDED`, `FAILED <error>`, ...)."""
+        """Each (entity, run)'s executions by how they ended (`SUCCEEDED`, `FAILED <error>`, ...)."""
         ends: dict[tuple[str, int], Counter[str]] = defaultdict(Counter)
         for execution in self.cloud.executions():
             described = self.cloud.described(execution["executionArn"])
@@ -159,12 +164,12 @@ _UNFINISHED_ENDS = frozenset({"FAILED", "TIMED_OUT", "ABORTED"})
 
 
 # Executions an operator starts on purpose (ops.redrive's restart, chaos's restart with the same
-# token) carry these in their names; every other one is the worker's start of (order, run).
+# token) carry these in their names; every other one is the worker's start of (entity, run).
 _OPERATOR_NAMES = ("-restart-", "-again-")
 
 
 def _execution_violations(cloud: ChaosCloud) -> list[str]:
-    """The worker starts one execution per (order, run): its name is derived, so a second start
+    """The worker starts one execution per (entity, run): its name is derived, so a second start
     of the same run (a redelivered message, a retried worker) is refused by Step Functions."""
     if cloud.express:
         return []  # Express dedupes no names: its queue runs a run as often as it takes
@@ -195,7 +200,7 @@ def _operator_stops() -> frozenset[str]:
 def _failure_violations(cloud: ChaosCloud) -> list[str]:
     """Every execution that failed, failed on an error the deployed workflow declares: one its
     Retry names (so the retries ran out), one its Catch routes, or an operator stop. Anything else
-    (a transient error nobody retries, an AWS error nobody mapped) fails an order that only
+    (a transient error nobody retries, an AWS error nobody mapped) fails an entity that only
     needed a retry, even when an operator's redrive then finished it (`cloud.failures`: what each
     execution the operator redrove had failed on)."""
     definition = json.loads(
@@ -223,12 +228,12 @@ def _failure_violations(cloud: ChaosCloud) -> list[str]:
     ]
 
 
-def _world_changed(cloud: ChaosCloud, order: PlacedOrder) -> bool:
-    body = order_body(order.kind, order.index)
+def _world_changed(cloud: ChaosCloud, request: Placed) -> bool:
+    body = request_body(request.kind, request.index)
     return world_changed(SERVICE, cloud.dynamodb, table_names(SERVICE, cloud.outputs), body)
 
 
-def run_orders(cloud: ChaosCloud, kinds: Sequence[str], *, prefix: str = "chaos") -> Verdict:
+def run_requests(cloud: ChaosCloud, kinds: Sequence[str], *, prefix: str = "chaos") -> Verdict:
     """Place the requests, recover to rest, and judge."""
     placed = [place(cloud, kind, f"{prefix}-{i}-{kind}", index=i) for i, kind in enumerate(kinds)]
     cloud.recover()

@@ -1,12 +1,12 @@
 """Multi-fault schedules: what one holds, and how it is played (drawn by `chaos.draw`).
 
-A schedule places 1-3 orders of random kinds with faults armed at points of the recorded
+A schedule places 1-3 entities (requests of random outcome kinds) with faults armed at points of the recorded
 catalogue (`chaos.single.catalogue`: any function, any point, any occurrence), then plays its
 actions:
 
 - `retry`: the client sends a request again with the same Idempotency-Key;
 - `change-body`: the client sends the same Idempotency-Key with another body (its proof's
-  variant of the request: the sample's, one more of each item), as a client that edits its order
+  variant of the request: the sample's, one more of each item), as a client that edits its request
   after a crash would: never a 2xx once the key was answered (422, or 409 while the first is in
   progress);
 - `deliver`: one poll of a queue with 0-4 duplicate deliveries of the same records (up to 5);
@@ -17,21 +17,21 @@ actions:
 - `lease-expiry`: the clock jumps one lease, so a live attempt's fence can be taken over;
 - `wait`: let running executions finish;
 - `redrive`: an operator redrives failed executions (`ops.redrive`, resumed at the failed state);
-- `restart`: every order's workflow is started again with the same token (fences skip);
+- `restart`: every entity's workflow is started again with the same token (fences skip);
 - `dlq-redrive`: every DLQ is moved back to its source queue;
 - `time-travel`: time passes (`ChaosCloud.pass_time`; `chaos.draw` picks the length across one
   of the windows): the platform first comes to rest by itself (queues polled, executions run, the
   sweeper; nobody redrives), then the clock jumps with DynamoDB TTL deletion and provider keys
   aging, so what follows (a redrive, a restart, a client retry, a DLQ redrive) comes back after
   keys may have expired;
-- `rerun`: an operator's `make rerun` of an order: run N+1 if its run N ended FAILED (the tool
-  refuses any other order); each run's effects are judged on their own (`ops.invariants`);
-- `stray-run`: a message for an order's next run arrives that no operator decided on (a run
-  starts only through `make rerun` of a FAILED order);
+- `rerun`: an operator's `make rerun` of an entity: run N+1 if its run N ended FAILED (the tool
+  refuses any other); each run's effects are judged on their own (`ops.invariants`);
+- `stray-run`: a message for an entity's next run arrives that no operator decided on (a run
+  starts only through `make rerun` of a FAILED one);
 - the world changes the service's proof names (`CHANGES`; the sample's: its catalog's prices
   and items change between retries);
 - `another-caller`, `late-retry` (`chaos.callers`), `foreign-event`, `late-copy` (`chaos.foreign`):
-  another client with shared or guessed keys and reads of others' orders; a retry after a catalog
+  another client with shared or guessed keys and reads of others' entities; a retry after a catalog
   change and the HTTP key's expiry; events from other producers; a late copy after `make rerun`;
 
 and the faults at points: crashes; injected error responses (each service's transient codes,
@@ -54,7 +54,7 @@ from chaos.cloud import ChaosCloud, chaos_cloud
 from chaos.concurrent import concurrent_restart, twin_deliver
 from chaos.mutant import Mutant
 from chaos.points import CrashController, PointHit
-from chaos.scenarios import SERVICE, PlacedOrder, place, verdict
+from chaos.scenarios import ENTITY, SERVICE, Placed, place, request_body, verdict
 from chaos.single import ScheduleResult
 from ops.outcomes import change
 from ops.stack_outputs import table_names
@@ -71,13 +71,13 @@ MAX_DUPLICATES = 4  # 1 delivery + 4 duplicates = 5 of one message
 @dataclass(frozen=True)
 class Action:
     kind: str
-    order: int = 0
+    entity: int = 0  # which of the schedule's entities it acts on (modulo their number)
     queue: str = ""
     duplicates: int = 0
     days: int = 0
     seconds: int = 0  # a time-travel's length is days + seconds
     variant: str = ""  # which form an action of `chaos.callers` or `chaos.foreign` takes
-    seed: int = 0  # the order two concurrent copies' steps interleave in (chaos.concurrent)
+    seed: int = 0  # how two concurrent copies' steps interleave (chaos.concurrent)
 
     @property
     def jump(self) -> int:
@@ -86,20 +86,20 @@ class Action:
     def describe(self) -> str:
         said = {
             "time-travel": f"{_span(self.jump)} pass (TTL deletion)",
-            "retry": f"client retry of order {self.order}",
-            "change-body": f"client reuses order {self.order}'s key with another body",
-            "stray-run": f"a message for order {self.order}'s next run",
-            "rerun": f"operator reruns order {self.order} (make rerun)",
+            "retry": f"client retry of {ENTITY} {self.entity}",
+            "change-body": f"client reuses {ENTITY} {self.entity}'s key with another body",
+            "stray-run": f"a message for {ENTITY} {self.entity}'s next run",
+            "rerun": f"operator reruns {ENTITY} {self.entity} (make rerun)",
             "deliver": f"deliver {self.queue} x{1 + self.duplicates}",
             "throttled-poll": f"throttled poll of {self.queue}",
-            "another-caller": f"another caller: {self.variant} with order {self.order}'s key",
-            "late-retry": f"{self.variant} under order {self.order}, its key expires, its client retries",
+            "another-caller": f"another caller: {self.variant} with {ENTITY} {self.entity}'s key",
+            "late-retry": f"{self.variant} under {ENTITY} {self.entity}, its key expires, its client retries",
             "foreign-event": f"a foreign event ({self.variant}) on {self.queue}",
-            "late-copy": f"rerun of order {self.order}, then a late copy of its earlier run's message",
+            "late-copy": f"rerun of {ENTITY} {self.entity}, then a late copy of its earlier run's message",
             "twin-deliver": f"deliver {self.queue} to two workers at once (interleaving {self.seed})",
             "concurrent-restart": f"restart every run while it runs (interleaving {self.seed})",
         }
-        return said.get(self.kind, f"{self.kind} under order {self.order}")
+        return said.get(self.kind, f"{self.kind} under {ENTITY} {self.entity}")
 
 
 DAY = 86_400
@@ -115,13 +115,13 @@ def _span(seconds: int) -> str:
 
 @dataclass(frozen=True)
 class Schedule:
-    orders: tuple[str, ...]
+    outcomes: tuple[str, ...]  # the outcome each entity's request asks for (`chaos.scenarios.KINDS`)
     crashes: tuple[PointHit, ...]
     actions: tuple[Action, ...]
     errors: tuple[tuple[PointHit, str], ...] = ()
     timeouts: tuple[PointHit, ...] = ()
     stops: tuple[PointHit, ...] = ()
-    gives_up: tuple[int, ...] = ()  # orders whose client never retries its first request
+    gives_up: tuple[int, ...] = ()  # entities whose client never retries its first request
     lost: tuple[PointHit, ...] = ()  # calls (their `after:` hit) whose first answer is lost
     time_limits: tuple[PointHit, ...] = ()  # the step's execution reaches its time limit there (Express)
 
@@ -132,7 +132,7 @@ class Schedule:
         out += [f"Sandbox.Timedout at {hit.label}" for hit in self.timeouts]
         out += [f"execution stopped at {hit.label}" for hit in self.stops]
         out += [f"execution killed at its time limit at {hit.label}" for hit in self.time_limits]
-        out += [f"the client of order {i} gives up after one attempt" for i in self.gives_up]
+        out += [f"the client of {ENTITY} {i} gives up after one attempt" for i in self.gives_up]
         for action in self.actions:
             if action.kind == "deliver" and action.duplicates:
                 out.append(f"{action.duplicates} duplicate deliveries ({action.queue})")
@@ -143,7 +143,7 @@ class Schedule:
     def describe(self) -> str:
         errors = [f"{code}@{hit.label}" for hit, code in self.errors]
         return (
-            f"orders={list(self.orders)} crashes={[h.label for h in self.crashes]} errors={errors} "
+            f"outcomes={list(self.outcomes)} crashes={[h.label for h in self.crashes]} errors={errors} "
             f"lost={[h.label for h in self.lost]} "
             f"timeouts={[h.label for h in self.timeouts]} stops={[h.label for h in self.stops]} "
             + (f"time_limits={[h.label for h in self.time_limits]} " if self.time_limits else "")
@@ -175,12 +175,12 @@ class Schedule:
 
 def queue_outputs(assembly: Path) -> tuple[str, ...]:
     """Every queue with a consumer (its URL output key), as the synthesized templates wire them:
-    the orders queue and one per `orders.workflow.CONSUMERS` entry."""
+    the worker's queue (`Service.queue`) and one per declared consumer."""
     by_suffix = {name.rsplit("-", 1)[-1]: load_template(assembly, name) for name in stack_names(assembly)}
     return tuple(queue_consumers(by_suffix["data"], by_suffix["app"]))
 
 
-# What an action does to the cloud alone (the others need the schedule's orders).
+# What an action does to the cloud alone (the others need the schedule's entities).
 _CLOUD_ACTIONS: dict[str, Callable[[ChaosCloud, Action], object]] = {
     "time-travel": lambda cloud, a: cloud.pass_time(a.jump),  # at rest, then TTL deletion
     "deliver": lambda cloud, a: cloud.deliver(a.queue, duplicates=a.duplicates),
@@ -194,24 +194,24 @@ _CLOUD_ACTIONS: dict[str, Callable[[ChaosCloud, Action], object]] = {
 }
 
 
-def _play(cloud: ChaosCloud, action: Action, keys: list[tuple[str, str]], placed: list[PlacedOrder]) -> None:
+def _play(cloud: ChaosCloud, action: Action, keys: list[tuple[str, str]], placed: list[Placed]) -> None:
     from chaos import callers, foreign  # noqa: PLC0415 - they import this module's helpers
 
     if action.kind in _CLOUD_ACTIONS:
         _CLOUD_ACTIONS[action.kind](cloud, action)
     elif action.kind == "retry":
-        kind, key = keys[action.order % len(keys)]
-        cloud.post_order(key, _body(kind, action.order % len(keys)))
+        kind, key = keys[action.entity % len(keys)]
+        cloud.post_request(key, sent_body(kind, action.entity % len(keys)))
     elif action.kind == "change-body":
-        kind, key = keys[action.order % len(keys)]
-        cloud.post_order(key, order_request(kind, action.order % len(keys), changed=True))
+        kind, key = keys[action.entity % len(keys)]
+        cloud.post_request(key, sent_body(kind, action.entity % len(keys), changed=True))
     elif action.kind in ("stray-run", "rerun"):
-        entity_id = placed[action.order % len(placed)].entity_id
+        entity_id = placed[action.entity % len(placed)].entity_id
         if entity_id is not None:
-            (cloud.send_next_run if action.kind == "stray-run" else cloud.rerun_order)(entity_id)
+            (cloud.send_next_run if action.kind == "stray-run" else cloud.rerun_entity)(entity_id)
     elif action.kind in callers.CHANGES:
-        kind, _ = keys[action.order % len(keys)]
-        body = _body(kind, action.order % len(keys))
+        kind, _ = keys[action.entity % len(keys)]
+        body = sent_body(kind, action.entity % len(keys))
         change(SERVICE, cloud.dynamodb, table_names(SERVICE, cloud.outputs), body, action.kind)
     elif action.kind == "lease-expiry":
         cloud.clock.advance(cloud.step_lease_seconds() + 1)
@@ -226,18 +226,10 @@ def _play(cloud: ChaosCloud, action: Action, keys: list[tuple[str, str]], placed
         foreign.late_copy(cloud, action, placed)
 
 
-def _body(kind: str, index: int) -> dict[str, Any]:
-    from chaos.scenarios import order_body  # noqa: PLC0415
-
-    return order_body(kind, index)
-
-
-def order_request(kind: str, index: int, *, changed: bool = False) -> dict[str, Any]:
+def sent_body(kind: str, index: int, *, changed: bool = False) -> dict[str, Any]:
     """Request `index`'s body as its client sends it; `changed`: another payload for its key (the
     proof's variant 1 of it: the sample's, one more of each item)."""
-    from chaos.scenarios import order_body  # noqa: PLC0415
-
-    return order_body(kind, index, 1 if changed else 0)
+    return request_body(kind, index, 1 if changed else 0)
 
 
 def run_schedule(
@@ -251,7 +243,7 @@ def run_schedule(
     controller.arm_lost(schedule.lost)
     controller.arm_time_limits(schedule.time_limits)
     with chaos_cloud(assembly, controller=controller, control=control, mutant=mutant) as cloud:
-        keys = [(kind, f"random-{i}-{kind}") for i, kind in enumerate(schedule.orders)]
+        keys = [(kind, f"random-{i}-{kind}") for i, kind in enumerate(schedule.outcomes)]
         placed = [
             place(cloud, kind, key, index=i, gives_up=i in schedule.gives_up)
             for i, (kind, key) in enumerate(keys)

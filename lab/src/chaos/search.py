@@ -27,10 +27,11 @@ from pathlib import Path
 from typing import Any
 
 from chaos.draw import Catalogue, Drawer
-from chaos.interleave import Chooser, Pair, run_interleaving
+from chaos.interleave import Pair, run_interleaving
 from chaos.mutant import Mutant
 from chaos.pairs import PairDraw, pairs_for
 from chaos.points import PointHit
+from chaos.scheduler import Chooser
 from chaos.schedules import Action, Schedule, run_schedule
 from chaos.shrink import shrink
 
@@ -126,15 +127,20 @@ def shrunk(assembly: Path, mutant: Mutant, catch: Catch) -> Catch:
 
 
 def schedule_from(data: Mapping[str, Any]) -> Schedule:
-    """A recorded schedule (`dataclasses.asdict` of a `Schedule`) back as one."""
+    """A recorded schedule (`dataclasses.asdict` of a `Schedule`) back as one. Reproducers
+    recorded before the lab named the entity neutrally say `orders` and an action's `order`."""
 
     def hit(h: Mapping[str, Any]) -> PointHit:
         return PointHit(h["function"], h["point"], int(h["occurrence"]))
 
+    def action(a: Mapping[str, Any]) -> Action:
+        fields = {("entity" if name == "order" else name): value for name, value in a.items()}
+        return Action(**fields)
+
     return Schedule(
-        orders=tuple(data["orders"]),
+        outcomes=tuple(data["outcomes"] if "outcomes" in data else data["orders"]),
         crashes=tuple(hit(h) for h in data["crashes"]),
-        actions=tuple(Action(**a) for a in data["actions"]),
+        actions=tuple(action(a) for a in data["actions"]),
         errors=tuple((hit(h), str(code)) for h, code in data.get("errors", ())),
         timeouts=tuple(hit(h) for h in data.get("timeouts", ())),
         stops=tuple(hit(h) for h in data.get("stops", ())),

@@ -1,7 +1,7 @@
 """A violating schedule made small: drop one part at a time while it still violates.
 
 Greedy and deterministic (the simulator gives one verdict per schedule): each pass tries the
-schedule without one action, one fault or its last order, and keeps the first that still
+schedule without one action, one fault or its last entity, and keeps the first that still
 violates, until no single part can go or the budget of runs is spent. What is left is the
 reproducer a person reads, so every part of it is one the violation needs (as far as one part at
 a time can tell).
@@ -36,7 +36,7 @@ def shrink(
 
 
 def smaller_ones(schedule: Schedule) -> Iterator[Schedule]:
-    """The schedule without one part: each fault, each action (the last first), its last order."""
+    """The schedule without one part: each fault, each action (the last first), its last entity."""
     for name in ("stops", "timeouts", "lost", "errors", "crashes", "gives_up"):
         parts = getattr(schedule, name)
         for index in range(len(parts)):
@@ -44,11 +44,11 @@ def smaller_ones(schedule: Schedule) -> Iterator[Schedule]:
     actions = schedule.actions
     for index in reversed(range(len(actions))):
         yield replace(schedule, actions=actions[:index] + actions[index + 1 :])
-    if len(schedule.orders) > 1:
-        last = len(schedule.orders) - 1
+    if len(schedule.outcomes) > 1:
+        last = len(schedule.outcomes) - 1
         yield replace(
             schedule,
-            orders=schedule.orders[:last],
+            outcomes=schedule.outcomes[:last],
             gives_up=tuple(i for i in schedule.gives_up if i < last),
-            actions=tuple(a for a in actions if a.order < last),
+            actions=tuple(a for a in actions if a.entity < last),
         )

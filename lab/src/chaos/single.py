@@ -3,10 +3,10 @@ at each AWS call (each service's transient codes in turn, `chaos.points.TRANSIEN
 one lost answer at each AWS call (it lands, its answer is lost, the SDK sends it again), then
 recovery; and one lost answer at each call an operator tool makes (`record_operators`).
 
-The catalogue comes from a *recording run* per order kind: the same schedule with nothing armed,
+The catalogue comes from a *recording run* per outcome kind: the same schedule with nothing armed,
 every point reached recorded as (function, point, occurrence). Each catalogue entry is then a
 schedule of its own on the world as it was just after the deploy (one moto world, reset between
-schedules, `simulator.world`): arm that one hit, place the order, let the platform recover (client
+schedules, `simulator.world`): arm that one hit, place the request, let the platform recover (client
 retry, SQS redelivery after the visibility timeout, the state machine's Retry) and an operator
 redrive what is left failed; then judge with `chaos.scenarios.verdict`.
 """
@@ -20,7 +20,7 @@ from pathlib import Path
 from chaos.cloud import ChaosCloud, chaos_cloud
 from chaos.points import CrashController, PointHit, errors_at
 from chaos.recovery import Recovery
-from chaos.scenarios import FAILING, KINDS, OUTCOMES, PlacedOrder, place, run_orders, verdict
+from chaos.scenarios import FAILING, KINDS, OUTCOMES, Placed, place, run_requests, verdict
 from simulator.world import reusing
 
 
@@ -50,11 +50,11 @@ OPERATOR_TOOLS = ("ops.rerun", "ops.redrive")
 
 
 def record(assembly: Path, kind: str, *, control: bool = False) -> list[PointHit]:
-    """The crash points a clean run of one `kind` order reaches, in order (the control has its
+    """The crash points a clean run of one `kind` request reaches, in order (the control has its
     own: no fence, so no fence points and fewer calls)."""
     controller = CrashController()
     with chaos_cloud(assembly, controller=controller, control=control) as cloud:
-        judged = run_orders(cloud, [kind], prefix="record")
+        judged = run_requests(cloud, [kind], prefix="record")
     if not judged.ok and not control:
         raise AssertionError(f"the clean {kind} run already violates: {judged.violations}")
     return [hit for hit in controller.reached if hit.function not in OPERATOR_TOOLS]
@@ -67,7 +67,7 @@ def catalogue(
         return {kind: record(assembly, kind, control=control) for kind in kinds}
 
 
-def operators_at_work(cloud: ChaosCloud) -> list[PlacedOrder]:
+def operators_at_work(cloud: ChaosCloud) -> list[Placed]:
     """Every operator tool at work on one world: a request of the outcome that fails furthest
     along (`FAILING`: the sample's declined payment) whose execution an operator stops (redriven
     by `recover`, it ends FAILED), `make rerun` of it (run 2), a message for a run nobody decided
@@ -76,7 +76,7 @@ def operators_at_work(cloud: ChaosCloud) -> list[PlacedOrder]:
     placed = place(cloud, FAILING, f"operators-0-{FAILING}")
     cloud.recover()
     if placed.entity_id is not None:
-        cloud.rerun_order(placed.entity_id)
+        cloud.rerun_entity(placed.entity_id)
         cloud.send_next_run(placed.entity_id)
     cloud.rest()
     cloud.redrive_dlqs()
@@ -125,7 +125,7 @@ LOST = "lost-answer"  # a single fault's "error" that is no error response: the 
 def run_single(
     assembly: Path, kind: str, hit: PointHit, *, error: str | None = None, control: bool = False
 ) -> ScheduleResult:
-    """One `kind` order with a crash at `hit` (or, with `error`, that AWS error response there;
+    """One `kind` request with a crash at `hit` (or, with `error`, that AWS error response there;
     with `LOST`, the call's answer lost and resent)."""
     controller = CrashController()
     if error is None:
@@ -135,7 +135,7 @@ def run_single(
     else:
         controller.arm_errors([(hit, error)])
     with chaos_cloud(assembly, controller=controller, control=control) as cloud:
-        judged = run_orders(cloud, [kind], prefix="single")
+        judged = run_requests(cloud, [kind], prefix="single")
         recovery = cloud.recovery
     violations = list(judged.violations)
     if not (controller.fired or controller.failed or controller.lost_fired):

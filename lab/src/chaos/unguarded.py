@@ -28,8 +28,8 @@ ISSUE10 = {
     1: "1: a TTL shorter than its window (a late redrive re-notifies, a late restart repeats a step)",
     2: "2: a takeover past the provider's key lifetime acts again without reconciling",
     3: "3: a transient error is not retried (TransientError not in the Retry list)",
-    4: "4: a stranded ACCEPTED order: a retry does not re-send its message, no sweeper",
-    5: "5: runs not guarded: a run N+1 message starts a second run of a running or completed order",
+    4: "4: a stranded ACCEPTED entity: a retry does not re-send its message, no sweeper",
+    5: "5: runs not guarded: a run N+1 message starts a second run of a running or completed entity",
 }
 # Shorter than the 14-day redrive and DLQ windows (infra/config.py) that synth makes them outlive.
 SHORT_TTL_SECONDS = 7 * 86_400
@@ -84,7 +84,7 @@ def no_transient_retry(template: Template) -> None:
 
 
 def no_sweeper(template: Template) -> None:
-    """No scheduled sweep of stranded ACCEPTED orders."""
+    """No scheduled sweep of stranded ACCEPTED entities."""
     resources = template["Resources"]
     for logical in [k for k, v in resources.items() if v["Type"] == "AWS::Events::Rule"]:
         del resources[logical]

@@ -91,7 +91,7 @@ def transactions_by_item(original: Callable[..., None]) -> Callable[..., None]:
 # 15. moto's Query of a table (not an index) lists every item of the table, sorts them all by
 #     (hash, range) key (`Table.all_items`: n log n DynamoType comparisons) and then keeps the
 #     queried partition: ~8 ms at 2,000 items for a one-partition query (GetItem ~0.2 ms), and
-#     every step's read of its order slowed down with the data. Here that listing is the queried
+#     every step's read of its entity slowed down with the data. Here that listing is the queried
 #     partition only (`Table.items[hash_key]`, where moto stores it); moto's query then sorts,
 #     pages and filters it as before. Index queries and Scan still list the whole table.
 _query_partition = threading.local()  # the (table, hash key) a base-table query on this thread lists

@@ -30,7 +30,8 @@ applies them with the others, the simulator for the life of one cloud (`simulato
     shared.
     20 and 21 were ~10 % and ~12 % of the local cloud process's CPU under `make load` (py-spy
     samples of the process); with both (and `workers.json` written only when workers change), its
-    CPU per order went from 0.75 s to 0.50-0.55 s (docs/costs.md, "The local cloud under load").
+    CPU per entity (the sample's orders) went from 0.75 s to 0.50-0.55 s
+    (docs/costs.md, "The local cloud under load").
 """
 
 from __future__ import annotations

@@ -332,7 +332,7 @@ class LocalCloud:
             ],
             "crash": self.config.crash_env(),
             # moto, the REST API, the pollers and Step Functions share this process (and its GIL);
-            # the Lambda workers are processes of their own. `make load` reports it per order.
+            # the Lambda workers are processes of their own. `make load` reports it per entity.
             "cpu_seconds": round(time.process_time(), 3),
         }
 

@@ -13,7 +13,7 @@ from ops.local import outputs
 DEFAULT_PORT = 4599
 # Warm workers per function at most; a call that finds them all busy waits for one. A call is
 # mostly waiting on the endpoint, so 3 made `make load`'s 16 clients queue for the API function
-# (POST p50 9 s at 0.7 orders/s; 2.1 orders/s with 12, same 60 orders).
+# (the sample's orders: POST p50 9 s at 0.7/s; 2.1/s with 12, same 60 orders).
 DEFAULT_MAX_WORKERS = 16
 # A warm worker nobody called for this long is stopped (Lambda also reclaims idle sandboxes).
 DEFAULT_IDLE_SECONDS = 600.0

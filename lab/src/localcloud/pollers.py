@@ -36,8 +36,8 @@ DISCOVERY_INTERVAL_SECONDS = 1.0
 RECEIVE_WAIT_SECONDS = 20
 SQS_RECEIVE_MAX = 10
 # Concurrent batches per mapping: Lambda starts an SQS mapping with five pollers (and scales up).
-# One poller made the queue a serial line: the worker starts each order's execution in turn, so
-# under load one batch after the other capped the local cloud near 2.5 orders/s.
+# One poller made the queue a serial line: the worker starts each entity's execution in turn, so
+# under load one batch after the other capped the local cloud near 2.5 entities/s (the sample's orders).
 POLLERS_PER_MAPPING = 5
 
 

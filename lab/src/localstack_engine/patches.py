@@ -35,7 +35,7 @@ _lock = threading.Lock()
 # 1. A Python handler's exception reaches the caller as `errorType: Runtime.HandlerError`, whatever
 #    its class (the worker writes only `str(e)`; `_execute_function_warm` hard-codes the type). On
 #    AWS errorType is the exception's class name, and Step Functions' Retry and Catch match on it:
-#    the workflow's Catch on PaymentDeclined never matched, so a declined order was never
+#    the workflow's Catch on PaymentDeclined never matched, so the sample's declined order was never
 #    compensated. The worker now also writes `type(e).__name__`, and the invocation result carries
 #    it. (Timeouts keep Sandbox.Timedout; init errors are left as they are.)
 _WORKER_ERROR = '{"status": "error", "error": str(e), "trace": traceback.format_exc()}'
@@ -80,7 +80,7 @@ def _report_exception_class() -> None:
 
 
 # 2. The REST proxy event's requestContext has no `domainName` (nor `domainPrefix`). On AWS it is
-#    the host the API answers on, and the API builds its absolute links from it (the order's
+#    the host the API answers on, and the API builds its absolute links from it (the entity's
 #    status_url), so without it they came out relative. The engine's own execute-api host name is
 #    `<api id>.execute-api.<MINISTACK_HOST>:<port>`, which its router serves. API Gateway also
 #    always forwards `X-Forwarded-Proto`; MiniStack serves plain HTTP unless USE_SSL is set.

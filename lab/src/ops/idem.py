@@ -2,8 +2,8 @@
 
     python -m ops.idem show --key KEY [--caller C]     # the create route's HTTP record of a caller's key
     python -m ops.idem forget --key KEY [--caller C] [--yes]  # delete it (refused while live)
-    python -m ops.idem fence-show --order O --step S [--run N]
-    python -m ops.idem fence-reset --order O --step S [--run N] [--yes]
+    python -m ops.idem fence-show --id ID --step S [--run N]   # ID: the entity's id
+    python -m ops.idem fence-reset --id ID --step S [--run N] [--yes]
 
 Each delete prints what it will remove, asks `yes` (or takes `--yes`), is conditioned on the record
 being what was shown (so a record that changed in between is not deleted; one already gone when
@@ -60,7 +60,7 @@ def http_record_id(
 
 
 def fence_record_id(entity_id: str, step: str, *, stage: str, run: int = 1) -> tuple[str, str]:
-    """(fence record id, execution token) of a saga step of one run of an order."""
+    """(fence record id, execution token) of a saga step of one run of an entity."""
     token = execution_token(stage=stage, business_id=entity_id, run=run)
     key = derive_key(SAGA_NAMESPACE, stage=stage, identity={"token": token, "step": step})
     return key.value, token
@@ -282,26 +282,27 @@ def main(argv: list[str] | None = None, declared: Service | None = None) -> int:
     parser.add_argument("command", choices=("show", "forget", "fence-show", "fence-reset"))
     parser.add_argument("--key", help="the client's Idempotency-Key (show/forget)")
     add_caller_argument(parser)
-    parser.add_argument("--order", help="the order id (fence-show/fence-reset)")
+    entity = declared.entity.name
+    parser.add_argument("--id", dest="entity_id", help=f"the {entity}'s id (fence-show/fence-reset)")
     parser.add_argument(
         "--step", choices=[s.name for s in declared.steps], help="the saga step (fence-show/fence-reset)"
     )
-    parser.add_argument("--run", type=int, default=1, help="the order's run (default 1)")
+    parser.add_argument("--run", type=int, default=1, help=f"the {entity}'s run (default 1)")
     parser.add_argument("--yes", action="store_true", help="confirm the delete without asking (scripts)")
     args = parser.parse_args(argv)
     target = Target.resolve()
     stage = "local" if target.local else os.environ.get("RETRYSAFE_STAGE", DEFAULT_STAGE)
     state_dir = local_state_dir()
     fence = args.command.startswith("fence")
-    if fence and not (args.order and args.step):
-        parser.error("fence-show/fence-reset need --order and --step")
+    if fence and not (args.entity_id and args.step):
+        parser.error("fence-show/fence-reset need --id and --step")
     if not fence and not args.key:
         parser.error("show/forget need --key")
     record: RecordKey
     if fence:
-        record_id, token = fence_record_id(args.order, args.step, stage=stage, run=args.run)
+        record_id, token = fence_record_id(args.entity_id, args.step, stage=stage, run=args.run)
         table, record = record_location(
-            target.outputs, entity_id=args.order, token=token, step=args.step, declared=declared
+            target.outputs, entity_id=args.entity_id, token=token, step=args.step, declared=declared
         )
         carried = table != target.output("FenceTableName")
     else:
@@ -318,7 +319,7 @@ def main(argv: list[str] | None = None, declared: Service | None = None) -> int:
         describe: Callable[[Mapping[str, Any]], Shown] = lambda item: describe_fence(  # noqa: E731
             item, now=now, carried=carried
         )
-        what = f"fence of {args.step} (order {args.order}, run {args.run}; record {record_id})"
+        what = f"fence of {args.step} ({entity} {args.entity_id}, run {args.run}; record {record_id})"
     else:
         record, scoped = http_record_id(args.key, stage=stage, caller=args.caller)
         describe = lambda item: describe_http(item, raw_key=args.key, scoped=scoped, now=now)  # noqa: E731

@@ -23,7 +23,9 @@ from pathlib import Path
 from ops.local import control, process
 from ops.local import outputs as outputs_file
 from ops.local.outputs import Outputs
+from ops.service import service
 from ops.target import Target
+from reliability.declaration import Service
 
 # The stage the local cloud deploys unless a tool asks for another (`local-express`: the same on Express).
 LOCAL_STAGE = "local"
@@ -51,10 +53,13 @@ class StageMismatch(RuntimeError):
     """The local cloud running in the state directory serves another stage than the one asked for."""
 
 
-def serves(out: Outputs, stage: str) -> bool:
-    """Whether a local cloud's outputs are the stage's (state machine `{service}-{stage}-order-workflow`)."""
+def serves(out: Outputs, stage: str, declared: Service | None = None) -> bool:
+    """Whether a local cloud's outputs are the stage's: its state machine is
+    `{service}-{stage}-{entity}-workflow` (`reliability.cdk.app_stack`), the entity the service's
+    (`declared`, default `ops.service.service()`)."""
+    entity = (declared or service()).entity.name
     machine = str(out.outputs.get("StateMachineArn", "")).rsplit(":", 1)[-1]
-    return machine.removesuffix("-order-workflow").endswith(f"-{stage}")
+    return machine.removesuffix(f"-{entity}-workflow").endswith(f"-{stage}")
 
 
 @contextlib.contextmanager

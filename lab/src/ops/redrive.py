@@ -12,7 +12,7 @@ and otherwise a fallback with the same guarantees for this service (moto has nei
   it starts from the first state, every step whose fence completed is skipped and only the
   unfinished work runs, including a step whose fence an operator reset (docs/operating.md,
   "Inspecting and resetting idempotency state").
-- workflow on Express (`--order`: an entity's id): Express has no RedriveExecution and no
+- workflow on Express (`--id`: an entity's id): Express has no RedriveExecution and no
   execution API to find a failed execution by; the service's queue is the run's retry. A restart
   is the entity's current-run message sent again: the worker runs the run once more under the
   same token (`restart_express_run`), refused past the same restart-safe window.
@@ -319,15 +319,15 @@ def _workflow(
     machine = target.output("StateMachineArn")
     if sfn.describe_state_machine(stateMachineArn=machine).get("type") == "EXPRESS":
         return _restart_express(target, args, declared)
-    if args.order:
-        raise RedriveError("--order restarts an Express run; on Standard name --execution-arn (or none)")
+    if args.entity_id:
+        raise RedriveError("--id restarts an Express run; on Standard name --execution-arn (or none)")
     if args.execution_arn:
         return redrive_execution(sfn, execution_arn=args.execution_arn, restart=args.restart)
     return redrive_failed_executions(sfn, state_machine_arn=machine, restart=args.restart)
 
 
 def _restart_express(target: Target, args: argparse.Namespace, declared: Service) -> WorkflowRedrive:
-    entity_id = args.order or (express_entity(args.execution_arn) if args.execution_arn else None)
+    entity_id = args.entity_id or (express_entity(args.execution_arn) if args.execution_arn else None)
     if entity_id is None:
         raise RedriveError(
             f"Express lists no executions: name the {declared.entity.name} (ID=<id>); a run whose "
@@ -354,7 +354,8 @@ def main(argv: Sequence[str] | None = None, declared: Service | None = None) -> 
     workflow = commands.add_parser("workflow", help="redrive failed workflow executions")
     workflow.add_argument("--execution-arn", help="one execution (default: every failed one)")
     workflow.add_argument(
-        "--order",
+        "--id",
+        dest="entity_id",
         help=f"Express: the {declared.entity.name} (its id) whose current run to start again under the "
         "same token",
     )

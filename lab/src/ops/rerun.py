@@ -1,4 +1,4 @@
-"""Start run N+1 of an entity whose run N ended FAILED: `python -m ops.rerun ID`, `make rerun ORDER=...`.
+"""Start run N+1 of an entity whose run N ended FAILED: `python -m ops.rerun ID`, `make rerun ID=...`.
 
 Runs are an operator's decision, made through one guarded transition on the entity (run == N and
 status FAILED -> run N+1, ACCEPTED; `reliability.workflow_runs.Reruns`), then its run's message.

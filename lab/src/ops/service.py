@@ -25,6 +25,7 @@ from typing import Any, Protocol
 from emulator import project
 from reliability.declaration import FENCES, Service
 from reliability.record import FenceState
+from reliability.saga import Saga, WorkflowRun
 
 
 def _pyproject() -> Path:
@@ -161,18 +162,15 @@ def record_tables(declared: Service) -> tuple[str, ...]:
 
 
 def step_statuses(declared: Service, states: Mapping[str, str]) -> dict[str, str]:
-    """Each declared step's status on a run from its record's state (`FenceState` values by step
-    name; absent: never ran): COMPLETED is DONE, FAILED is FAILED, and a completed compensation
-    marks the step it undoes COMPENSATED. A service's GET of its entity shows the same
-    (`reliability.saga.Saga.step_statuses`; a test holds the two equal)."""
-    statuses: dict[str, str] = {}
-    for step in declared.steps:
-        state = states.get(step.name)
-        if state == FenceState.COMPLETED:
-            statuses[step.name] = "DONE"
-        elif state == FenceState.FAILED:
-            statuses[step.name] = "FAILED"
-    for step in declared.steps:
-        if step.compensates and statuses.get(step.name) == "DONE":
-            statuses[step.compensates] = "COMPENSATED"
-    return statuses
+    """Each declared step's status on a run from its record's state (stored `FenceState` values by
+    step name; absent or unknown: never ran), as the library's saga derives it for a service's GET
+    of its entity (`reliability.saga.Saga.step_statuses`: the one mechanism, here on plain strings)."""
+    known = {state.value for state in FenceState}
+    fenced = {step: FenceState(state) for step, state in states.items() if state in known}
+    shown = Saga(declared, _reads_no_run).step_statuses(fenced)
+    return {step: status.value for step, status in shown.items()}
+
+
+def _reads_no_run(state: Mapping[str, Any]) -> WorkflowRun[None]:
+    """A saga that only derives statuses reads no workflow state."""
+    raise TypeError(f"the tools' saga runs no step (state {dict(state)!r})")

@@ -2,12 +2,15 @@
 
 from __future__ import annotations
 
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
 
 from ops import lifecycle
 from ops.local.outputs import Outputs
+from ops.service import service
+from reliability.declaration import Entity
 
 ARN = "arn:aws:states:us-east-1:123456789012:stateMachine:retrysafe-{}-order-workflow"
 
@@ -19,6 +22,20 @@ def _serving(stage: str) -> Outputs:
         region="us-east-1",
         outputs={"StateMachineArn": ARN.format(stage)},
     )
+
+
+def test_a_local_cloud_of_another_entity_serves_its_own_stage_only() -> None:
+    # Given a service whose entity is a transfer (its state machine `<service>-<stage>-transfer-workflow`)
+    wallet = replace(service(), entity=Entity(name="transfer", id_prefix="tr-", table="transfers"))
+    transfers = ARN.replace("-order-", "-transfer-")
+
+    def serving(stage: str) -> Outputs:
+        return replace(_serving(stage), outputs={"StateMachineArn": transfers.format(stage)})
+
+    # Then its local cloud serves its stage, and only that one
+    assert lifecycle.serves(serving("local"), "local", wallet)
+    assert lifecycle.serves(serving("local-express"), "local-express", wallet)
+    assert not lifecycle.serves(serving("local-express"), "local", wallet)
 
 
 def test_a_local_cloud_serves_its_own_stage_only() -> None:

@@ -111,9 +111,9 @@ def test_the_sample_proof_builds_a_request_for_each_of_its_outcomes():
 
 
 def test_the_fault_search_draws_the_declared_outcomes():
-    from chaos.draw import ORDER_KINDS  # noqa: PLC0415 - imports the assembly's helpers
+    from chaos.draw import KINDS  # noqa: PLC0415 - imports the assembly's helpers
 
-    assert tuple(outcome.name for outcome in outcomes(SERVICE)) == ORDER_KINDS
+    assert tuple(outcome.name for outcome in outcomes(SERVICE)) == KINDS
 
 
 def _sample_words() -> re.Pattern[str]:

@@ -11,7 +11,8 @@ import pytest
 from ops.service import ServiceNotFound, record_at, record_tables, service, step_statuses
 from orders import items, saga, workflow
 from reliability import FenceState
-from reliability.declaration import Entity, Item, Service, Step
+from reliability.declaration import Entity, Item, Service, Step, StepStatus
+from reliability.saga import Saga
 
 
 def _pyproject(tmp_path: Path, body: str) -> Path:
@@ -106,3 +107,12 @@ def test_no_operator_tool_imports_the_samples_declaration_but_through_the_settin
         if any(map(_imports_the_samples_declaration, ast.walk(ast.parse(module.read_text()))))
     )
     assert importing == []
+
+
+def test_step_statuses_are_derived_by_the_librarys_saga(monkeypatch: pytest.MonkeyPatch):
+    """One mechanism: the tools' statuses come from `Saga.step_statuses`, not a copy of its rule."""
+    everything_compensated = lambda _saga, states: dict.fromkeys(states, StepStatus.COMPENSATED)  # noqa: E731
+    monkeypatch.setattr(Saga, "step_statuses", everything_compensated)
+    assert step_statuses(workflow.SERVICE, {"ReserveInventory": "COMPLETED", "Odd": "NOT-A-STATE"}) == {
+        "ReserveInventory": "COMPENSATED"
+    }

@@ -8,8 +8,8 @@ from typing import Any
 
 import pytest
 
+from ops.story.__main__ import entity_for_key
 from ops.story.__main__ import main as story_main
-from ops.story.__main__ import order_for_key
 from ops.story.collect import Workflow, create_route
 from ops.story.entries import attempt_outcome
 from ops.story.logs import InsightsLogs, Invocation, LocalLogFiles
@@ -211,8 +211,8 @@ def test_a_client_key_names_the_order_it_created_for_its_caller():
     # The order id is derived from the stored key (orders.domain.order_id_for), which names the
     # caller: the local cloud's one caller by default, another caller's same key another order
     stored = scoped_key(stage="local", route="POST /orders", raw_key="demo-1", caller=ANONYMOUS).value
-    assert order_for_key("demo-1", stage="local") == order_id_for(stored)
-    assert order_for_key("demo-1", stage="local", caller="arn:aws:iam::1:user/b") != order_id_for(stored)
+    assert entity_for_key("demo-1", stage="local") == order_id_for(stored)
+    assert entity_for_key("demo-1", stage="local", caller="arn:aws:iam::1:user/b") != order_id_for(stored)
 
 
 def test_a_takeover_that_found_the_effect_at_the_external_system_says_it_reconciled():

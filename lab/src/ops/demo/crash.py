@@ -46,7 +46,7 @@ def crash(demo: Demo, crash_dir: Path) -> tuple[DemoRequest, str]:
 
     def crashed() -> str | None:
         # The failures of each execution as `make story` reads them (`<state>: <error>`)
-        run = int(demo.story.order(placed.entity_id).get("run", 1))
+        run = int(demo.story.entity_item(placed.entity_id).get("run", 1))
         return next(
             (
                 str(execution["executionArn"])
@@ -79,7 +79,7 @@ def _express_gives_up(demo: Demo, placed: DemoRequest, pids: set[int]) -> str:
     step = demo.plan.crash_step.name
 
     def failed() -> dict[str, Any] | None:
-        run = int(demo.story.order(placed.entity_id).get("run", 1))
+        run = int(demo.story.entity_item(placed.entity_id).get("run", 1))
         ended = demo.story.express_executions(placed.entity_id, run)
         return next((e for e in ended if e["status"] == "FAILED"), None)
 
@@ -130,7 +130,7 @@ def queue_restart(demo: Demo, placed: DemoRequest) -> None:
     queue = demo.plan.service.queue
     demo.section(f"the {queue} queue runs it again: the same execution token")
     view = demo.final_view(placed)
-    run = int(demo.story.order(placed.entity_id).get("run", 1))
+    run = int(demo.story.entity_item(placed.entity_id).get("run", 1))
     executions = demo.story.express_executions(placed.entity_id, run)
     tokens = {json.loads(str(e["input"]))["token"] for e in executions}
     for execution in executions:

@@ -218,7 +218,7 @@ class Demo:
 
     def duplicates(self, placed: DemoRequest) -> None:
         self.section("duplicate deliveries of the first request's queue message")
-        item = self.story.order(placed.entity_id)
+        item = self.story.entity_item(placed.entity_id)
         message = {
             self.plan.id_field: placed.entity_id,
             "run": int(item["run"]),

@@ -5,7 +5,7 @@ Uses the running local cloud in `--dir` (left running), else starts one there an
 the figures and writes them to results/ops/fuzz.{json,md} and results/ops/schemathesis.{json,md}
 (schemathesis's own reports in .cache/schemathesis/); exit 1 when any answer broke the contract
 (a 5xx, an error without the shape, an answer the OpenAPI description does not list or the contract
-does not promise, a state change from a rejected request, an accepted order that does not read
+does not promise, a state change from a rejected request, an accepted entity that does not read
 back) or schemathesis found a failure (lab/src/ops/fuzz/schemathesis_run.py, schemathesis.toml).
 """
 

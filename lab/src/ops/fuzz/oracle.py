@@ -6,7 +6,7 @@
   document lists for that status;
 - a 2xx body is the operation's documented model;
 - when the request says what must come back (`Request.expect`), it does.
-State (no change from a rejected request, every accepted order readable) is checked by the runner.
+State (no change from a rejected request, every accepted entity readable) is checked by the runner.
 """
 
 from __future__ import annotations

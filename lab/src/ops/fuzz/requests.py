@@ -44,7 +44,8 @@ class Request:
     body: bytes = b""
     kind: str = ""  # what was generated, for the figures
     expect: frozenset[int] | None = None  # the only statuses the contract allows, when certain
-    order: dict[str, Any] | None = field(default=None, compare=False)  # the body an accepted answer must show
+    # the body an accepted answer must show
+    accepted: dict[str, Any] | None = field(default=None, compare=False)
 
 
 def fill(value: str, *, fresh: str, run: str) -> str:

@@ -76,10 +76,10 @@ class business_rule_refusals:  # lower case: schemathesis names a check after it
     def after_response(self, ctx: Any, response: Any, case: Any) -> None:  # noqa: ARG002 - schemathesis's signature
         if (case.method.upper(), case.path) != CREATE:
             return
-        order, key = _within_contract(case.body), _key(case.headers)
-        if 200 <= response.status_code < 300 and order is not None and key is not None:
+        admitted, key = _within_contract(case.body), _key(case.headers)
+        if 200 <= response.status_code < 300 and admitted is not None and key is not None:
             with self._lock:
-                self._accepted.setdefault(key, order)  # idempotent: shrinking replays requests
+                self._accepted.setdefault(key, admitted)  # idempotent: shrinking replays requests
             return
         meta = case.meta
         if response.status_code != 422 or meta is None or not meta.generation.mode.is_positive:
@@ -89,10 +89,10 @@ class business_rule_refusals:  # lower case: schemathesis names a check after it
             problem = _refusal_problem(case.body, code)
             if problem is not None:
                 raise AssertionError(problem)
-        elif order is None:
+        elif admitted is None:
             raise AssertionError(f"422 {code} to a body the document admits and the contract refuses")
         else:
             with self._lock:
                 first = self._accepted.get(key) if key is not None else None
-            if first == order:
+            if first == admitted:
                 raise AssertionError(f"422 {code} to the body this {HEADER} was accepted for")

@@ -107,7 +107,7 @@ def older_than_fence_windows(entity: Mapping[str, Any], now: float) -> bool:
 def main(argv: Iterable[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description="Check the declared workflow's invariants.")
     parser.add_argument("--allow-in-flight", action="store_true", help="tolerate entities still running")
-    parser.add_argument("--json", action="store_true", help="print the per-order rows as JSON")
+    parser.add_argument("--json", action="store_true", help="print the per-entity rows as JSON")
     args = parser.parse_args(list(argv) if argv is not None else None)
     target = Target.resolve()
     report = check(Stores.from_outputs(target.outputs, target.client), allow_in_flight=args.allow_in_flight)

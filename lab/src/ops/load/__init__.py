@@ -1,1 +1,1 @@
-"""`make load`: many clients placing and following orders over HTTP on the local cloud."""
+"""`make load`: many clients creating and following entities over HTTP on the local cloud."""

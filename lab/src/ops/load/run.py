@@ -1,15 +1,15 @@
-"""One round of load: N orders from C clients over HTTP, each followed until it is final.
+"""One round of load: N entities from C clients over HTTP, each followed until it is final.
 
 Each client is a thread with one keep-alive HTTP connection (a new one after any failure). It keeps
-at most `window` orders of its own in flight: it POSTs the next order while it has room, and GETs
-each order it placed once per `poll` seconds until the order reads a status a step of the
+at most `window` entities of its own in flight: it POSTs the next request while it has room, and
+GETs each entity it created once per `poll` seconds until it reads a status a step of the
 workflow sets (the sample's COMPLETED or FAILED). Its bodies are the proof's requests for the
-happy outcome (`ops.outcomes`). An order's end-to-end latency runs from the start of its POST to
+happy outcome (`ops.outcomes`). An entity's end-to-end latency runs from the start of its POST to
 the GET that first read it final (so it is rounded up to the poll interval). A request that got no
 answer (connection reset, refused, dropped: counted), a 429 (the stage's throttle) or a 5xx is sent
 again after a short pause, the POST with the same Idempotency-Key, as a client would, at most
 `RESENDS` times. Every loop is bounded: by the round's deadline, and by `stall` seconds without any
-order accepted or final.
+entity accepted or final.
 """
 
 from __future__ import annotations
@@ -36,12 +36,12 @@ RESENDS = 5
 
 @dataclass(frozen=True)
 class Plan:
-    orders: int
+    entities: int  # POSTs per round, each creating one entity
     clients: int
     window: int = 4
     poll: float = 1.0
     deadline: float = 900.0  # seconds a round may take at most
-    stall: float = 120.0  # seconds without progress (an order accepted or final) that end a round
+    stall: float = 120.0  # seconds without progress (an entity accepted or final) that end a round
 
 
 @dataclass
@@ -50,7 +50,7 @@ class Tally:
 
     post_ms: list[float] = field(default_factory=list)
     get_ms: list[float] = field(default_factory=list)
-    order_ms: list[float] = field(default_factory=list)
+    end_to_end_ms: list[float] = field(default_factory=list)
     statuses: Counter[str] = field(default_factory=Counter)
     final: Counter[str] = field(default_factory=Counter)
     connection_errors: Counter[str] = field(default_factory=Counter)
@@ -132,7 +132,7 @@ class Round:
 
     def _take(self) -> int | None:
         with self._take_lock:
-            if self._next >= self.plan.orders:
+            if self._next >= self.plan.entities:
                 return None
             self._next += 1
             return self._next
@@ -168,9 +168,9 @@ class Round:
             with self.tally.lock:
                 self.tally.not_accepted += 1
 
-    def _poll(self, conn: _Connection, order: _Pending, pending: list[_Pending]) -> None:
+    def _poll(self, conn: _Connection, entity: _Pending, pending: list[_Pending]) -> None:
         status, document, elapsed = self._timed(
-            conn, "GET", self._read_path.replace("{" + self._id_field + "}", order.entity_id)
+            conn, "GET", self._read_path.replace("{" + self._id_field + "}", entity.entity_id)
         )
         now = time.monotonic()
         if status == 200:
@@ -178,13 +178,13 @@ class Round:
                 self.tally.get_ms.append(elapsed)
         state = document.get("status") if status == 200 and isinstance(document, dict) else None
         if state in self._final:
-            pending.remove(order)
+            pending.remove(entity)
             with self.tally.lock:
-                self.tally.order_ms.append((now - order.posted) * 1000)
+                self.tally.end_to_end_ms.append((now - entity.posted) * 1000)
                 self.tally.final[str(state)] += 1
                 self.tally.last_final = self.tally.last_progress = max(self.tally.last_final, now)
         else:
-            order.next_poll = now + self.plan.poll
+            entity.next_poll = now + self.plan.poll
 
     def _client(self) -> None:
         conn = _Connection(self.base_url, self.tally)
@@ -229,16 +229,16 @@ class Round:
         span = (tally.last_final or time.monotonic()) - started
         return {
             "round": self.label,
-            "orders": self.plan.orders,
+            "entities": self.plan.entities,
             "clients": self.plan.clients,
             "final": dict(tally.final),
             "not_accepted": tally.not_accepted,
-            "not_final": self.plan.orders - tally.not_accepted - completed,
+            "not_final": self.plan.entities - tally.not_accepted - completed,
             "seconds": round(span, 1),
-            "orders_per_second": round(completed / span, 2) if span > 0 else 0.0,
+            "entities_per_second": round(completed / span, 2) if span > 0 else 0.0,
             "post_ms": percentiles(tally.post_ms),
             "get_ms": percentiles(tally.get_ms),
-            "order_ms": percentiles(tally.order_ms),
+            "end_to_end_ms": percentiles(tally.end_to_end_ms),
             "statuses": dict(sorted(tally.statuses.items())),
             "connection_errors": dict(tally.connection_errors),
         }

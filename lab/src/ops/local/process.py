@@ -1,7 +1,7 @@
 """A local cloud in a background process, for test suites and tools that want one of their own.
 
     with ops.local.process.background(state_dir=tmp / "lc") as out:   # free ports, own state dir
-        requests.post(out.api_url + "orders", ...); boto3.client("sqs", **client_kwargs(out))
+        requests.post(out.api_url + "<route>", ...); boto3.client("sqs", **client_kwargs(out))
 
 The same `python -m localcloud up` / `down` the Makefile runs, so handler code and moto stay out
 of the caller's process; `down` runs even when the body raises.

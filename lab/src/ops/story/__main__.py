@@ -1,4 +1,4 @@
-"""`make story ORDER=<id>` (or `KEY=<Idempotency-Key>`): one order's story.
+"""`make story ID=<id>` (or `KEY=<Idempotency-Key>`): one entity's story.
 
     python -m ops.story o-0123...                 # timeline in the terminal (colour on a TTY)
     python -m ops.story --key my-key --json       # for tools
@@ -6,7 +6,7 @@
 
 Reads the target `ops.target` resolves (the local cloud's stores, execution history and log files;
 a deployed stage's, with CloudWatch Logs Insights, when AWS_PROFILE/AWS_ENDPOINT_URL is set). With
-no target running, a story the demo recorded (`<state dir>/stories/<order>.json`) is shown instead.
+no target running, a story the demo recorded (`<state dir>/stories/<id>.json`) is shown instead.
 """
 
 from __future__ import annotations
@@ -21,7 +21,7 @@ from botocore.exceptions import BotoCoreError, ClientError
 
 from ops.service import service
 from ops.story import browser, html, text
-from ops.story.collect import Collector, OrderNotFound, add_caller_argument, create_route
+from ops.story.collect import Collector, EntityNotFound, add_caller_argument, create_route
 from ops.story.logs import InsightsLogs, LocalLogFiles
 from ops.story.model import Story
 from ops.target import DEFAULT_STAGE, Target, TargetNotFound
@@ -36,7 +36,7 @@ def stories_dir() -> Path:
     return state_dir() / "stories"
 
 
-def order_for_key(raw_key: str, *, stage: str, caller: str = ANONYMOUS) -> str:
+def entity_for_key(raw_key: str, *, stage: str, caller: str = ANONYMOUS) -> str:
     """The entity a caller's Idempotency-Key created (its id is derived from the stored key:
     `reliability.declaration.Entity.id_for`)."""
     scoped = scoped_key(stage=stage, route=create_route(), raw_key=raw_key, caller=caller)
@@ -81,17 +81,20 @@ def write(story: Story, fmt: str, out: Path | None, *, color: bool) -> str:
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m ops.story", description=__doc__.splitlines()[0])
-    parser.add_argument("order", nargs="?", help="the order id (o-...)")
-    parser.add_argument("--key", help="the client's Idempotency-Key instead of the order id")
+    entity = service().entity
+    parser.add_argument(
+        "entity_id", nargs="?", metavar="ID", help=f"the {entity.name}'s id ({entity.id_prefix}...)"
+    )
+    parser.add_argument("--key", help=f"the client's Idempotency-Key instead of the {entity.name}'s id")
     add_caller_argument(parser)
     parser.add_argument("--format", choices=("text", "json", "html", "png", "terminal-png"), default="text")
     parser.add_argument("--json", action="store_const", const="json", dest="format", help="= --format json")
     parser.add_argument(
-        "--out", type=Path, help="where a page is written (default <state dir>/stories/<order>.html)"
+        "--out", type=Path, help="where a page is written (default <state dir>/stories/<id>.html)"
     )
     parser.add_argument("--color", choices=("auto", "always", "never"), default="auto")
     args = parser.parse_args(argv)
-    if not args.order and not args.key:
+    if not args.entity_id and not args.key:
         parser.error("name an entity (ID=<id>) or a key (KEY=...)")
     color = args.color == "always" or (
         args.color == "auto" and sys.stdout.isatty() and not os.environ.get("NO_COLOR")
@@ -100,13 +103,13 @@ def main(argv: list[str] | None = None) -> int:
     try:
         target = Target.resolve()
         stage = "local" if target.local else os.environ.get("RETRYSAFE_STAGE", DEFAULT_STAGE)
-        entity_id = args.order or order_for_key(args.key, stage=stage, caller=args.caller)
+        entity_id = args.entity_id or entity_for_key(args.key, stage=stage, caller=args.caller)
         story = collector_for(target).collect(entity_id)
-    except OrderNotFound as error:
+    except EntityNotFound as error:
         print(f"error: {error}", file=sys.stderr)
         return 1
     except (TargetNotFound, BotoCoreError, ClientError, OSError) as error:
-        entity_id = args.order or order_for_key(args.key, stage="local", caller=args.caller)
+        entity_id = args.entity_id or entity_for_key(args.key, stage="local", caller=args.caller)
         recorded = load_recorded(entity_id)
         if recorded is None:
             print(f"error: {error}", file=sys.stderr)

@@ -1,4 +1,4 @@
-"""Gather one order's story from the stores, the execution history and the function logs.
+"""Gather one entity's story from the stores, the execution history and the function logs.
 
 Every source is read through the target's clients (`ops.target.Target`), so the same code reads
 the local cloud and a deployed stage; only the log source differs (`ops.story.logs`). On an
@@ -60,7 +60,7 @@ def add_caller_argument(parser: argparse.ArgumentParser) -> None:
     )
 
 
-class OrderNotFound(LookupError):
+class EntityNotFound(LookupError):
     pass
 
 
@@ -114,7 +114,7 @@ class Workflow:
 
 
 class Collector:
-    """Reads one order's story. `clients(name)` is a boto3 client factory for the target."""
+    """Reads one entity's story. `clients(name)` is a boto3 client factory for the target."""
 
     def __init__(
         self, *, outputs: Mapping[str, str], client: Any, logs: LogSource, declared: Service | None = None
@@ -126,14 +126,14 @@ class Collector:
         self.stores = Stores.from_outputs(outputs, client, declared=self.declared)
         self.logs = logs
 
-    def order(self, entity_id: str) -> dict[str, Any]:
+    def entity_item(self, entity_id: str) -> dict[str, Any]:
         """The business entity's item (`<entity>#<id>` / `<entity>` in its table)."""
         entity = self.declared.entity
         table = self.outputs[table_output(entity.table)]
         key = {"pk": {"S": entity.partition(entity_id)}, "sk": {"S": entity.name}}
         item = self.ddb.get_item(TableName=table, Key=key, ConsistentRead=True).get("Item")
         if not item:
-            raise OrderNotFound(f"no {entity.name} {entity_id!r} in {table}")
+            raise EntityNotFound(f"no {entity.name} {entity_id!r} in {table}")
         return plain(item)
 
     def items(self, table: str, entity_id: str, prefix: str) -> list[dict[str, Any]]:
@@ -167,8 +167,8 @@ class Collector:
         )
 
     def executions(self, entity_id: str, runs: int) -> list[dict[str, Any]]:
-        """Every execution of the order's runs, by name (no listing of the whole state machine):
-        `<order>-r<run>` (reliability.workflow_runs.execution_name) and the local restarts `-restart-<n>`
+        """Every execution of the entity's runs, by name (no listing of the whole state machine):
+        `<id>-r<run>` (reliability.workflow_runs.execution_name) and the local restarts `-restart-<n>`
         (ops.redrive; on AWS a redrive keeps the execution)."""
         prefix = self.outputs["StateMachineArn"].replace(":stateMachine:", ":execution:")
         found = []
@@ -189,7 +189,7 @@ class Collector:
         return sorted(found, key=lambda e: epoch(e.get("startDate")) or 0)
 
     def express_executions(self, entity_id: str, runs: int) -> list[dict[str, Any]]:
-        """Every Express execution of the order's runs, as the worker logged their ends (Express
+        """Every Express execution of the entity's runs, as the worker logged their ends (Express
         keeps no history, and no execution API answers for one)."""
         worker = {WORKER_FUNCTION: self.outputs[function_output(WORKER_FUNCTION)]}
         return express_executions(self.logs.invocations(worker, [entity_id]), entity_id, runs)
@@ -203,13 +203,13 @@ class Collector:
         return plain(item) if item and "state" in item else {}
 
     def collect(self, entity_id: str) -> Story:
-        order = self.order(entity_id)
+        item = self.entity_item(entity_id)
         workflow = self.workflow()
-        runs = int(order.get("run", 1))
+        runs = int(item.get("run", 1))
         # Express: read from the worker's lines below, with the rest of the logs
         executions = [] if workflow.express else self.executions(entity_id, runs)
         tokens = _tokens(executions)
-        stored_key = str(order.get("idempotency_key") or "")
+        stored_key = str(item.get("idempotency_key") or "")
         # The consumers' functions by the short name their `<Name>FunctionName` output is built from
         consumers = (c.name for c in self.declared.consumers)
         physical = {f: self.outputs[function_output(f)] for f in (API_FUNCTION, WORKER_FUNCTION, *consumers)}
@@ -239,10 +239,10 @@ class Collector:
         row = next((r for r in report.rows if r.entity_id == entity_id), None)
         return Story(
             entity_id=entity_id,
-            status=str(order.get("status", "?")),
-            run=int(order["run"]) if "run" in order else None,
+            status=str(item.get("status", "?")),
+            run=int(item["run"]) if "run" in item else None,
             client_key=_client_key(stored_key),
-            total=f"{int(order.get('total_cents', 0)) / 100:.2f} {order.get('currency', '')}".strip(),
+            total=f"{int(item.get('total_cents', 0)) / 100:.2f} {item.get('currency', '')}".strip(),
             entries=entries,
             steps=workflow.steps,
             edges=workflow.edges,

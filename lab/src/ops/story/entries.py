@@ -1,4 +1,4 @@
-"""One order's timeline entries, from what its sources say: each function invocation's decisions
+"""One entity's timeline entries, from what its sources say: each function invocation's decisions
 (a step attempt's outcome from its fence decisions and how it ended), the executions' starts,
 redrives and ends, and the compensations a step's record implies."""
 
@@ -138,7 +138,7 @@ EXECUTION_ENDED = "ExecutionEnded"  # reliability.telemetry.Decision.EXECUTION_E
 
 
 def express_executions(invocations: Iterable[Invocation], entity_id: str, runs: int) -> list[dict[str, Any]]:
-    """The order's Express executions, shaped as DescribeExecution describes a Standard one (name,
+    """The entity's Express executions, shaped as DescribeExecution describes a Standard one (name,
     ARN, status, dates, input's token, failures), from the worker's `ExecutionEnded` lines. Each is
     named by its run's name and the start of its id, as several share the run's name."""
     names = {f"{entity_id}-r{run}" for run in range(1, runs + 1)}
@@ -178,7 +178,7 @@ def _message(cause: Any) -> Any:
 
 
 def run_tokens(invocations: Iterable[Invocation], entity_id: str) -> set[str]:
-    """The run tokens (`<stage>.<order>.r<n>`) the order's step lines name."""
+    """The run tokens (`<stage>.<id>.r<n>`) the entity's step lines name."""
     suffix = re.compile(rf"\.{re.escape(entity_id)}\.r\d+$")
     return {
         str(line["token"])

@@ -330,7 +330,7 @@ def render(story: Story) -> str:
     ]
     return (
         '<!doctype html>\n<html lang="en"><head><meta charset="utf-8">'
-        f"<title>{escape(story.entity_id)}: the story of one order</title>"
+        f"<title>{escape(story.entity_id)}: its story</title>"
         "<style>html,body{margin:0;padding:0;background:#fff}svg{display:block}</style></head><body>\n"
         + "\n".join(svg)
         + "\n</body></html>\n"

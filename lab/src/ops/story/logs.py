@@ -1,10 +1,10 @@
-"""The function logs an order's story is read from: one `Invocation` per Lambda request id.
+"""The function logs an entity's story is read from: one `Invocation` per Lambda request id.
 
 Two sources give the same shape:
 - `LocalLogFiles`: the local cloud's `.localcloud/logs/<function>.log` (START/END/REPORT lines and
   the Powertools JSON lines; its REPORT line adds `Status: <errorType>` for a failed invocation);
 - `InsightsLogs`: CloudWatch Logs Insights on a deployed stage's `/aws/lambda/<function>` groups.
-Only lines that name the order (its id, execution token or stored idempotency key) are kept, plus
+Only lines that name the entity (its id, execution token or stored idempotency key) are kept, plus
 the REPORT line of each request that had one (duration, error).
 """
 
@@ -71,7 +71,7 @@ def line_time(line: Mapping[str, Any]) -> float | None:
 
 
 def mentions(line: Mapping[str, Any], needles: Sequence[str]) -> bool:
-    """Whether any field of the line contains one of the needles (order id, token, stored key)."""
+    """Whether any field of the line contains one of the needles (entity id, token, stored key)."""
     values = [str(value) for value in line.values() if value is not None]
     return any(needle and needle in value for needle in needles for value in values)
 

@@ -1,4 +1,4 @@
-"""An order's story as data: the timeline entries, the step summary and the verdict.
+"""An entity's story as data: the timeline entries, the step summary and the verdict.
 
 One model, three renderings (terminal, `--json`, HTML). `Story.to_dict()`/`from_dict()` round-trip,
 so a story recorded by the demo renders later without the cloud that produced it.

@@ -1,4 +1,4 @@
-"""The transfer: its terms, its status, its ids, the keys of the items the steps write, the
+"""The transfer: its terms, its status, the keys of the items the steps write, the
 run a workflow state carries and the event a completed transfer emits.
 
 Plain Python: nothing here knows Lambda, boto3 or the environment. Every key prefix is the
@@ -8,7 +8,6 @@ in the wallet's minor unit (cents).
 
 from __future__ import annotations
 
-import hashlib
 from collections.abc import Mapping
 from dataclasses import asdict, dataclass
 from enum import StrEnum
@@ -38,13 +37,6 @@ class Status(StrEnum):
     RUNNING = "RUNNING"
     COMPLETED = "COMPLETED"
     FAILED = "FAILED"
-
-
-def id_for(stored_key: str) -> str:
-    """The transfer's id: the declared prefix and 32 hex digits of the stored (stage-, route-
-    and caller-scoped) idempotency key. Derived, not drawn: a client's retry after a crash between
-    the transfer write and its queue send lands on the same transfer."""
-    return f"{ENTITY.id_prefix}{hashlib.sha256(stored_key.encode()).hexdigest()[:32]}"
 
 
 def key(entity_id: str, sort_key: str) -> dict[str, dict[str, str]]:

@@ -13,7 +13,7 @@ from reliability.runs import FenceStore
 from reliability.workflow_runs import Queue, RunMessage
 
 from wallet_api import contract, domain
-from wallet_api.domain import ENTITY, Status, id_for
+from wallet_api.domain import ENTITY, Status
 from wallet_api.errors import TransferConflict, TransferNotFound
 from wallet_api.saga import SAGA
 from wallet_api.store import Store
@@ -35,7 +35,7 @@ def create_transfer(
     The key outlives its HTTP record in the transfer it created: another body under it is
     refused then too (422), never answered with the first transfer."""
     asked = domain.Transfer(
-        entity_id=id_for(stored_key),
+        entity_id=ENTITY.id_for(stored_key),
         source=body.source,
         target=body.target,
         amount=body.amount,

@@ -11,7 +11,7 @@ from reliability.runs import FenceStore
 
 from wallet_api import contract
 from wallet_api import store as entities
-from wallet_api.domain import ENTITY, Status, id_for
+from wallet_api.domain import ENTITY, Status
 from wallet_api.errors import InvalidRequest, TransferConflict, TransferNotFound
 from wallet_api.views import create_transfer, get_transfer
 
@@ -42,7 +42,7 @@ def test_an_accepted_transfer_reads_back_as_sent(
     view = get_transfer(entity_id, caller=OWNER, store=store, fences=fences, stage=STAGE)
 
     assert accepted == again
-    assert entity_id == id_for(KEY)
+    assert entity_id == ENTITY.id_for(KEY)
     assert entity_id.startswith(ENTITY.id_prefix)
     assert (view.source, view.target, view.amount) == ("acct-1", "acct-2", 300)
     assert (view.status, view.reason, view.steps) == (Status.ACCEPTED, None, {})
@@ -69,7 +69,7 @@ def test_an_unknown_transfer_is_not_found(
     fences: FenceStore,
 ) -> None:
     with pytest.raises(TransferNotFound):
-        get_transfer(id_for("never"), caller=OWNER, store=store, fences=fences, stage=STAGE)
+        get_transfer(ENTITY.id_for("never"), caller=OWNER, store=store, fences=fences, stage=STAGE)
 
 
 def test_another_callers_transfer_is_not_found(
