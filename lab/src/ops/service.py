@@ -24,8 +24,6 @@ from typing import Any, Protocol
 
 from emulator import project
 from reliability.declaration import FENCES, Service
-from reliability.record import FenceState
-from reliability.saga import Saga, WorkflowRun
 
 
 def _pyproject() -> Path:
@@ -163,14 +161,6 @@ def record_tables(declared: Service) -> tuple[str, ...]:
 
 def step_statuses(declared: Service, states: Mapping[str, str]) -> dict[str, str]:
     """Each declared step's status on a run from its record's state (stored `FenceState` values by
-    step name; absent or unknown: never ran), as the library's saga derives it for a service's GET
-    of its entity (`reliability.saga.Saga.step_statuses`: the one mechanism, here on plain strings)."""
-    known = {state.value for state in FenceState}
-    fenced = {step: FenceState(state) for step, state in states.items() if state in known}
-    shown = Saga(declared, _reads_no_run).step_statuses(fenced)
-    return {step: status.value for step, status in shown.items()}
-
-
-def _reads_no_run(state: Mapping[str, Any]) -> WorkflowRun[None]:
-    """A saga that only derives statuses reads no workflow state."""
-    raise TypeError(f"the tools' saga runs no step (state {dict(state)!r})")
+    step name; absent or unknown: never ran), as a service's GET of its entity shows it
+    (`reliability.declaration.Service.step_statuses`: the one mechanism)."""
+    return {step: status.value for step, status in declared.step_statuses(states).items()}
