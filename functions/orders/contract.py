@@ -207,11 +207,3 @@ class OrderView(_Body):
     charges: list[Charge]
     provider_calls: list[ProviderCall]
     execution_arn: str | None = None
-
-
-@dataclass(frozen=True)
-class ErrorBody(_Body):
-    """Every error response: a stable machine-readable code and a human message."""
-
-    error: str
-    message: str

@@ -3,9 +3,10 @@
 The functions parse their bodies without pydantic, whose import and first model cost a worker or
 consumer ~75 ms of CPU on its cold start, and an API function about a fifth of its floor
 (bench/coldstart.py). Queue bodies are checked field by field (`record`, `text`, `integer`); an
-API request against its published JSON Schema (`conform`), so the schema a service publishes and
-API Gateway validates at the edge is the very rule its function applies. A check that fails raises
-`ShapeError`, a `ValueError` naming the field and why, never the input:
+API request against its published JSON Schema (`conform`: the sample's API), so the schema a
+service publishes and API Gateway validates at the edge is the very rule its function applies (a
+service may keep pydantic for its contract instead, as the template does, at that cost). A check
+that fails raises `ShapeError`, a `ValueError` naming the field and why, never the input:
 `reliability.batch.parse_body` turns it into the dead-letter reason `wrong shape: <field> (<why>)`,
 and an API answers it 422.
 """
