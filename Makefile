@@ -158,7 +158,7 @@ test-e2e: install ## End to end over HTTP and AWS APIs: a local cloud of its own
 ministack: install $(MINISTACK_STAMP) ## Run MiniStack, patched where it differs from AWS (lab/src/localstack_engine/), on 127.0.0.1:4566 in the foreground (Ctrl-C stops it)
 	$(PY) -m localstack_engine.process
 
-e2e-localstack: install $(MINISTACK_STAMP) ## The LocalStack path on MiniStack: engine up, layer, deploy STAGE=dev TARGET=localstack, seed, the e2e tier, destroy, engine down (1-2 min)
+e2e-localstack: install $(MINISTACK_STAMP) ## The LocalStack path on MiniStack: engine up, layer, deploy STAGE=dev TARGET=localstack, seed, the e2e tier, destroy, engine down (3-5 min)
 	$(PY) -m localstack_engine.walk
 
 bench: install ## Count AWS calls per step and per order through the handlers on moto, time each handler's cold invocation (import + first invocation, clients included) against a bare Powertools handler, price whole orders with and without the layer; writes bench/results/

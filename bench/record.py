@@ -12,7 +12,9 @@ def command(runs: str, argv: Sequence[str] | None = None) -> str:
     starts the script (`bench/cost.py`, `-m bench.roundtrips`), `argv` its arguments (default:
     this process's)."""
     args = list(sys.argv[1:] if argv is None else argv)
-    return shlex.join(["PYTHONPATH=functions:.", ".venv/bin/python", *runs.split(), *args])
+    return shlex.join(
+        ["PYTHONPATH=functions:.:lib/reliability/src:lab/src", ".venv/bin/python", *runs.split(), *args]
+    )
 
 
 def written_by(runs: str, argv: Sequence[str] | None = None) -> str:

@@ -1,6 +1,8 @@
 """A few single faults against the local cloud in EXIT mode: the Lambda worker process really dies.
 
-    PYTHONPATH=functions:. python -m chaos.local      # writes results/chaos/localcloud.{json,md}
+    PYTHONPATH=functions:.:lib/reliability/src:lab/src python -m chaos.local
+
+writes results/chaos/localcloud.{json,md}.
 
 The in-process harness proves the logic under every fault; this proves the crash mechanism is the
 real one: `RETRYSAFE_CRASH_MODE=exit` makes the worker process `os._exit(137)` at the point, the
@@ -182,7 +184,7 @@ def _one(
 def write(results: list[LocalResult], directory: Path = RESULTS) -> None:
     directory.mkdir(parents=True, exist_ok=True)
     data = {
-        "command": "PYTHONPATH=functions:. python -m chaos.local",
+        "command": "PYTHONPATH=functions:.:lib/reliability/src:lab/src python -m chaos.local",
         "mode": "exit (the worker process dies: os._exit(137))",
         "faults": len(results),
         "violations": sum(len(r.violations) for r in results),
