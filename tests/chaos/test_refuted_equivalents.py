@@ -16,7 +16,7 @@ pytestmark = pytest.mark.filterwarnings("ignore:No application metrics:UserWarni
 # MarkFailed again, and unfenced it sets FAILED over run 2 (the wallet copy's search found it:
 # seed 1795760993, 33 worlds).
 RERUN_THEN_REDRIVE = Schedule(
-    orders=("payment-declined",),
+    ("payment-declined",),  # the outcome of the one request it places
     crashes=(),
     stops=(PointHit.parse("mark-failed:after:DynamoDB.TransactWriteItems#1"),),
     actions=(Action("rerun"), Action("redrive"), Action("wait")),
