@@ -98,6 +98,16 @@ def test_an_equivalent_mutant_is_listed_apart_and_does_not_fail_the_run():
     assert "equivalent (0/1)" in "\n".join(table(results))
 
 
+def test_a_mutant_declared_equivalent_that_a_search_catches_fails_the_run():
+    # A catch is a world that tells the mutant apart: the declaration is refuted, not listed apart
+    equivalent = next(m for m in MUTANTS if m.equivalent)
+    results = summarize([equivalent], {equivalent.name: _searched([True])})
+    assert exit_code(results) == 1
+    lines = table(results)
+    assert "1 declared equivalent yet caught (the declaration is refuted)" in lines[0]
+    assert "**refuted equivalent (1/1)**" in "\n".join(lines)
+
+
 def test_each_old_behaviour_of_issue_10_was_found_by_the_random_search():
     # Not by a hand-written schedule: the recorded reproducer is hypothesis' shrunk schedule
     recorded = {r["name"]: r for r in load()}

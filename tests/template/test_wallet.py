@@ -311,8 +311,8 @@ def test_the_fault_search_holds_the_wallet_and_catches_its_unfenced_payout(walle
     assert report["invariant_violations"] == 0
     assert report["control_violations"] > 0
     assert mutants["fence-off:Payout"]["caught"]
-    # reconcile-off:Payout and dedup-off:audit are figures here, not a bar: the audit's effect is
-    # itself a put-once per fact, so its dedup may be an equivalent mutant for this consumer
+    # reconcile-off:Payout and dedup-off:audit are figures here, not a bar (one seed of 30 worlds):
+    # off, the audit's dedup shows as a copy of an applied event dead-lettered
 
 
 @LAB

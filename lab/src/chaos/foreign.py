@@ -12,6 +12,11 @@
   current one is provably a duplicate (run N+1 began only once run N had ended): it is never
   dead-lettered (no DLQ alarm pages a person for it).
 
+The same holds on the consumers' queues, whatever sent the copy (`applied_and_dead_lettered`, every
+world): a consumer's DLQ holds no copy, without a reason, of an event that consumer applied. Its
+dedup off, a consumer whose effect is a put-once of its own shows only there: the copy's put is
+refused, the refusal fails the invocation until the receives run out, and the state is the same.
+
 The event's envelope is the library's (`reliability.consumers`: `event_id`, `stage`); the field
 that names the entity is the one whose value is the entity's id.
 """
@@ -23,7 +28,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from ops.invariants import peek_dead_letters
+from ops.invariants import EntityRow, peek_dead_letters
 from ops.service import service
 from ops.stack_outputs import dlq_output, queue_output, table_output
 from reliability.run_store import record_key
@@ -188,3 +193,35 @@ def violations(cloud: ChaosCloud) -> list[str]:
                 f"dead-lettered ({letter.reason}): a provable duplicate pages a person"
             )
     return found
+
+
+def applied_and_dead_lettered(cloud: ChaosCloud, rows: Sequence[EntityRow]) -> list[str]:
+    """Each consumer's DLQ holds no copy of an event that consumer applied: a letter with no reason
+    (the consumer failed on it until its receives ran out) of a run whose effect the consumer
+    applied is a duplicate it did not recognise, and pages a person for nothing."""
+    by_id = {row.entity_id: row for row in rows}
+    consumers = {queue_output(c.name): c.name for c in service().consumers}
+    found = []
+    for dlq, queue in cloud.dlqs.items():
+        name = consumers.get(queue)
+        if name is None:
+            continue
+        for letter in peek_dead_letters(cloud.sqs, cloud.outputs[dlq], queue):
+            event = _json_object(letter.body)
+            row = next((by_id[v] for v in event.values() if isinstance(v, str) and v in by_id), None)
+            if letter.reason or row is None or event.get("run", row.run) != row.run:
+                continue
+            if row.effects[name]:
+                found.append(
+                    f"{row.entity_id}: {name} applied run {row.run}'s event and a copy of it was "
+                    "dead-lettered without a reason: a duplicate pages a person"
+                )
+    return found
+
+
+def _json_object(body: str) -> dict[str, Any]:
+    try:
+        value = json.loads(body)
+    except ValueError:
+        return {}
+    return value if isinstance(value, dict) else {}

@@ -7,7 +7,8 @@ seeds whose search caught it within the budget (a world that violates with the g
 passes on main), and the median number of worlds it took. A search that needs its seed or its
 budget handed to it has not found the bug: the run exits 1 unless every mutant that is not
 declared equivalent is caught from every seed. An equivalent mutant is searched from the first
-seed only, its whole budget, and listed apart.
+seed only, its whole budget, and listed apart; a catch refutes its declaration (a world tells it
+apart), and the run exits 1 for it too.
 
 Each search's random schedules are aimed at what its mutant changed (`chaos.draw`, "aimed"): the
 action kinds whose runs reach the mutant's functions, measured once per run (`chaos.aim`) and
@@ -85,8 +86,13 @@ class MutantResult:
         return statistics.median(caught) if caught else None
 
     @property
+    def refuted(self) -> bool:
+        """Declared equivalent, yet a search caught it: a world tells it apart."""
+        return bool(self.equivalent) and any(c.caught for c in self.catches)
+
+    @property
     def passes(self) -> bool:
-        return self.caught or bool(self.equivalent)
+        return not self.refuted if self.equivalent else self.caught
 
     def as_dict(self) -> dict[str, Any]:
         rate = self.rate
@@ -123,7 +129,8 @@ def summarize(mutants: Sequence[Mutant], catches: dict[str, list[Catch]]) -> lis
 
 
 def exit_code(results: Sequence[MutantResult]) -> int:
-    """0 only when every mutant not declared equivalent was caught from every seed."""
+    """0 only when every mutant not declared equivalent was caught from every seed, and no mutant
+    declared equivalent was caught."""
     return 0 if results and all(r.passes for r in results) else 1
 
 
@@ -203,11 +210,13 @@ def table(results: Sequence[MutantResult]) -> list[str]:
     """The mutant table, Markdown."""
     scored = [r for r in results if not r.equivalent]
     caught = sum(r.caught for r in scored)
-    equivalent = len(results) - len(scored)
+    refuted = sum(r.refuted for r in results)
+    equivalent = len(results) - len(scored) - refuted
     lines = [
         f"Mutation score: {caught}/{len(scored)} guards caught from every seed"
         + (f" ({100 * caught // len(scored)} %)" if scored else "")
-        + (f"; {equivalent} equivalent mutant(s) listed apart" if equivalent else ""),
+        + (f"; {equivalent} equivalent mutant(s) listed apart" if equivalent else "")
+        + (f"; {refuted} declared equivalent yet caught (the declaration is refuted)" if refuted else ""),
         "",
         "| guard (mutant) | issue 10 | catch rate | median worlds to catch | worlds per seed | seconds "
         "| found by (the reproducer, shrunk) |",
@@ -215,7 +224,9 @@ def table(results: Sequence[MutantResult]) -> list[str]:
     ]
     for r in results:
         rate = f"{r.rate[0]}/{r.rate[1]}"
-        if r.equivalent and not any(c.caught for c in r.catches):
+        if r.refuted:
+            rate = f"**refuted equivalent ({rate})**"
+        elif r.equivalent:
             rate = f"equivalent ({rate})"
         elif not r.caught:
             rate = f"**{rate}**"

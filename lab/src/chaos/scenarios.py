@@ -88,6 +88,7 @@ def verdict(cloud: ChaosCloud, placed: Sequence[Placed]) -> Verdict:
     result.violations.extend(cloud.http_violations())
     result.violations.extend(callers.violations(cloud))
     result.violations.extend(foreign.violations(cloud))
+    result.violations.extend(foreign.applied_and_dead_lettered(cloud, report.rows))
     result.violations.extend(cloud.contract_violations())
     result.violations.extend(cloud.fence_audit.violations)
     result.violations.extend(cloud.operator_violations)
