@@ -33,7 +33,7 @@ from botocore.exceptions import ClientError
 from ops.service import service
 from ops.stack_outputs import IDEMPOTENCY_TABLE_OUTPUT
 from ops.story.collect import add_caller_argument, create_route, plain, record_location
-from ops.target import DEFAULT_STAGE, Target, local_state_dir
+from ops.target import DEFAULT_STAGE, Target, local_state_dir, run_tool
 from reliability import FenceRecord, FenceState
 from reliability.declaration import Service
 from reliability.http import ANONYMOUS, RECORD_PREFIX, scoped_key
@@ -334,4 +334,4 @@ def main(argv: list[str] | None = None, declared: Service | None = None) -> int:
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    run_tool(main)

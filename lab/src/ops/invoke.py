@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import Any
 
 from ops.stack_outputs import function_output
-from ops.target import Target
+from ops.target import Target, run_tool
 
 
 def invoke(lambda_client: Any, *, function_name: str, event: Any) -> tuple[Any, str | None]:
@@ -50,4 +50,4 @@ def main(argv: Sequence[str] | None = None) -> int:
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    run_tool(main)

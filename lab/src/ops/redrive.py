@@ -37,7 +37,7 @@ from botocore.exceptions import ClientError
 
 from ops.service import service
 from ops.stack_outputs import dlq_output, queue_output, table_output
-from ops.target import Target
+from ops.target import Target, run_tool
 from reliability.cdk.config import FENCE_WINDOWS, outlived
 from reliability.declaration import Service
 from reliability.run_store import run_records
@@ -390,4 +390,4 @@ def main(argv: Sequence[str] | None = None, declared: Service | None = None) -> 
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    run_tool(main)

@@ -19,7 +19,7 @@ from collections.abc import Sequence
 
 from ops.service import service
 from ops.stack_outputs import queue_output, table_output
-from ops.target import Target
+from ops.target import Target, run_tool
 from reliability.declaration import Service
 from reliability.errors import EntityNotFound, RerunRefused
 from reliability.run_store import RunRecord, run_records
@@ -57,4 +57,4 @@ def main(argv: Sequence[str] | None = None, declared: Service | None = None) -> 
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    run_tool(main)

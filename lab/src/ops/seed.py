@@ -16,7 +16,7 @@ from typing import Any
 
 from ops.service import seed_hook, service
 from ops.stack_outputs import table_names
-from ops.target import Target
+from ops.target import Target, run_tool
 from reliability.declaration import Service
 
 
@@ -40,4 +40,4 @@ def main(argv: Sequence[str] | None = None) -> int:
 
 
 if __name__ == "__main__":
-    raise SystemExit(main())
+    run_tool(main)

@@ -18,10 +18,11 @@ from __future__ import annotations
 import argparse
 import json
 import os
-from collections.abc import Mapping
+import sys
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, NoReturn
 
 import boto3
 from botocore.config import Config
@@ -119,6 +120,17 @@ def localstack(environ: Mapping[str, str] | None = None) -> LocalStack:
 
 class TargetNotFound(RuntimeError):
     """Neither an AWS endpoint/profile nor a running local cloud was found."""
+
+
+def run_tool(main: Callable[[], int]) -> NoReturn:
+    """An operator tool's entry point: its exit code, and a missing target as the one line that
+    says how to get one (exit 2), never a traceback."""
+    try:
+        code = main()
+    except TargetNotFound as error:
+        print(f"error: {error}", file=sys.stderr)
+        code = 2
+    raise SystemExit(code)
 
 
 @dataclass(frozen=True)

@@ -1,5 +1,6 @@
 """`python -m ops.invariants` (`make invariants`)."""
 
 from ops.invariants import main
+from ops.target import run_tool
 
-raise SystemExit(main())
+run_tool(main)
