@@ -15,7 +15,8 @@
   `provider_effects`, what the demo shows of a request's world and of its provider.
 - `OUTCOME_SHARES`, `HOT_KEY_TABLES`: the share of its orders that end on each catch route and
   the tables with a hot key, for the scale model (`proof.scale`).
-- `story_facts(items)`: what the story of one order shows of its payment provider (`proof.story`).
+- `story_facts(items)`: what the story of one order shows of its payment provider (`proof.story`);
+  `story_total(item)`: the order's total in its header.
 - `proof/docs.py`'s `ERROR_MEANINGS`: what its own error codes mean, for the site's error table
   (read from its source, never imported: the site's hook has none of the project's packages).
 - `valid_bodies()`, `invalid_bodies()`, `MAX_BODY_BYTES`, `within_contract`, `refusal_problem`:
@@ -32,7 +33,7 @@ from proof.fuzz import MAX_BODY_BYTES, invalid_bodies, refusal_problem, valid_bo
 from proof.invariants import COUNTS, violations
 from proof.requests import CHANGES, change, observe, prepare, provider_effects, request, world_changed
 from proof.scale import HOT_KEY_TABLES, OUTCOME_SHARES
-from proof.story import story_facts
+from proof.story import story_facts, story_total
 
 __all__ = [
     "CHANGES",
@@ -50,6 +51,7 @@ __all__ = [
     "request",
     "seed",
     "story_facts",
+    "story_total",
     "valid_bodies",
     "violations",
     "within_contract",

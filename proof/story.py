@@ -4,13 +4,18 @@ provider's own layout, not a declared effect, so only the sample can read them).
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from typing import Any
 
 from orders.items import CALL, CHARGE
 
 # (table short name, sort key prefix) -> the items under it in the order's partition
 Items = Callable[[str, str], list[dict[str, Any]]]
+
+
+def story_total(item: Mapping[str, Any]) -> str:
+    """The order's total in its story's header (its stored item's `total_cents` and `currency`)."""
+    return f"{int(item.get('total_cents', 0)) / 100:.2f} {item.get('currency', '')}".strip()
 
 
 def story_facts(items: Items) -> dict[str, dict[str, Any]]:

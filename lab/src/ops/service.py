@@ -140,6 +140,14 @@ def story_facts(declared: Service) -> StoryFacts:
     return hook or (lambda _items: {})
 
 
+def story_total(declared: Service) -> Callable[[Mapping[str, Any]], str]:
+    """What an entity's story header shows as its total, from its stored item (its proof's
+    `story_total`: the sample's "12.00 EUR"); none declared: nothing, since the lab knows no
+    entity's fields."""
+    hook: Callable[[Mapping[str, Any]], str] | None = getattr(proof(declared), "story_total", None)
+    return hook or (lambda _item: "")
+
+
 def record_at(
     declared: Service, step: str, *, entity_id: str, token: str, fence_id: str
 ) -> tuple[str, dict[str, Any]]:

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from ops.service import ServiceNotFound, record_at, record_tables, service, step_statuses
+from ops.service import ServiceNotFound, record_at, record_tables, service, step_statuses, story_total
 from orders import items, saga, workflow
 from reliability import FenceState
 from reliability.declaration import Entity, Item, Service, Step, StepStatus
@@ -116,3 +116,11 @@ def test_step_statuses_are_derived_by_the_declaration(monkeypatch: pytest.Monkey
     assert step_statuses(workflow.SERVICE, {"ReserveInventory": "COMPLETED"}) == {
         "ReserveInventory": "COMPENSATED"
     }
+
+
+def test_a_storys_total_is_the_services_own_line_or_nothing():
+    # The lab knows no entity's fields: a wallet's story once showed "0.00" read from the sample's
+    # total_cents and currency
+    item = {"total_cents": 1299, "currency": "EUR", "amount": 7}
+    assert story_total(workflow.SERVICE)(item) == "12.99 EUR"
+    assert story_total(BOOKINGS)(item) == ""

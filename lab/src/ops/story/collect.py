@@ -21,7 +21,7 @@ from boto3.dynamodb.types import TypeDeserializer
 from botocore.exceptions import ClientError
 
 from ops.invariants import Stores, check
-from ops.service import record_at, service, step_statuses, story_facts
+from ops.service import record_at, service, step_statuses, story_facts, story_total
 from ops.stack_outputs import function_output, table_output
 from ops.story.entries import (
     API_FUNCTION,
@@ -242,7 +242,7 @@ class Collector:
             status=str(item.get("status", "?")),
             run=int(item["run"]) if "run" in item else None,
             client_key=_client_key(stored_key),
-            total=f"{int(item.get('total_cents', 0)) / 100:.2f} {item.get('currency', '')}".strip(),
+            total=story_total(self.declared)(item),
             entries=entries,
             steps=workflow.steps,
             edges=workflow.edges,
