@@ -8,7 +8,9 @@ interleaving once, choices drawn from the seed) until every interleaving has run
 random schedules (`chaos.draw.Drawer` from the seed, faults at the mutant's
 functions, its actions aimed at the kinds that reach them: `Catalogue.only`, `chaos.aim`); a
 mutant with no pairs (a use case, a setting, the template, the consumers) gets random schedules
-only. A schedule is the same whatever the budget: the search from a seed is a
+only. Every `RACE_EVERY`th world, while any are left, is one of the mutant's operator races
+(`chaos.races`: a stop at one of its boundaries, a rerun, a redrive), each once. A schedule is
+the same whatever the budget: the search from a seed is a
 prefix of the longer one.
 
 A world that violates with the mutant counts as a catch only when main does not show the same
@@ -31,11 +33,13 @@ from chaos.interleave import Pair, run_interleaving
 from chaos.mutant import Mutant
 from chaos.pairs import PairDraw, pairs_for
 from chaos.points import PointHit
+from chaos.races import RaceDraw
 from chaos.scheduler import Chooser
 from chaos.schedules import Action, Schedule, run_schedule
 from chaos.shrink import shrink
 
 PAIR_EVERY = 2  # every other world is an interleaving, while the mutant has pairs left
+RACE_EVERY = 4  # every fourth world is an operator race, while the mutant has races left
 
 
 @dataclass
@@ -58,10 +62,17 @@ def search(assembly: Path, mutant: Mutant, catalogue: Catalogue, *, seed: int, b
     catch = Catch(seed)
     rng = random.Random(seed)  # noqa: S311 - a reproducible search, not a secret
     pairs = PairDraw.of(pairs_for(mutant), catalogue.by_kind)
-    drawer = Drawer(catalogue.only(mutant.applies), seed)
+    aimed = catalogue.only(mutant.applies)
+    drawer = Drawer(aimed, seed)
+    operator_races = RaceDraw(aimed, random.Random(f"races-{seed}"))  # noqa: S311 - reproducible
     for world in range(1, budget + 1):
         catch.schedules = world
         pair = pairs.next(rng) if world % PAIR_EVERY == 1 else None
+        race = (
+            operator_races.next()
+            if pair is None and aimed.function_faults and world % RACE_EVERY == 0
+            else None
+        )
         if pair is not None:
             chooser = pairs.trees[pair].chooser(rng)
             problems = run_interleaving(assembly, pair, chooser, mutant=mutant).problems
@@ -73,7 +84,7 @@ def search(assembly: Path, mutant: Mutant, catalogue: Catalogue, *, seed: int, b
             }
             how = f"pair {pair.name} choices {''.join(str(c) for c in reproducer['choices'])}"
         else:
-            schedule = drawer.draw()
+            schedule = race or drawer.draw()
             result = run_schedule(assembly, schedule, mutant=mutant)
             drawer.observe(schedule, result)
             problems = result.violations
