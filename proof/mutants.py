@@ -67,12 +67,9 @@ EQUIVALENT: dict[str, str] = {
     "value again (searched: 0/3 seeds of 30 worlds, base seed 1795800000)",
 }
 # Derived mutants a world tells apart that the search seldom reaches, and why (`Mutant.blind`).
-BLIND: dict[str, str] = {
-    "fence-off:MarkFailed": "no recorded catch yet: results/chaos predates the search's operator races "
-    "(`chaos.races`: a stop after MarkFailed's commit, `make rerun`, a redrive of the stopped execution), "
-    "which catch it from 5/5 seeds after 4 worlds (base seed 1795765058); once declared equivalent, "
-    "refuted by tests/chaos/test_refuted_equivalents.py",
-}
+# (None now: fence-off:MarkFailed, once declared equivalent and refuted by
+# tests/chaos/test_refuted_equivalents.py, is caught by the search's operator races, `chaos.races`.)
+BLIND: dict[str, str] = {}
 
 
 def mutants(derived: tuple[Mutant, ...]) -> tuple[Mutant, ...]:
