@@ -3,12 +3,12 @@
 An execution stopped right after a step's write is left for an operator. If the entity's run then
 ended FAILED, `make rerun` starts its next run; a later redrive of the stopped execution continues
 the old run, whose step runs again beside the new one. A guard that keeps a stale run's step from
-writing over the next run is needed only there (fence-off:MarkFailed: a redrive of run 1 set
-FAILED over run 2). Random schedules reach that order of three actions seldom (0 of 100 worlds
-from one seed, 2 of 5 seeds on another service), so a mutant's search plays each such world once:
-for each outcome and each boundary of the mutant's functions (`chaos.draw.at_boundary`) that
-outcome's run reaches, a stop there, a rerun of the entity, a redrive. Derived from the catalogue:
-nothing listed per step.
+writing over the next run is needed only there (the sample's fence on the step that marks an
+order failed: a redrive of run 1 set FAILED over run 2). Random schedules reach that order of
+three actions seldom (0 of 100 worlds from one seed, 2 of 5 seeds on another service), so a
+mutant's search plays each such world once: for each outcome and each boundary of the mutant's
+functions (`chaos.draw.at_boundary`) that outcome's run reaches, a stop there, a rerun of the
+entity, a redrive. Derived from the catalogue: nothing listed per step.
 """
 
 from __future__ import annotations
