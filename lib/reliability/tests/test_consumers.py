@@ -13,7 +13,7 @@ from two_step_service import SERVICE, audit
 
 from reliability.consumers import EventConsumer, effect_of
 from reliability.dedup import ConsumerDedup
-from reliability.errors import PoisonMessage
+from reliability.errors import EffectConditionFailed, PoisonMessage
 from reliability.keys import Fact
 from reliability.runs import FenceStore
 from reliability.telemetry import Telemetry
@@ -128,3 +128,28 @@ def test_the_dedup_record_stores_the_services_result(ddb: Any, consumer: Checked
     consumer.apply(VisitPaid(event_id="e-1", visit_id="v-1"))
     [record] = ddb.scan(TableName=FENCES)["Items"]
     assert json.loads(record["result"]["S"]) == {"visit_id": "v-1"}
+
+
+def _put_once_audit(ports: Any, event: Any) -> list[Any]:
+    [write] = audit(ports, event)
+    put = {**write.entry["Put"], "ConditionExpression": "attribute_not_exists(pk)"}
+    return [type(write)({"Put": put})]
+
+
+def test_a_copy_after_the_dedup_record_expired_is_poison_with_its_reason(
+    ddb: Any, consumer: CheckedAudit
+) -> None:
+    """The dedup record's TTL ran out and a redrive brings the event back: the put-once item of
+    the first delivery refuses it. A retry would meet the same item, so it is a dead letter with a
+    reason now, not one without after the queue's receives run out."""
+    put_once: EventConsumer[None, VisitPaid] = EventConsumer(
+        name="audit", effect=_put_once_audit, ports=None, dedup=consumer.dedup
+    )
+    assert put_once.apply(VisitPaid(event_id="e-1", visit_id="v-1"))
+    [record] = ddb.scan(TableName=FENCES)["Items"]
+    ddb.delete_item(TableName=FENCES, Key={"id": record["id"]})  # TTL deletion
+    with pytest.raises(PoisonMessage, match="refused by its own condition") as refused:
+        put_once.apply(VisitPaid(event_id="e-1", visit_id="v-1"))
+    assert isinstance(refused.value.__cause__, EffectConditionFailed)
+    assert len(_audits(ddb)) == 1
+    assert ddb.scan(TableName=FENCES)["Items"] == []  # the record did not commit without its effect

@@ -10,7 +10,8 @@ that derived id as the body's `event_id`, so the items it keys by event are the 
 Before that the event is checked: another stage's event is refused here; what the service knows
 of the item the event names (it exists, the event's run and terms are its) is the service's hook,
 `verify`. A refusal is a `PoisonMessage` (dead-lettered with its reason); a service whose check
-raises its own errors lists them in `refusals`.
+raises its own errors lists them in `refusals`. So is an effect write refused by its own
+condition with no `BusinessError` attached: no retry can pass it.
 """
 
 from __future__ import annotations
@@ -21,7 +22,7 @@ from typing import TYPE_CHECKING, Any, ClassVar, Generic, Protocol, TypeVar
 
 from reliability.dedup import ConsumerDedup
 from reliability.effects import AtomicEffect, Write
-from reliability.errors import PoisonMessage
+from reliability.errors import EffectConditionFailed, PoisonMessage
 from reliability.saga import resolve
 
 if TYPE_CHECKING:
@@ -82,7 +83,17 @@ class EventConsumer(Generic[Ports, Event]):
             raise PoisonMessage(str(error)) from error
         fact = event.fact()
         body = {**event.model_dump(mode="json"), "event_id": self.dedup.fact_id(fact), "stage": stage}
-        outcome = self.dedup.apply_atomic(
-            fact, lambda: AtomicEffect(result=self.result(event), writes=self.effect(self.ports, body))
-        )
+        try:
+            outcome = self.dedup.apply_atomic(
+                fact, lambda: AtomicEffect(result=self.result(event), writes=self.effect(self.ports, body))
+            )
+        except EffectConditionFailed as refused:
+            # A retry meets the same item, so it would only run out its receives and land in the
+            # DLQ with no reason. Typically a copy that came back after its dedup record expired
+            # (a redrive past the TTL) and found the item its first delivery wrote.
+            raise PoisonMessage(
+                f"the effect's write {refused.index} was refused by its own condition: an item it "
+                "writes already exists (a copy of an applied event, after its dedup record expired?); "
+                "nothing applied"
+            ) from refused
         return not outcome.skipped
