@@ -22,6 +22,12 @@ has one outcome):
   and the next attempt runs the run again under the same token. (The `stop` fault on Express is
   the same kill with the invocation dying at the point: Express has no StopExecution.)
 
+- `twin-rerun` (Express): the twin delivery with an operator beside the two workers, who runs
+  `make rerun` on the entity as soon as it reads FAILED (`ops.rerun`). The operator cannot see the
+  slower copy, still running run N's steps: it meets run N+1 (on Standard an execution stopped
+  and redriven does that, `chaos.races`; Express has neither, and its queue's copies of run N
+  are refused by the worker's run guard once run N+1 exists).
+
 - an effect left at its boundary on Express: Express has no StopExecution and its queue runs a
   killed run again within minutes, so an effect nobody takes over for a day (what
   `provider-reconcile` guards: the provider forgets its key after 24 h) needs the run's message
@@ -45,8 +51,10 @@ from typing import TYPE_CHECKING, Any
 
 from ops.service import service
 from ops.stack_outputs import queue_output, table_output
+from reliability.errors import RerunRefused
+from reliability.workflow_runs import RunStatus
 from simulator.cloud import LambdaError
-from simulator.concurrent import Interleaver, seeded
+from simulator.concurrent import Interleaver, seeded, switch_point
 
 if TYPE_CHECKING:
     from chaos.cloud import ChaosCloud
@@ -98,6 +106,47 @@ def twin_deliver(cloud: ChaosCloud, queue_output: str, *, seed: int) -> int:
     cloud.recovery.concurrent_copies += 2
     cloud.acknowledge(queue_output, messages, succeeded)
     return len(messages)
+
+
+def twin_rerun(cloud: ChaosCloud, queue_output: str, *, seed: int) -> int:
+    """One poll's batch to two workers at once, and an operator who reruns each entity it names
+    once it reads FAILED, all three interleaved by `seed` (see the module doc)."""
+    messages, event = cloud.receive_batch(queue_output)
+    if not messages:
+        return 0
+    entity_ids = sorted({_run_of(m)[0] for m in messages})
+    interleaver = Interleaver(seeded(seed))
+    workers = [partial(_worker_outcome, cloud, queue_output, event) for _ in range(2)]
+    operator = partial(_rerun_once_failed, cloud, entity_ids, interleaver, workers=(0, 1))
+    *copies, reran = interleaver.run([*workers, operator])
+    succeeded: set[str] = set()
+    for outcome in (*copies, reran):
+        if outcome.error is not None:
+            raise outcome.error
+    for outcome in copies:
+        succeeded |= outcome.result
+    cloud.recovery.concurrent_copies += 2
+    cloud.acknowledge(queue_output, messages, succeeded)
+    return len(messages)
+
+
+def _rerun_once_failed(
+    cloud: ChaosCloud, entity_ids: Sequence[str], interleaver: Interleaver, *, workers: Sequence[int]
+) -> None:
+    """`make rerun` of each entity at the first turn it reads FAILED; it looks again at each turn
+    it gets, and stops looking once the workers have ended."""
+    waiting = list(entity_ids)
+    while waiting and not interleaver.finished(workers):
+        for entity_id in list(waiting):
+            item = cloud._entity_item(entity_id)
+            if item is not None and item.get("status", {}).get("S") == RunStatus.FAILED:
+                waiting.remove(entity_id)
+                try:
+                    cloud.rerun(entity_id)
+                    cloud.recovery.reruns += 1
+                except RerunRefused:
+                    cloud.recovery.refused_reruns += 1
+        switch_point()
 
 
 def concurrent_restart(cloud: ChaosCloud, *, seed: int) -> int:

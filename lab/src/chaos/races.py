@@ -9,29 +9,71 @@ three actions seldom (0 of 100 worlds from one seed, 2 of 5 seeds on another ser
 mutant's search plays each such world once: for each outcome and each boundary of the mutant's
 functions (`chaos.draw.at_boundary`) that outcome's run reaches, a stop there, a rerun of the
 entity, a redrive. Derived from the catalogue: nothing listed per step.
+
+The other race is with the clock: the stopped execution recovered on the last day an operator
+can (Standard's redrive window, Express's restart-safe one, `LATE`), when every shorter-lived key,
+record and lease has expired. A takeover then meets an effect whose idempotency key its external
+system may have forgotten: what a leased step's reconcile is for. Random schedules reach it when
+a stop and a long enough jump meet (for the sample's leased step, a median of 14 worlds, and
+once none in 100); here each boundary gets it once.
+
+Express has neither a stop nor a redrive: its rerun race is two copies of a run at once and an
+operator who reruns the entity once it reads FAILED (`chaos.concurrent.twin_rerun`), a few
+interleavings per outcome.
 """
 
 from __future__ import annotations
 
 import random
 
+from chaos.concurrent import WORKER_QUEUE
 from chaos.draw import Catalogue, at_boundary
 from chaos.schedules import Action, Schedule
+from ops.redrive import RESTART_SAFE_SECONDS
+from reliability.cdk.config import REDRIVE_WINDOW_DAYS, SECONDS_PER_DAY
 
-# The operator's recoveries, in the order that lets the old run's step meet the new run; then
-# the cloud runs until it is at rest.
-RECOVERIES = (Action("rerun", entity=0), Action("redrive"), Action("wait"))
+WAIT = Action("wait")  # the cloud runs until it is at rest
+# The operator's recoveries, in the order that lets the old run's step meet the new run.
+RECOVERIES = (Action("rerun", entity=0), Action("redrive"), WAIT)
+# Express has no stop to race with: two copies of a run at once, and an operator who reruns the
+# entity once it reads FAILED (`chaos.concurrent.twin_rerun`), in this many interleavings.
+TWIN_RERUNS = 4
+# How long before the end of its window the late recovery comes (`late_recoveries`).
+LATE_MARGIN_SECONDS = 3600
+
+
+def late_recoveries(*, express: bool) -> tuple[Action, ...]:
+    """Time passes to just short of the last moment a stopped execution can be recovered
+    (`ops.redrive`: Standard redrives within its window, Express restarts while its fences must
+    still exist), then the operator recovers it; then the cloud runs until it is at rest."""
+    window = RESTART_SAFE_SECONDS if express else REDRIVE_WINDOW_DAYS * SECONDS_PER_DAY
+    late = Action("time-travel", seconds=window - LATE_MARGIN_SECONDS)
+    return (late, Action("redrive"), WAIT)
 
 
 def races(catalogue: Catalogue) -> list[Schedule]:
-    """One world per (outcome, boundary of the catalogue's functions): the catalogue is a mutant's
-    (`Catalogue.only`), so these are the boundaries of what it changed."""
-    return [
-        Schedule(outcomes=(kind,), crashes=(), stops=(hit,), actions=RECOVERIES)
+    """Two worlds per (outcome, boundary of the catalogue's functions), the rerun race and the
+    late recovery: the catalogue is a mutant's (`Catalogue.only`), so these are the boundaries of
+    what it changed. On Express, also `TWIN_RERUNS` per outcome: its rerun race."""
+    late = late_recoveries(express=catalogue.express)
+    stopped = [
+        Schedule(outcomes=(kind,), crashes=(), stops=(hit,), actions=actions)
         for kind, hits in sorted(catalogue.by_kind.items())
         for hit in hits
         if at_boundary(hit)
+        for actions in (RECOVERIES, late)
     ]
+    if not catalogue.express:
+        return stopped
+    twins = [
+        Schedule(
+            outcomes=(kind,), crashes=(), actions=(Action("twin-rerun", queue=WORKER_QUEUE, seed=seed), WAIT)
+        )
+        for kind, hits in sorted(catalogue.by_kind.items())
+        if hits
+        for seed in range(TWIN_RERUNS)
+    ]
+    return stopped + twins
 
 
 class RaceDraw:

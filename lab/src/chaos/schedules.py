@@ -51,7 +51,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from chaos.cloud import ChaosCloud, chaos_cloud
-from chaos.concurrent import concurrent_restart, twin_deliver
+from chaos.concurrent import concurrent_restart, twin_deliver, twin_rerun
 from chaos.mutant import Mutant
 from chaos.points import CrashController, PointHit
 from chaos.scenarios import ENTITY, SERVICE, Placed, place, request_body, verdict
@@ -97,6 +97,10 @@ class Action:
             "foreign-event": f"a foreign event ({self.variant}) on {self.queue}",
             "late-copy": f"rerun of {ENTITY} {self.entity}, then a late copy of its earlier run's message",
             "twin-deliver": f"deliver {self.queue} to two workers at once (interleaving {self.seed})",
+            "twin-rerun": (
+                f"deliver {self.queue} to two workers at once, an operator reruns what fails "
+                f"(interleaving {self.seed})"
+            ),
             "concurrent-restart": f"restart every run while it runs (interleaving {self.seed})",
         }
         return said.get(self.kind, f"{self.kind} under {ENTITY} {self.entity}")
@@ -190,6 +194,7 @@ _CLOUD_ACTIONS: dict[str, Callable[[ChaosCloud, Action], object]] = {
     "restart": lambda cloud, _: cloud.restart_same_token(),
     "dlq-redrive": lambda cloud, _: cloud.redrive_dlqs(),
     "twin-deliver": lambda cloud, a: twin_deliver(cloud, a.queue, seed=a.seed),
+    "twin-rerun": lambda cloud, a: twin_rerun(cloud, a.queue, seed=a.seed),
     "concurrent-restart": lambda cloud, a: concurrent_restart(cloud, seed=a.seed),
 }
 

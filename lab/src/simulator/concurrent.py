@@ -111,6 +111,11 @@ class Interleaver:
             if not self._cond.wait_for(lambda: self._turn is None, timeout=PARK_TIMEOUT_SECONDS):
                 raise InterleavingStalled(f"participant {tag} neither parked nor finished")
 
+    def finished(self, tags: Sequence[int]) -> bool:
+        """Whether every participant of `tags` has ended (for one that waits on the others)."""
+        with self._cond:
+            return set(tags) <= self._done
+
     def run(self, bodies: Sequence[Callable[[], Any]]) -> list[Outcome]:
         """Run every body to its end, interleaved; their results or errors, in order."""
         global _active  # noqa: PLW0603 - one interleaving at a time, process-wide like moto's backends
