@@ -140,8 +140,8 @@ format: install ## Apply ruff's fixes and formatting
 test: install $(CHECKOV_STAMP) $(MINISTACK_STAMP) ## The whole suite: unit, integration, infrastructure, end to end on a local cloud, chaos subset (one worker per core)
 	$(PY) -m pytest -n auto --dist loadgroup
 
-acceptance: install ## A new service proven as a user would: the wallet transfer written into a generated copy, its checks, then the lab in it (make chaos, demo, story, redrive-dlq); minutes (CI)
-	RETRYSAFE_ACCEPTANCE=1 $(PY) -m pytest -p no:xdist -rs tests/template/test_wallet.py
+acceptance: install ## A new service proven as a user would: the wallet transfer written into a generated copy, its checks, then the lab in it (make chaos, demo, story, redrive-dlq); a copy that installs its own toolchain; minutes (CI)
+	RETRYSAFE_ACCEPTANCE=1 $(PY) -m pytest -p no:xdist -rs tests/template/test_wallet.py tests/template/test_own_install.py
 
 test-unit: install ## Unit tests only (fast, no synthesis), the reliability library's runtime half included
 	$(PY) -m pytest tests/unit lib/reliability/tests --ignore=lib/reliability/tests/cdk
