@@ -12,6 +12,7 @@ from pathlib import Path
 
 import pytest
 import yaml
+from packaging.requirements import Requirement
 
 from reliability.declaration import Entity
 from tests.template.support import (
@@ -84,6 +85,15 @@ def test_the_default_library_requirement_is_the_librarys_version() -> None:
     project = tomllib.loads((LIBRARY / "pyproject.toml").read_text())["project"]
     default = yaml.safe_load((ROOT / "copier.yml").read_text())["reliability_requirement"]["default"]
     assert default == f"{project['name']}[cdk]=={project['version']}"
+
+
+def test_the_default_lab_requirement_is_the_labs_version_and_it_takes_this_library() -> None:
+    lab = tomllib.loads((ROOT / "lab" / "pyproject.toml").read_text())["project"]
+    default = yaml.safe_load((ROOT / "copier.yml").read_text())["lab_requirement"]["default"]
+    assert default == f"{lab['name']}=={lab['version']}"
+    library = tomllib.loads((LIBRARY / "pyproject.toml").read_text())["project"]
+    (needed,) = [Requirement(r) for r in lab["dependencies"] if r.startswith(library["name"])]
+    assert library["version"] in needed.specifier  # a copy installs both defaults together
 
 
 def test_the_copys_lint_and_unit_tests_pass_as_generated(copy: Path) -> None:
