@@ -15,12 +15,12 @@ from __future__ import annotations
 import json
 from collections import Counter
 from collections.abc import Mapping
-from dataclasses import asdict, dataclass, field
-from typing import Any, ClassVar, Self
+from dataclasses import dataclass, field
+from typing import Any, Self
 
 from orders.domain import CURRENCY_PATTERN, MAX_ID_CHARS, VISIBLE_ASCII_PATTERN, OrderStatus, StepStatus
 from orders.errors import InvalidRequest, MalformedBody
-from reliability.fields import REPEATED_ITEM, ShapeError, checkable, conform
+from reliability.fields import REPEATED_ITEM, Body, ShapeError, checkable, conform
 
 MAX_ITEMS = 50
 MAX_QUANTITY = 100
@@ -92,20 +92,8 @@ CREATE_ORDER_SCHEMA: Mapping[str, Any] = checkable(
 ORDER_ITEM_SCHEMA: Mapping[str, Any] = CREATE_ORDER_SCHEMA["properties"]["items"]["items"]
 
 
-class _Body:
-    """A body's JSON form (pydantic's name, which `reliability.api` calls). No other field is part
-    of a body: the published schemas say so (pydantic reads this when `orders.openapi` derives them)."""
-
-    __pydantic_config__: ClassVar[dict[str, str]] = {"extra": "forbid"}
-
-    def model_dump(self, mode: str = "json") -> dict[str, Any]:
-        del mode  # JSON is the only form: every field is a JSON value (an enum is its str)
-        body: dict[str, Any] = asdict(self)  # type: ignore[call-overload]  # every subclass is one
-        return body
-
-
 @dataclass(frozen=True)
-class OrderItem(_Body):
+class OrderItem(Body):
     sku: str
     quantity: int
 
@@ -121,7 +109,7 @@ def distinct_skus(items: list[OrderItem]) -> list[OrderItem]:
 
 
 @dataclass(frozen=True)
-class CreateOrderRequest(_Body):
+class CreateOrderRequest(Body):
     """Body of `POST /orders` (`CREATE_ORDER_SCHEMA`)."""
 
     customer_id: str
@@ -167,7 +155,7 @@ def parse_create_order(body: str | bytes | None) -> CreateOrderRequest:
 
 
 @dataclass(frozen=True)
-class OrderAccepted(_Body):
+class OrderAccepted(Body):
     """202 body of `POST /orders`."""
 
     order_id: str
@@ -176,7 +164,7 @@ class OrderAccepted(_Body):
 
 
 @dataclass(frozen=True)
-class Charge(_Body):
+class Charge(Body):
     charge_id: str
     idempotency_key: str
     amount_cents: int
@@ -186,7 +174,7 @@ class Charge(_Body):
 
 
 @dataclass(frozen=True)
-class ProviderCall(_Body):
+class ProviderCall(Body):
     call_id: str
     idempotency_key: str
     amount_cents: int
@@ -194,7 +182,7 @@ class ProviderCall(_Body):
 
 
 @dataclass(frozen=True)
-class OrderView(_Body):
+class OrderView(Body):
     """200 body of `GET /orders/{order_id}`."""
 
     order_id: str

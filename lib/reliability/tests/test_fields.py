@@ -3,12 +3,16 @@ agreeing with a full JSON Schema 2020-12 validator (jsonschema) on every body.""
 
 from __future__ import annotations
 
+import json
+from dataclasses import dataclass
+from enum import StrEnum
+
 import jsonschema
 import pytest
 from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
-from reliability.fields import REPEATED_ITEM, ShapeError, checkable, conform
+from reliability.fields import REPEATED_ITEM, Body, ShapeError, checkable, conform
 
 LINE = {
     "type": "object",
@@ -135,3 +139,35 @@ def test_a_schema_with_a_keyword_conform_does_not_check_is_refused_where_it_is_d
 ) -> None:
     with pytest.raises(ValueError, match="conform"):
         checkable(schema)
+
+
+class _Colour(StrEnum):
+    RED = "RED"
+
+
+@dataclass(frozen=True)
+class _Line(Body):
+    sku: str
+    quantity: int
+
+
+@dataclass(frozen=True)
+class _Order(Body):
+    colour: _Colour
+    lines: list[_Line]
+
+
+def test_a_body_is_its_json_values_nested_lines_and_enums_included() -> None:
+    body = _Order(colour=_Colour.RED, lines=[_Line("a", 1)])
+    assert json.loads(json.dumps(body.model_dump(mode="json"))) == {
+        "colour": "RED",
+        "lines": [{"sku": "a", "quantity": 1}],
+    }
+
+
+def test_a_bodys_derived_schema_admits_no_other_field() -> None:
+    from pydantic import TypeAdapter  # noqa: PLC0415 - build time only, as in a service
+
+    schema = TypeAdapter(_Order).json_schema()
+    assert schema["additionalProperties"] is False
+    assert schema["$defs"]["_Line"]["additionalProperties"] is False

@@ -5,10 +5,10 @@ consumer ~75 ms of CPU on its cold start, and an API function about a fifth of i
 (bench/coldstart.py). Queue bodies are checked field by field (`record`, `text`, `integer`); an
 API request against its published JSON Schema (`conform`: the sample's API), so the schema a
 service publishes and API Gateway validates at the edge is the very rule its function applies (a
-service may keep pydantic for its contract instead, as the template does, at that cost). A check
-that fails raises `ShapeError`, a `ValueError` naming the field and why, never the input:
-`reliability.batch.parse_body` turns it into the dead-letter reason `wrong shape: <field> (<why>)`,
-and an API answers it 422.
+service may keep pydantic for its contract instead, at that cost); its bodies are then frozen
+dataclasses on `Body`. A check that fails raises `ShapeError`, a `ValueError` naming the field
+and why, never the input: `reliability.batch.parse_body` turns it into the dead-letter reason
+`wrong shape: <field> (<why>)`, and an API answers it 422.
 """
 
 from __future__ import annotations
@@ -16,8 +16,23 @@ from __future__ import annotations
 import json
 import re
 from collections.abc import Mapping
+from dataclasses import asdict
 from functools import cache
-from typing import Any
+from typing import Any, ClassVar
+
+
+class Body:
+    """The base of a contract's bodies written as dataclasses: their JSON form under the name
+    `reliability.api` calls (pydantic's), and no field beyond the class's in the schemas a
+    service derives from them at build time (pydantic reads `__pydantic_config__`)."""
+
+    __pydantic_config__: ClassVar[dict[str, str]] = {"extra": "forbid"}
+
+    def model_dump(self, mode: str = "json") -> dict[str, Any]:
+        """The body as JSON values (an enum field is its str); JSON is the only form."""
+        del mode
+        body: dict[str, Any] = asdict(self)  # type: ignore[call-overload]  # a dataclass's base
+        return body
 
 
 class ShapeError(ValueError):
