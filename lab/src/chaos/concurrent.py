@@ -33,7 +33,7 @@ has one outcome):
   `provider-reconcile` guards: the provider forgets its key after 24 h) needs the run's message
   elsewhere meanwhile. The Express schedules `chaos.draw` leaves at a boundary deliver the
   worker's queue (the kill fires), throttle the worker for the message's every other receive (SQS
-  dead-letters it), cross the window and redrive the DLQ (`_left_in_the_dlq`).
+  dead-letters it), cross the window and redrive the DLQ (`left_in_the_dlq`).
 
 `with_concurrency` adds these to a drawn schedule from a stream of its own (the seed's other
 draws are unchanged): every Express schedule may get them, a Standard one the restart.
@@ -196,7 +196,7 @@ def _resend_unfinished_runs(cloud: ChaosCloud) -> None:
 
 
 # --- drawing them ---------------------------------------------------------------------------------
-def _left_in_the_dlq(actions: list[Action], receives: int) -> list[Action]:
+def left_in_the_dlq(actions: list[Action], receives: int) -> list[Action]:
     """An effect left at its boundary on Express (`chaos.draw`'s left family: the execution killed
     there, `time-travel` first): the queue would run the run again within minutes, so nobody
     takes over only while its message waits elsewhere. The worker's queue is delivered (the kill fires),
@@ -232,7 +232,7 @@ def with_concurrency(schedule: Schedule, rng: random.Random, catalogue: Catalogu
         and actions[0].kind == "time-travel"
         and rng.random() < LEFT_SHARE
     ):
-        actions = _left_in_the_dlq(actions, catalogue.queue_receives)
+        actions = left_in_the_dlq(actions, catalogue.queue_receives)
     limits: tuple[PointHit, ...] = ()
     steps = [h for h in catalogue.points(schedule.outcomes) if h.function in catalogue.steps]
     if express and steps and rng.random() < TIME_LIMIT_SHARE:

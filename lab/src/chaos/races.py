@@ -10,9 +10,9 @@ mutant's search plays each such world once: for each outcome and each boundary o
 functions (`chaos.draw.at_boundary`) that outcome's run reaches, a stop there, a rerun of the
 entity, a redrive. Derived from the catalogue: nothing listed per step.
 
-The other race is with the clock: the stopped execution recovered on the last day an operator
-can (Standard's redrive window, Express's restart-safe one, `LATE`), when every shorter-lived key,
-record and lease has expired. A takeover then meets an effect whose idempotency key its external
+The other race is with the clock: the stopped execution recovered an hour before Step Functions'
+redrive window closes (`late_recoveries`), when every shorter-lived key, record and lease has
+expired. A takeover then meets an effect whose idempotency key its external
 system may have forgotten: what a leased step's reconcile is for. Random schedules reach it when
 a stop and a long enough jump meet (for the sample's leased step, a median of 14 worlds, and
 once none in 100); here each boundary gets it once.
@@ -26,10 +26,9 @@ from __future__ import annotations
 
 import random
 
-from chaos.concurrent import WORKER_QUEUE
+from chaos.concurrent import WORKER_QUEUE, left_in_the_dlq
 from chaos.draw import Catalogue, at_boundary
 from chaos.schedules import Action, Schedule
-from ops.redrive import RESTART_SAFE_SECONDS
 from reliability.cdk.config import REDRIVE_WINDOW_DAYS, SECONDS_PER_DAY
 
 WAIT = Action("wait")  # the cloud runs until it is at rest
@@ -42,20 +41,22 @@ TWIN_RERUNS = 4
 LATE_MARGIN_SECONDS = 3600
 
 
-def late_recoveries(*, express: bool) -> tuple[Action, ...]:
-    """Time passes to just short of the last moment a stopped execution can be recovered
-    (`ops.redrive`: Standard redrives within its window, Express restarts while its fences must
-    still exist), then the operator recovers it; then the cloud runs until it is at rest."""
-    window = RESTART_SAFE_SECONDS if express else REDRIVE_WINDOW_DAYS * SECONDS_PER_DAY
-    late = Action("time-travel", seconds=window - LATE_MARGIN_SECONDS)
-    return (late, Action("redrive"), WAIT)
+def late_recoveries(*, express: bool, receives: int = 0) -> tuple[Action, ...]:
+    """Time passes to an hour before the redrive window closes (14 days, also the longest SQS
+    keeps a message), then the operator recovers the stopped run (`ops.redrive`); then the cloud
+    runs until it is at rest. On Express the queue would run a killed run again within minutes, so
+    its message first waits in the DLQ (`receives`: the queue's maxReceiveCount), and the operator
+    redrives the DLQ and restarts what is still unfinished (`chaos.concurrent.left_in_the_dlq`)."""
+    window = REDRIVE_WINDOW_DAYS * SECONDS_PER_DAY
+    late = [Action("time-travel", seconds=window - LATE_MARGIN_SECONDS), Action("redrive"), WAIT]
+    return tuple(left_in_the_dlq(late, receives) if express else late)
 
 
 def races(catalogue: Catalogue) -> list[Schedule]:
     """Two worlds per (outcome, boundary of the catalogue's functions), the rerun race and the
     late recovery: the catalogue is a mutant's (`Catalogue.only`), so these are the boundaries of
     what it changed. On Express, also `TWIN_RERUNS` per outcome: its rerun race."""
-    late = late_recoveries(express=catalogue.express)
+    late = late_recoveries(express=catalogue.express, receives=catalogue.queue_receives)
     stopped = [
         Schedule(outcomes=(kind,), crashes=(), stops=(hit,), actions=actions)
         for kind, hits in sorted(catalogue.by_kind.items())
