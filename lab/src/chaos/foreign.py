@@ -13,9 +13,11 @@
   dead-lettered (no DLQ alarm pages a person for it).
 
 The same holds on the consumers' queues, whatever sent the copy (`applied_and_dead_lettered`, every
-world): a consumer's DLQ holds no copy, without a reason, of an event that consumer applied. Its
-dedup off, a consumer whose effect is a put-once of its own shows only there: the copy's put is
-refused, the refusal fails the invocation until the receives run out, and the state is the same.
+world): a consumer's DLQ holds no copy of an event that consumer applied, without a reason, or
+refused by its effect's put-once item (`reliability.consumers.PUT_ONCE_REFUSED`) while the
+consumer's dedup record of it still stands. Its dedup off, a consumer whose effect is a put-once of
+its own shows only there: the copy's put is refused and the state is the same. Once the record's
+TTL has deleted it, that refusal is the library's answer to a copy redriven too late.
 
 The event's envelope is the library's (`reliability.consumers`: `event_id`, `stage`); the field
 that names the entity is the one whose value is the entity's id.
@@ -30,7 +32,8 @@ from typing import TYPE_CHECKING, Any
 
 from ops.invariants import EntityRow, peek_dead_letters
 from ops.service import service
-from ops.stack_outputs import dlq_output, queue_output, table_output
+from ops.stack_outputs import IDEMPOTENCY_TABLE_OUTPUT, dlq_output, queue_output, table_output
+from reliability.consumers import PUT_ONCE_REFUSED
 from reliability.run_store import record_key
 from reliability.workflow_runs import RunMessage
 
@@ -196,11 +199,13 @@ def violations(cloud: ChaosCloud) -> list[str]:
 
 
 def applied_and_dead_lettered(cloud: ChaosCloud, rows: Sequence[EntityRow]) -> list[str]:
-    """Each consumer's DLQ holds no copy of an event that consumer applied: a letter with no reason
-    (the consumer failed on it until its receives ran out) of a run whose effect the consumer
-    applied is a duplicate it did not recognise, and pages a person for nothing."""
+    """Each consumer's DLQ holds no copy of an event that consumer applied, of a run whose effect
+    it applied: a letter with no reason (the consumer failed on it until its receives ran out), or
+    one its put-once item refused while its dedup record still stands, is a duplicate it did not
+    recognise, and pages a person for nothing."""
     by_id = {row.entity_id: row for row in rows}
     consumers = {queue_output(c.name): c.name for c in service().consumers}
+    recorded = _dedup_records(cloud)
     found = []
     for dlq, queue in cloud.dlqs.items():
         name = consumers.get(queue)
@@ -209,14 +214,31 @@ def applied_and_dead_lettered(cloud: ChaosCloud, rows: Sequence[EntityRow]) -> l
         for letter in peek_dead_letters(cloud.sqs, cloud.outputs[dlq], queue):
             event = _json_object(letter.body)
             row = next((by_id[v] for v in event.values() if isinstance(v, str) and v in by_id), None)
-            if letter.reason or row is None or event.get("run", row.run) != row.run:
+            if row is None or event.get("run", row.run) != row.run or not row.effects[name]:
                 continue
-            if row.effects[name]:
+            if not letter.reason:
                 found.append(
                     f"{row.entity_id}: {name} applied run {row.run}'s event and a copy of it was "
                     "dead-lettered without a reason: a duplicate pages a person"
                 )
+            elif letter.reason.startswith(PUT_ONCE_REFUSED) and (name, event.get("event_id")) in recorded:
+                found.append(
+                    f"{row.entity_id}: {name} applied run {row.run}'s event and dead-lettered a copy "
+                    "its dedup record still names (its put-once refused it): a duplicate pages a person"
+                )
     return found
+
+
+def _dedup_records(cloud: ChaosCloud) -> set[tuple[str, str]]:
+    """(consumer, fact id) of every consumer dedup record the table holds (TTL may have deleted
+    some): a record's step is its consumer, its token the fact's id."""
+    consumers = {c.name for c in service().consumers}
+    items = cloud.dynamodb.scan(TableName=cloud.outputs[IDEMPOTENCY_TABLE_OUTPUT]).get("Items", [])
+    return {
+        (item["step"]["S"], item["token"]["S"])
+        for item in items
+        if item.get("step", {}).get("S") in consumers and "token" in item
+    }
 
 
 def _json_object(body: str) -> dict[str, Any]:

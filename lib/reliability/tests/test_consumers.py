@@ -11,7 +11,7 @@ from typing import Any, ClassVar
 import pytest
 from two_step_service import SERVICE, audit
 
-from reliability.consumers import EventConsumer, effect_of
+from reliability.consumers import PUT_ONCE_REFUSED, EventConsumer, effect_of
 from reliability.dedup import ConsumerDedup
 from reliability.errors import EffectConditionFailed, PoisonMessage
 from reliability.keys import Fact
@@ -148,8 +148,26 @@ def test_a_copy_after_the_dedup_record_expired_is_poison_with_its_reason(
     assert put_once.apply(VisitPaid(event_id="e-1", visit_id="v-1"))
     [record] = ddb.scan(TableName=FENCES)["Items"]
     ddb.delete_item(TableName=FENCES, Key={"id": record["id"]})  # TTL deletion
-    with pytest.raises(PoisonMessage, match="refused by its own condition") as refused:
+    with pytest.raises(PoisonMessage) as refused:
         put_once.apply(VisitPaid(event_id="e-1", visit_id="v-1"))
+    assert refused.value.reason == f"{PUT_ONCE_REFUSED} (write 0); nothing applied"
     assert isinstance(refused.value.__cause__, EffectConditionFailed)
     assert len(_audits(ddb)) == 1
     assert ddb.scan(TableName=FENCES)["Items"] == []  # the record did not commit without its effect
+
+
+def _needs_the_visit(ports: Any, event: Any) -> list[Any]:
+    [write] = audit(ports, event)
+    put = {**write.entry["Put"], "ConditionExpression": "attribute_exists(pk)"}
+    return [type(write)({"Put": put})]
+
+
+def test_another_refused_condition_is_raised_for_the_queue_to_retry(ddb: Any, consumer: CheckedAudit) -> None:
+    """Only a put-once refusal is sure to repeat; a condition on an item another event may still
+    create (an out-of-order delivery) is left to the queue's retries."""
+    waiting: EventConsumer[None, VisitPaid] = EventConsumer(
+        name="audit", effect=_needs_the_visit, ports=None, dedup=consumer.dedup
+    )
+    with pytest.raises(EffectConditionFailed):
+        waiting.apply(VisitPaid(event_id="e-1", visit_id="v-1"))
+    assert _audits(ddb) == []

@@ -10,8 +10,9 @@ that derived id as the body's `event_id`, so the items it keys by event are the 
 Before that the event is checked: another stage's event is refused here; what the service knows
 of the item the event names (it exists, the event's run and terms are its) is the service's hook,
 `verify`. A refusal is a `PoisonMessage` (dead-lettered with its reason); a service whose check
-raises its own errors lists them in `refusals`. So is an effect write refused by its own
-condition with no `BusinessError` attached: no retry can pass it.
+raises its own errors lists them in `refusals`. So is a put-once write of the effect
+(`attribute_not_exists`, no `BusinessError` attached) refused because its item exists
+(`PUT_ONCE_REFUSED`): no retry can pass it. Any other refused condition is raised, and retried.
 """
 
 from __future__ import annotations
@@ -44,6 +45,9 @@ class ConsumedEvent(Protocol):
 Ports = TypeVar("Ports")
 Event = TypeVar("Event", bound=ConsumedEvent)
 ConsumerEffect = Callable[[Any, Mapping[str, Any]], list[Write]]
+# The dead-letter reason of an event whose effect's put-once item already exists (the lab tells a
+# copy its dedup should have recognised by it).
+PUT_ONCE_REFUSED = "an item the effect puts once already exists (a copy of an applied event?)"
 
 
 def effect_of(service: Service, name: str) -> ConsumerEffect:
@@ -83,17 +87,25 @@ class EventConsumer(Generic[Ports, Event]):
             raise PoisonMessage(str(error)) from error
         fact = event.fact()
         body = {**event.model_dump(mode="json"), "event_id": self.dedup.fact_id(fact), "stage": stage}
+        writes: list[Write | dict[str, Any]] = []
+
+        def build() -> AtomicEffect:
+            writes[:] = self.effect(self.ports, body)
+            return AtomicEffect(result=self.result(event), writes=writes)
+
         try:
-            outcome = self.dedup.apply_atomic(
-                fact, lambda: AtomicEffect(result=self.result(event), writes=self.effect(self.ports, body))
-            )
+            outcome = self.dedup.apply_atomic(fact, build)
         except EffectConditionFailed as refused:
+            if not _puts_once(writes[refused.index]):
+                raise
             # A retry meets the same item, so it would only run out its receives and land in the
             # DLQ with no reason. Typically a copy that came back after its dedup record expired
             # (a redrive past the TTL) and found the item its first delivery wrote.
-            raise PoisonMessage(
-                f"the effect's write {refused.index} was refused by its own condition: an item it "
-                "writes already exists (a copy of an applied event, after its dedup record expired?); "
-                "nothing applied"
-            ) from refused
+            raise PoisonMessage(f"{PUT_ONCE_REFUSED} (write {refused.index}); nothing applied") from refused
         return not outcome.skipped
+
+
+def _puts_once(write: Write | Mapping[str, Any]) -> bool:
+    entry = write.entry if isinstance(write, Write) else write
+    put = entry.get("Put") or {}
+    return "attribute_not_exists(" in str(put.get("ConditionExpression", ""))
