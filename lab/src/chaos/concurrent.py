@@ -51,7 +51,6 @@ from typing import TYPE_CHECKING, Any
 
 from ops.service import service
 from ops.stack_outputs import queue_output, table_output
-from reliability.errors import RerunRefused
 from reliability.workflow_runs import RunStatus
 from simulator.cloud import LambdaError
 from simulator.concurrent import Interleaver, seeded, switch_point
@@ -114,7 +113,8 @@ def twin_rerun(cloud: ChaosCloud, queue_output: str, *, seed: int) -> int:
     messages, event = cloud.receive_batch(queue_output)
     if not messages:
         return 0
-    entity_ids = sorted({_run_of(m)[0] for m in messages})
+    # a message the worker cannot read names no entity (`_run_of`: "" or "None"): nothing to rerun
+    entity_ids = sorted({entity_id for entity_id, run in map(_run_of, messages) if run > 0} - {"", "None"})
     interleaver = Interleaver(seeded(seed))
     workers = [partial(_worker_outcome, cloud, queue_output, event) for _ in range(2)]
     operator = partial(_rerun_once_failed, cloud, entity_ids, interleaver, workers=(0, 1))
@@ -133,19 +133,15 @@ def twin_rerun(cloud: ChaosCloud, queue_output: str, *, seed: int) -> int:
 def _rerun_once_failed(
     cloud: ChaosCloud, entity_ids: Sequence[str], interleaver: Interleaver, *, workers: Sequence[int]
 ) -> None:
-    """`make rerun` of each entity at the first turn it reads FAILED; it looks again at each turn
-    it gets, and stops looking once the workers have ended."""
+    """`make rerun` of each entity at the first turn it reads FAILED (`RecoveringCloud.rerun_now`);
+    it looks again at each turn it gets, and stops looking once the workers have ended."""
     waiting = list(entity_ids)
     while waiting and not interleaver.finished(workers):
         for entity_id in list(waiting):
             item = cloud._entity_item(entity_id)
             if item is not None and item.get("status", {}).get("S") == RunStatus.FAILED:
                 waiting.remove(entity_id)
-                try:
-                    cloud.rerun(entity_id)
-                    cloud.recovery.reruns += 1
-                except RerunRefused:
-                    cloud.recovery.refused_reruns += 1
+                cloud.rerun_now(entity_id)
         switch_point()
 
 

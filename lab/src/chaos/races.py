@@ -45,8 +45,10 @@ def late_recoveries(*, express: bool, receives: int = 0) -> tuple[Action, ...]:
     """Time passes to an hour before the redrive window closes (14 days, also the longest SQS
     keeps a message), then the operator recovers the stopped run (`ops.redrive`); then the cloud
     runs until it is at rest. On Express the queue would run a killed run again within minutes, so
-    its message first waits in the DLQ (`receives`: the queue's maxReceiveCount), and the operator
-    redrives the DLQ and restarts what is still unfinished (`chaos.concurrent.left_in_the_dlq`)."""
+    its message is first dead-lettered (`receives`: the queue's maxReceiveCount; nobody runs it
+    meanwhile, `chaos.concurrent.left_in_the_dlq`). SQS has dropped the letter by then (retention
+    counts from the first send, and the receives took hours), so what recovers the run is the
+    operator's restart of the entity still unfinished (`make redrive-workflow`)."""
     window = REDRIVE_WINDOW_DAYS * SECONDS_PER_DAY
     late = [Action("time-travel", seconds=window - LATE_MARGIN_SECONDS), Action("redrive"), WAIT]
     return tuple(left_in_the_dlq(late, receives) if express else late)

@@ -9,7 +9,9 @@ random schedules (`chaos.draw.Drawer` from the seed, faults at the mutant's
 functions, its actions aimed at the kinds that reach them: `Catalogue.only`, `chaos.aim`); a
 mutant with no pairs (a use case, a setting, the template, the consumers) gets random schedules
 only. Every `RACE_EVERY`th world, while any are left, is one of the mutant's operator races
-(`chaos.races`: a stop at one of its boundaries, a rerun, a redrive), each once. A schedule is
+(`chaos.races`: a stop at one of its boundaries, then a rerun and a redrive, or a recovery on the
+last day; on Express also twin copies beside a rerun), each at most once, in an order drawn from
+the seed: a mutant with more races than the budget has room for plays a sample. A schedule is
 the same whatever the budget: the search from a seed is a
 prefix of the longer one.
 
