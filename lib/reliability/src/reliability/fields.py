@@ -17,6 +17,7 @@ import json
 import re
 from collections.abc import Mapping
 from dataclasses import asdict
+from enum import Enum
 from functools import cache
 from typing import Any, ClassVar
 
@@ -29,10 +30,14 @@ class Body:
     __pydantic_config__: ClassVar[dict[str, str]] = {"extra": "forbid"}
 
     def model_dump(self, mode: str = "json") -> dict[str, Any]:
-        """The body as JSON values (an enum field is its str); JSON is the only form."""
+        """The body as JSON values (an enum field is its value); JSON is the only form."""
         del mode
-        body: dict[str, Any] = asdict(self)  # type: ignore[call-overload]  # a dataclass's base
+        body: dict[str, Any] = asdict(self, dict_factory=_json_values)  # type: ignore[call-overload]
         return body
+
+
+def _json_values(fields: list[tuple[str, Any]]) -> dict[str, Any]:
+    return {name: value.value if isinstance(value, Enum) else value for name, value in fields}
 
 
 class ShapeError(ValueError):
