@@ -138,7 +138,7 @@ def _rerun_once_failed(
     waiting = list(entity_ids)
     while waiting and not interleaver.finished(workers):
         for entity_id in list(waiting):
-            item = cloud._entity_item(entity_id)
+            item = cloud.entity_item(entity_id)
             if item is not None and item.get("status", {}).get("S") == RunStatus.FAILED:
                 waiting.remove(entity_id)
                 cloud.rerun_now(entity_id)

@@ -158,12 +158,12 @@ class RecoveringCloud(InProcessCloud):
     def rerun_now(self, entity_id: str) -> None:
         """`make rerun` of the entity as the cloud stands (`rerun_entity` without coming to rest
         first): counted, and a tool that said no yet moved the run is the tool's violation."""
-        before = self._entity_item(entity_id)
+        before = self.entity_item(entity_id)
         try:
             rerun = self.rerun(entity_id)
         except RerunRefused as refused:
             self.recovery.refused_reruns += 1
-            after = self._entity_item(entity_id)
+            after = self.entity_item(entity_id)
             if before is not None and after is not None and int(after["run"]["N"]) > int(before["run"]["N"]):
                 # Nothing else ran meanwhile: the tool's own transition landed, and it said no.
                 self.operator_violations.append(
@@ -182,7 +182,7 @@ class RecoveringCloud(InProcessCloud):
     def send_next_run(self, entity_id: str) -> None:
         """A message for the entity's next run (`{"<entity>_id", "run", "idempotency_key"}`) that no
         operator decided on: an old tool, a replayed export. Only `make rerun` may start a run."""
-        item = self._entity_item(entity_id)
+        item = self.entity_item(entity_id)
         if item is None:
             return
         run, key = int(item["run"]["N"]) + 1, item["idempotency_key"]["S"]
@@ -193,7 +193,7 @@ class RecoveringCloud(InProcessCloud):
         )
         self.recovery.stray_runs += 1
 
-    def _entity_item(self, entity_id: str) -> dict[str, Any] | None:
+    def entity_item(self, entity_id: str) -> dict[str, Any] | None:
         item: dict[str, Any] | None = self.dynamodb.get_item(
             TableName=self.outputs[table_output(service().entity.table)],
             Key=record_key(service().entity, entity_id),
