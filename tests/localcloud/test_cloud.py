@@ -295,7 +295,8 @@ def test_status_counts_the_cloud_process_cpu_time(cloud):
     invoke(cloud, {"action": "ok"})
     after = control.status(endpoint)["cpu_seconds"]
 
-    assert 0 < before <= after <= time.process_time()
+    # the status rounds to the millisecond, so a reading may sit half a unit above the clock
+    assert 0 < before <= after <= time.process_time() + 0.0005
 
 
 def test_prewarm_leaves_a_warm_worker_per_function(cloud):
