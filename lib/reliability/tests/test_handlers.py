@@ -227,7 +227,10 @@ def test_a_step_names_its_entity_once_on_each_line_by_the_telemetry_key(ddb: Any
     # The step's own logger and its fences' telemetry share the service's Powertools logger, as in
     # a deployed function: what the handler appends is on the decision lines too.
     stream = io.StringIO()
-    previous = logger.registered_handler.setStream(stream)  # type: ignore[attr-defined]
+    # swapped by hand: setStream flushes the old stream, which an earlier test's capture may have
+    # closed (mutmut's clean run does)
+    handler: Any = logger.registered_handler
+    previous, handler.stream = handler.stream, stream
     try:
         telemetry = Telemetry(logger=logger, metrics=Metrics(namespace="visits", service="visits"))
         fences = fence_store(ddb, telemetry, FakeClock(), ttl_seconds=3600)
@@ -238,7 +241,7 @@ def test_a_step_names_its_entity_once_on_each_line_by_the_telemetry_key(ddb: Any
         step = step_handler(runtime=lambda: runtime, saga=saga)
         step({"visit_id": "v-1", "token": "dev.v-1.r1", "seats": 2, "results": {}}, Context())  # type: ignore[arg-type]
     finally:
-        logger.registered_handler.setStream(previous)  # type: ignore[attr-defined]
+        handler.stream = previous
         logger.remove_keys(["step", "entity_id", "visit_id"])
     lines = read_emitted(stream.getvalue()).decisions()
     assert [(line["decision"], line["step"], line["entity_id"]) for line in lines] == [
