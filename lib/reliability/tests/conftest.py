@@ -6,7 +6,6 @@ import os
 from collections.abc import Iterator
 from typing import Any
 
-import boto3
 import constant_mutants
 import pytest
 from aws_lambda_powertools import Logger, Metrics
@@ -14,7 +13,7 @@ from moto import mock_aws
 
 from reliability import FenceStore
 from reliability.telemetry import Telemetry
-from reliability_helpers import REGION, FakeClock, create_tables, fence_store
+from reliability_helpers import REGION, FakeClock, aws_client, create_tables, fence_store
 
 
 def pytest_configure(config: pytest.Config) -> None:
@@ -42,7 +41,7 @@ def aws() -> Iterator[None]:
 
 @pytest.fixture
 def ddb(aws: None) -> Any:
-    client = boto3.client("dynamodb", region_name=REGION)
+    client = aws_client("dynamodb")
     create_tables(client)
     return client
 

@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
+import functools
 import json
 import uuid
 from dataclasses import dataclass
 from typing import Any
 
+import boto3
 from aws_lambda_powertools import Logger, Metrics
 from botocore.exceptions import ReadTimeoutError
 from moto.core.models import botocore_stubber
@@ -15,6 +17,22 @@ from reliability.runs import FenceStore
 from reliability.telemetry import Telemetry
 
 REGION = "us-east-1"
+
+
+@functools.cache
+def _session() -> boto3.session.Session:
+    return boto3.session.Session(
+        region_name=REGION, aws_access_key_id="testing", aws_secret_access_key="testing"
+    )
+
+
+def aws_client(service: str) -> Any:
+    """A fresh client of one session kept for the whole run: `boto3.client` under moto builds a new
+    session each time and parses the service model again (~0.25 s, most of a test's setup). moto
+    intercepts it as any other client while a mock is on."""
+    return _session().client(service)
+
+
 FENCES = "retrysafe-test-fences"
 IDEMPOTENCY = "retrysafe-test-idempotency"
 ENTRIES = "retrysafe-test-entries"

@@ -9,7 +9,6 @@ import sys
 from pathlib import Path
 from typing import Any
 
-import boto3
 import pytest
 from aws_lambda_powertools.utilities.data_classes.sqs_event import SQSRecord
 from botocore.stub import Stubber
@@ -25,6 +24,7 @@ from reliability_helpers import (
     IDEMPOTENCY,
     REGION,
     FakeClock,
+    aws_client,
     counter_add,
     counter_value,
     make_telemetry,
@@ -65,7 +65,7 @@ def body(event_id: str, total: int = 100) -> str:
 
 @pytest.fixture
 def sqs(aws: None) -> Any:
-    return boto3.client("sqs", region_name=REGION)
+    return aws_client("sqs")
 
 
 @pytest.fixture
@@ -234,7 +234,7 @@ def test_an_explicit_poison_message_from_the_handler(ddb: Any, sqs: Any, dlq: st
 
 def test_a_failed_dlq_send_leaves_the_record_for_redelivery(ddb: Any) -> None:
     # Given the DLQ cannot be reached
-    client = boto3.client("sqs", region_name=REGION)
+    client = aws_client("sqs")
     stub = Stubber(client)
     stub.add_client_error("send_message", service_error_code="ServiceUnavailable", http_status_code=503)
 

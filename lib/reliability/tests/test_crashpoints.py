@@ -7,13 +7,12 @@ import sys
 from pathlib import Path
 from typing import Any
 
-import boto3
 import pytest
 from botocore.exceptions import ClientError, ReadTimeoutError
 
 from reliability.faults import crash_point, instrument
 from reliability.testing.crashpoints import EXIT_CODE, TRANSPORT_ERRORS, CrashPlan, SimulatedCrash
-from reliability_helpers import FENCES, REGION
+from reliability_helpers import FENCES, aws_client
 
 
 def test_off_unless_the_variable_is_set() -> None:
@@ -115,7 +114,7 @@ def test_hits_are_counted_across_processes_with_a_state_dir(tmp_path: Path) -> N
 
 def test_botocore_hooks_crash_before_or_after_a_call(ddb: Any) -> None:
     # Given a client instrumented to crash after its first TransactWriteItems and before a GetItem
-    client = boto3.client("dynamodb", region_name=REGION)
+    client = aws_client("dynamodb")
     plan = CrashPlan.parse("after:DynamoDB.PutItem=1,before:DynamoDB.GetItem=1", mode="raise")
     plan.instrument(client)
     item = {"id": {"S": "k"}}
@@ -132,7 +131,7 @@ def test_botocore_hooks_crash_before_or_after_a_call(ddb: Any) -> None:
 def test_the_hook_points_use_the_plan_they_are_given() -> None:
     # Given a plan passed in (no plan in the environment)
     plan = CrashPlan.parse("before:SQS.GetQueueUrl=1,fence:after-effect:x=1", mode="raise")
-    client = boto3.client("sqs", region_name=REGION)
+    client = aws_client("sqs")
     # When production code instruments its client and reaches its point with it
     assert instrument(client, plan) is client
     # Then the plan's AWS point and its named point both fire
@@ -154,7 +153,7 @@ def test_instrument_without_aws_points_registers_nothing() -> None:
 
 
 def _sqs(plan: CrashPlan) -> Any:
-    return plan.instrument(boto3.client("sqs", region_name=REGION))
+    return plan.instrument(aws_client("sqs"))
 
 
 @pytest.mark.parametrize(

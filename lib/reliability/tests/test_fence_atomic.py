@@ -4,7 +4,6 @@ from __future__ import annotations
 
 from typing import Any
 
-import boto3
 import pytest
 from botocore.stub import Stubber
 
@@ -21,9 +20,9 @@ from reliability_demo import DemoOutOfStock
 from reliability_helpers import (
     ENTRIES,
     FENCES,
-    REGION,
     CallCounter,
     FakeClock,
+    aws_client,
     counter_add,
     counter_value,
     entry_put,
@@ -209,7 +208,7 @@ def test_build_contract_is_checked(fences: FenceStore) -> None:
 
 
 def stubbed(telemetry: Telemetry) -> tuple[FenceStore, Stubber]:
-    client = boto3.client("dynamodb", region_name=REGION)
+    client = aws_client("dynamodb")
     stub = Stubber(client)
     store = fence_store(client, telemetry, FakeClock())
     return store, stub

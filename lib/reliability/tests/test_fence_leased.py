@@ -4,7 +4,6 @@ from __future__ import annotations
 
 from typing import Any
 
-import boto3
 import pytest
 from botocore.stub import Stubber
 
@@ -15,9 +14,9 @@ from reliability.testing.crashpoints import CrashPlan, SimulatedCrash
 from reliability_demo import DemoOutOfStock, DemoPaymentDeclined
 from reliability_helpers import (
     FENCES,
-    REGION,
     CallCounter,
     FakeClock,
+    aws_client,
     counter_add,
     counter_value,
     fence_store,
@@ -299,7 +298,7 @@ def test_non_mapping_result_is_a_type_error_and_releases(fences: FenceStore) -> 
 
 
 def stubbed(telemetry: Telemetry) -> tuple[FenceStore, Stubber]:
-    client = boto3.client("dynamodb", region_name=REGION)
+    client = aws_client("dynamodb")
     store = fence_store(client, telemetry, FakeClock())
     return store, Stubber(client)
 

@@ -9,7 +9,6 @@ from collections.abc import Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
-import boto3
 import pytest
 from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
@@ -21,8 +20,8 @@ from reliability.testing.crashpoints import CrashPlan, SimulatedCrash
 from reliability_demo import DemoPaymentDeclined
 from reliability_helpers import (
     FENCES,
-    REGION,
     FakeClock,
+    aws_client,
     counter_add,
     counter_value,
     create_tables,
@@ -175,7 +174,7 @@ class Shared:
 def shared() -> Iterator[Shared]:
     # One moto backend for every example (each example uses its own step and counter).
     with mock_aws():
-        ddb = boto3.client("dynamodb", region_name=REGION)
+        ddb = aws_client("dynamodb")
         create_tables(ddb)
         plan = CrashPlan(points={}, mode="raise")
         plan.instrument(ddb)

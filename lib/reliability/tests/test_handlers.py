@@ -12,7 +12,6 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any
 
-import boto3
 import pytest
 import two_step_service
 from aws_lambda_powertools import Metrics
@@ -28,7 +27,7 @@ from reliability.queue_handlers import StartExecutionThrottled, backoff_seconds,
 from reliability.saga import Saga
 from reliability.telemetry import Telemetry
 from reliability.workflow_runs import ExecutionEnd, Reruns, RunMessage, RunMessages, RunStatus
-from reliability_helpers import REGION, FakeClock, fence_store, make_telemetry, read_emitted
+from reliability_helpers import FakeClock, aws_client, fence_store, make_telemetry, read_emitted
 
 VISIT = Entity(name="visit", id_prefix="v-", table="visits")
 MESSAGES = RunMessages(VISIT)
@@ -100,7 +99,7 @@ def _record(body: Any, receive_count: int = 1, message_id: str = "m-1") -> dict[
 
 
 def test_the_worker_starts_a_run_message_and_dead_letters_a_malformed_one(aws: None) -> None:
-    sqs = boto3.client("sqs", region_name=REGION)
+    sqs = aws_client("sqs")
     dlq = sqs.create_queue(QueueName="visits-dlq")["QueueUrl"]
     starter = Starter()
     runtime = WorkerRuntime(workflow_starter=starter, sqs=sqs, dlq_url=dlq)

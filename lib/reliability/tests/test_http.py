@@ -27,6 +27,7 @@ from reliability_helpers import (
     IDEMPOTENCY,
     REGION,
     CallCounter,
+    aws_client,
     create_tables,
     lose_answer,
     make_telemetry,
@@ -260,7 +261,7 @@ def test_a_lock_write_the_sdk_retries_after_it_landed_still_holds_the_requests_o
 
 
 def test_store_failures_are_store_unavailable() -> None:
-    client = boto3.client("dynamodb", region_name=REGION)
+    client = aws_client("dynamodb")
     stub = Stubber(client)
     stub.add_client_error("put_item", service_error_code="ProvisionedThroughputExceededException")
     api = Api(client)
