@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 from dataclasses import dataclass
 from enum import Enum
+from typing import Any
 
 import jsonschema
 import pytest
@@ -141,6 +142,32 @@ def test_a_schema_with_a_keyword_conform_does_not_check_is_refused_where_it_is_d
         checkable(schema)
 
 
+@pytest.mark.parametrize(
+    ("schema", "message"),
+    [
+        ({"type": "object", "oneOf": [], "if": {}}, "conform does not check if, oneOf"),
+        ({"type": "number"}, "conform checks the types array, integer, object, string, not 'number'"),
+        ({"properties": {}}, "conform checks the types array, integer, object, string, not None"),
+        ({"type": "object", "additionalProperties": True}, "conform checks additionalProperties: false only"),
+        ({"type": "object", "additionalProperties": {}}, "conform checks additionalProperties: false only"),
+    ],
+)
+def test_a_refused_schema_says_what_conform_would_not_check(schema: dict[str, object], message: str) -> None:
+    with pytest.raises(ValueError, match=r"^conform ") as refused:
+        checkable(schema)
+
+    assert str(refused.value) == message
+
+
+def test_a_checkable_schema_is_returned_as_it_is() -> None:
+    # called here, not at import: a schema defined at import is checked before any test runs
+    schema = {"type": "object", "additionalProperties": False, "properties": {"a": {"type": "string"}}}
+
+    assert checkable(schema) is schema
+    assert checkable(LINE) is LINE
+    assert checkable({"type": "array", "items": LINE}) is not None
+
+
 class _Colour(Enum):  # a plain Enum: json.dumps could not write the member itself
     RED = "red"
 
@@ -170,3 +197,48 @@ def test_a_bodys_derived_schema_admits_no_other_field() -> None:
     schema = TypeAdapter(_Kit).json_schema()
     assert schema["additionalProperties"] is False
     assert schema["$defs"]["_Part"]["additionalProperties"] is False
+
+
+@pytest.mark.parametrize(
+    ("schema", "data"),
+    [
+        ({"type": "object", "additionalProperties": False}, {}),  # no properties, no required
+        ({"type": "object", "additionalProperties": False, "properties": {"a": {"type": "string"}}}, {}),
+        ({"type": "array"}, []),  # no items, no minItems: any array, as it is
+        ({"type": "array"}, [1, "a", {"b": [2]}]),
+        ({"type": "array", "items": {"type": "integer"}}, [1, 1]),  # no uniqueItems: repeats allowed
+        ({"type": "string"}, ""),  # no minLength: the empty string
+    ],
+)
+def test_a_keyword_a_schema_leaves_out_admits_everything(schema: dict[str, Any], data: Any) -> None:
+    assert conform(checkable(schema), data) == data
+    assert oracle(schema).is_valid(data)
+
+
+@pytest.mark.parametrize(
+    ("schema", "data", "field", "problem"),
+    [
+        ({"type": "array"}, {"a": 1}, "items", "not a JSON array"),
+        ({"type": "string"}, 5, "items", "not a string"),
+        ({"type": "object", "additionalProperties": False}, [], "items", "not a JSON object"),
+        ({"type": "object", "additionalProperties": False}, {"a": 1}, "items.a", "not a field of this body"),
+        (
+            {"type": "array", "uniqueItems": True},
+            [{"a": 1, "b": 2}, {"b": 2, "a": 1}],  # the same object, its keys in another order
+            "items",
+            REPEATED_ITEM,
+        ),
+    ],
+)
+def test_a_refusal_names_the_field_and_what_is_wrong(
+    schema: dict[str, Any], data: Any, field: str, problem: str
+) -> None:
+    with pytest.raises(ShapeError) as refused:
+        conform(checkable(schema), data, "items")
+
+    assert (refused.value.field, refused.value.problem) == (field, problem)
+    assert not oracle(schema).is_valid(data)
+
+
+def oracle(schema: dict[str, Any]) -> jsonschema.Draft202012Validator:
+    return jsonschema.Draft202012Validator(schema)

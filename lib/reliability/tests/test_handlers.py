@@ -219,6 +219,7 @@ class StepRuntime:
     saga: two_step_service.Desk = field(default_factory=two_step_service.Desk)
 
     def fences(self, namespace: str) -> Any:
+        logger.info("fences taken")  # a line of the step's own, outside any decision
         return self.fence_store
 
 
@@ -247,3 +248,5 @@ def test_a_step_names_its_entity_once_on_each_line_by_the_telemetry_key(ddb: Any
         ("FenceCompleted", "Hold", "v-1")
     ]
     assert not [line for line in lines if "visit_id" in line]  # not again under the entity's field
+    own = [line for line in read_emitted(stream.getvalue()).logs if line.get("message") == "fences taken"]
+    assert [(line["step"], line["entity_id"]) for line in own] == [("Hold", "v-1")]

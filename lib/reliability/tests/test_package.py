@@ -9,6 +9,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 import reliability
 
 SRC = Path(__file__).resolve().parents[1] / "src"
@@ -138,3 +140,11 @@ def test_production_modules_load_no_test_seam(tmp_path: Path) -> None:
     count, seams = result.stdout.split(" ", 1)
     assert int(count) >= 10
     assert seams.strip() == "[]"
+
+
+def test_a_name_the_package_does_not_export_is_an_attribute_error_naming_it() -> None:
+    with pytest.raises(AttributeError) as missing:
+        reliability.no_such_name  # noqa: B018 - the lookup is the test
+
+    assert str(missing.value) == "module 'reliability' has no attribute 'no_such_name'"
+    assert not hasattr(reliability, "SAGA_NAMESPACE")  # a module's constant, not an export
