@@ -1,14 +1,20 @@
-"""The crash plan read from the environment, and a shared plan's per-function views: what each keeps."""
+"""The crash plan: read from the environment, a shared plan's per-function views, hits counted in a
+state dir, the exit mode, and AWS failures injected as botocore raises them."""
 
 from __future__ import annotations
 
+import os
 import threading
 from pathlib import Path
+from typing import Any
 
+import boto3
 import pytest
+from botocore.exceptions import ClientError, ConnectionClosedError
 
 from reliability.faults import crash_point
 from reliability.testing.crashpoints import CrashPlan, SimulatedCrash
+from reliability_helpers import FENCES, REGION
 
 POINTS = "RETRYSAFE_CRASH_POINTS"
 
@@ -137,3 +143,111 @@ def test_a_function_view_counts_under_the_plans_lock() -> None:
         assert not done.wait(0.2)
     thread.join(5)
     assert outcome == ["crashed"]
+
+
+# --- hits counted in a state dir ------------------------------------------------------------------
+
+
+def test_a_state_dir_lets_exactly_n_hits_crash_across_plans(tmp_path: Path) -> None:
+    # Given three processes' plans sharing one state dir, the point armed for 2 hits
+    plans = [CrashPlan.parse("p=2", mode="raise", state_dir=str(tmp_path)) for _ in range(3)]
+    # When each reaches the point once, Then the first two crash and the third passes
+    for plan in plans[:2]:
+        with pytest.raises(SimulatedCrash):
+            plan.hit("p")
+    plans[2].hit("p")
+    # And each hit is a private marker file that names its point
+    markers = sorted(tmp_path.iterdir())
+    assert [m.read_text() for m in markers] == ["p", "p"]
+    assert [m.stat().st_mode & 0o777 for m in markers] == [0o600, 0o600]
+
+
+def test_an_unarmed_point_touches_no_state_dir(tmp_path: Path) -> None:
+    plan = CrashPlan.parse("p", mode="raise", state_dir=str(tmp_path / "hits"))
+    plan.hit("q")
+    assert not (tmp_path / "hits").exists()
+
+
+def test_a_point_armed_for_no_hits_never_crashes(tmp_path: Path) -> None:
+    for state_dir in (None, str(tmp_path)):
+        plan = CrashPlan.parse("p=0", mode="raise", state_dir=state_dir)
+        assert plan.armed("p")
+        plan.hit("p")
+    assert list(tmp_path.iterdir()) == []
+
+
+# --- the exit mode ------------------------------------------------------------------------------
+
+
+class Exited(BaseException):
+    """What the stand-in for os._exit raises, so the test process lives on."""
+
+
+def test_the_exit_mode_says_where_and_exits_137(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    codes: list[int] = []
+
+    def exit_(code: int) -> None:
+        codes.append(code)
+        raise Exited
+
+    monkeypatch.setattr(os, "_exit", exit_)
+    plan = CrashPlan.parse("fence:after-effect:Pay", mode="exit")
+    with pytest.raises(Exited):
+        plan.hit("fence:after-effect:Pay")
+    assert codes == [137]
+    assert capsys.readouterr().err == "retrysafe: simulated crash at fence:after-effect:Pay\n"
+    plan.hit("fence:after-effect:Pay")  # its one hit is spent
+    assert codes == [137]
+
+
+# --- injected AWS failures, as botocore raises them ----------------------------------------------
+
+
+def test_an_injected_client_error_reads_as_botocores(aws: None) -> None:
+    sqs = CrashPlan.parse("error:SQS.SendMessage:ServiceUnavailable", mode="raise").instrument(
+        boto3.client("sqs", region_name=REGION)
+    )
+    url = sqs.create_queue(QueueName="q")["QueueUrl"]
+    with pytest.raises(ClientError) as raised:
+        sqs.send_message(QueueUrl=url, MessageBody="x")
+    assert raised.value.response == {
+        "Error": {"Code": "ServiceUnavailable", "Message": "injected ServiceUnavailable (503)"},
+        "ResponseMetadata": {"HTTPStatusCode": 503, "HTTPHeaders": {}, "RetryAttempts": 0},
+    }
+    assert raised.value.operation_name == "SendMessage"
+    assert str(raised.value) == (
+        "An error occurred (ServiceUnavailable) when calling the SendMessage operation: "
+        "injected ServiceUnavailable (503)"
+    )
+
+
+@pytest.mark.parametrize("when", ["error", "error-after"])
+def test_an_injected_transport_failure_names_the_clients_endpoint(ddb: Any, when: str) -> None:
+    CrashPlan.parse(f"{when}:DynamoDB.PutItem:ConnectionClosed", mode="raise").instrument(ddb)
+    with pytest.raises(ConnectionClosedError) as raised:
+        ddb.put_item(TableName=FENCES, Item={"id": {"S": "k"}})
+    endpoint = ddb.meta.endpoint_url
+    assert raised.value.kwargs == {"endpoint_url": endpoint, "error": "injected ConnectionClosed"}
+    assert endpoint in str(raised.value)
+
+
+def test_a_plan_of_after_points_only_hooks_the_client(ddb: Any) -> None:
+    CrashPlan.parse("after:DynamoDB.PutItem", mode="raise").instrument(ddb)
+    with pytest.raises(SimulatedCrash, match=r"after:DynamoDB\.PutItem"):
+        ddb.put_item(TableName=FENCES, Item={"id": {"S": "k"}})
+
+
+def test_two_plans_hook_the_same_client(ddb: Any) -> None:
+    # Given one client instrumented by two plans (a test's and a function's own)
+    key = {"id": {"S": "k"}}
+    CrashPlan.parse("after:DynamoDB.PutItem=1", mode="raise").instrument(ddb)
+    CrashPlan.parse("before:DynamoDB.GetItem=1,after:DynamoDB.DeleteItem=1", mode="raise").instrument(ddb)
+    # Then the points of both fire, before and after their calls
+    with pytest.raises(SimulatedCrash, match=r"after:DynamoDB\.PutItem"):
+        ddb.put_item(TableName=FENCES, Item=key)
+    with pytest.raises(SimulatedCrash, match=r"before:DynamoDB\.GetItem"):
+        ddb.get_item(TableName=FENCES, Key=key)
+    with pytest.raises(SimulatedCrash, match=r"after:DynamoDB\.DeleteItem"):
+        ddb.delete_item(TableName=FENCES, Key=key)
