@@ -251,3 +251,8 @@ def test_two_plans_hook_the_same_client(ddb: Any) -> None:
         ddb.get_item(TableName=FENCES, Key=key)
     with pytest.raises(SimulatedCrash, match=r"after:DynamoDB\.DeleteItem"):
         ddb.delete_item(TableName=FENCES, Key=key)
+
+
+def test_a_spec_skips_blank_entries_and_trims_each() -> None:
+    plan = CrashPlan.parse(" p ,, q=2 , ,after:SQS.SendMessage @pay=3,", function_name="svc-pay")
+    assert plan.points == {"p": 1, "q": 2, "after:SQS.SendMessage": 3}

@@ -141,6 +141,16 @@ def test_a_retry_line_keeps_the_callers_fields(capsys: pytest.CaptureFixture[str
     )
 
 
+def test_a_line_keeps_a_correlation_id_that_is_not_its_token(capsys: pytest.CaptureFixture[str]) -> None:
+    # Given a logger correlated by something else than the step's token (an API request's id)
+    telemetry = make()
+    telemetry.logger.set_correlation_id("req-abc")
+    # When a decision with a token is logged, Then its line keeps the correlation id
+    telemetry.decision(Decision.FENCE_SKIPPED, token=TOKEN, step="Pay")
+    [line] = read_emitted(capsys.readouterr().out).decisions()
+    assert (line["correlation_id"], line["token"]) == ("req-abc", TOKEN)
+
+
 # --- the metric --------------------------------------------------------------------------------
 
 
