@@ -162,6 +162,16 @@ def test_a_state_dir_lets_exactly_n_hits_crash_across_plans(tmp_path: Path) -> N
     assert [m.stat().st_mode & 0o777 for m in markers] == [0o600, 0o600]
 
 
+def test_each_point_counts_its_own_hits_in_a_shared_state_dir(tmp_path: Path) -> None:
+    plan = CrashPlan.parse("a,b", mode="raise", state_dir=str(tmp_path))
+    for point in ("a", "b"):
+        with pytest.raises(SimulatedCrash, match=f"simulated crash at {point}$"):
+            plan.hit(point)
+    plan.hit("a")
+    plan.hit("b")
+    assert sorted(m.read_text() for m in tmp_path.iterdir()) == ["a", "b"]
+
+
 def test_an_unarmed_point_touches_no_state_dir(tmp_path: Path) -> None:
     plan = CrashPlan.parse("p", mode="raise", state_dir=str(tmp_path / "hits"))
     plan.hit("q")
