@@ -243,6 +243,15 @@ def test_an_injected_transport_failure_names_the_clients_endpoint(ddb: Any, when
     assert endpoint in str(raised.value)
 
 
+def test_an_error_after_point_can_answer_a_modeled_client_error(ddb: Any) -> None:
+    CrashPlan.parse("error-after:DynamoDB.PutItem:InternalServerError", mode="raise").instrument(ddb)
+    item = {"id": {"S": "written"}}
+    with pytest.raises(ddb.exceptions.InternalServerError) as raised:
+        ddb.put_item(TableName=FENCES, Item=item)
+    assert raised.value.response["ResponseMetadata"]["HTTPStatusCode"] == 500
+    assert ddb.get_item(TableName=FENCES, Key=item)["Item"] == item  # the write happened
+
+
 def test_a_plan_of_after_points_only_hooks_the_client(ddb: Any) -> None:
     CrashPlan.parse("after:DynamoDB.PutItem", mode="raise").instrument(ddb)
     with pytest.raises(SimulatedCrash, match=r"after:DynamoDB\.PutItem"):
