@@ -234,3 +234,35 @@ def test_scoped_entries_of_a_shared_plan_arm_per_function_and_share_hits() -> No
     # And a plan without scoped entries is its own view
     unscoped = CrashPlan.parse("y")
     assert unscoped.for_function("any") is unscoped
+
+
+# --- the module's own names --------------------------------------------------------------------
+
+
+def test_the_plan_names_are_crashplans_loaded_on_first_use() -> None:
+    from reliability.testing import crashplan, crashpoints  # noqa: PLC0415 - read at run time
+
+    names = ("DEFAULT_ERROR_CODE", "ERROR_STATUS", "TRANSPORT_ERRORS", "CrashPlan", "ErrorPoint", "Mode")
+    assert [getattr(crashpoints, name) is getattr(crashplan, name) for name in names] == [True] * len(names)
+
+
+def test_any_other_name_is_missing_from_crashpoints() -> None:
+    from reliability.testing import crashpoints  # noqa: PLC0415 - read at run time
+
+    with pytest.raises(AttributeError) as missing:
+        crashpoints.Nope  # noqa: B018 - the attribute read is the test
+    assert str(missing.value) == "module 'reliability.testing.crashpoints' has no attribute 'Nope'"
+    assert not hasattr(crashpoints, "parse")
+
+
+def test_a_simulated_crash_names_its_point() -> None:
+    crash = SimulatedCrash("fence:after-effect:Pay")
+    assert (str(crash), crash.point) == (
+        "simulated crash at fence:after-effect:Pay",
+        "fence:after-effect:Pay",
+    )
+
+
+def test_a_parsed_plan_raises_by_default() -> None:
+    plan = CrashPlan.parse("p")
+    assert (plan.points, plan.mode, plan.state_dir, plan.scoped) == ({"p": 1}, "raise", None, ())
