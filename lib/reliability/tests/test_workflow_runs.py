@@ -23,6 +23,7 @@ from reliability.fields import ShapeError
 from reliability.run_store import DynamoRunStore, RunRecord, run_records
 from reliability.workflow_runs import (
     ExecutionEnd,
+    ExpressWorkflow,
     Reruns,
     RunMessage,
     RunMessages,
@@ -30,7 +31,7 @@ from reliability.workflow_runs import (
     WorkflowStarter,
     execution_name,
 )
-from reliability_helpers import make_telemetry
+from reliability_helpers import make_telemetry, read_emitted
 
 VISIT = Entity(name="visit", id_prefix="v-", table="visits")
 TABLE = "retrysafe-test-visits"
@@ -135,7 +136,7 @@ def _visit(
 
 
 def _starter(
-    store: DynamoRunStore[Visit], workflow: Workflow, express: Express | None = None
+    store: DynamoRunStore[Visit], workflow: Workflow, express: ExpressWorkflow | None = None
 ) -> WorkflowStarter[Visit]:
     return WorkflowStarter(
         stage="dev",
@@ -245,6 +246,95 @@ def test_a_later_run_is_not_current_when_started_directly(store: DynamoRunStore[
     _visit(store)
     with pytest.raises(RunNotCurrent):
         _starter(store, Workflow()).start(RunMessage("v-1", 2, "key-1"))
+
+
+class Ending:
+    """An Express state machine whose executions end as `end` says; it records each run's input."""
+
+    def __init__(self, end: ExecutionEnd) -> None:
+        self.end = end
+        self.runs: list[tuple[str, Mapping[str, Any]]] = []
+
+    def run(self, *, name: str, payload: Mapping[str, Any]) -> ExecutionEnd:
+        self.runs.append((name, payload))
+        return self.end
+
+
+def _decision(capsys: pytest.CaptureFixture[str], name: str) -> dict[str, Any]:
+    """The one line the decision `name` wrote."""
+    [line] = [line for line in read_emitted(capsys.readouterr().out).decisions() if line["decision"] == name]
+    return line
+
+
+def test_an_express_run_runs_with_the_services_input_and_logs_how_it_ended(
+    store: DynamoRunStore[Visit], capsys: pytest.CaptureFixture[str]
+) -> None:
+    # Given an Express execution that fails with a long cause
+    visit = _visit(store)
+    cause = "x" * 600
+    express = Ending(
+        ExecutionEnd(
+            arn="arn:x:v-1-r1", status="FAILED", started=10.5, stopped=12.25, error="Boom", cause=cause
+        )
+    )
+    # When the worker runs the visit's current run
+    with pytest.raises(ExecutionFailed):
+        _starter(store, Workflow(), express).start_once(RunMessage("v-1", 1, "key-1"))
+    # Then it ran once, under the run's name, with the service's input for the run's token
+    assert express.runs == [("v-1-r1", _input(visit, 1, "dev.v-1.r1"))]
+    # And how it ended is one line: the execution, its times, its error and the head of its cause
+    ended = _decision(capsys, "ExecutionEnded")
+    expected = {
+        "entity_id": "v-1",
+        "run": 1,
+        "token": "dev.v-1.r1",
+        "step": "worker",
+        "execution": "arn:x:v-1-r1",
+        "status": "FAILED",
+        "started": 10.5,
+        "stopped": 12.25,
+        "error": "Boom",
+        "cause": "x" * 512,
+    }
+    assert {name: ended.get(name) for name in expected} == expected
+
+
+def test_an_express_run_that_succeeds_logs_no_error_and_no_cause(
+    store: DynamoRunStore[Visit], capsys: pytest.CaptureFixture[str]
+) -> None:
+    _visit(store)
+    express = Ending(ExecutionEnd(arn="arn:x:v-1-r1", status="SUCCEEDED", started=1.0, stopped=2.0))
+    assert _starter(store, Workflow(), express).start_once(RunMessage("v-1", 1, "key-1")) == "arn:x:v-1-r1"
+    ended = _decision(capsys, "ExecutionEnded")
+    assert (ended["status"], ended.get("error"), ended.get("cause")) == ("SUCCEEDED", None, None)
+
+
+@pytest.mark.parametrize(("execution_arn", "answer"), [("arn:x:v-1-r1", "arn:x:v-1-r1"), (None, "v-1-r1")])
+def test_a_finished_entity_on_express_is_a_duplicate_answered_with_its_execution(
+    store: DynamoRunStore[Visit],
+    ddb: Any,
+    capsys: pytest.CaptureFixture[str],
+    execution_arn: str | None,
+    answer: str,
+) -> None:
+    # Given a visit whose run 1 COMPLETED (its ARN recorded, or not: its steps were run by hand)
+    _visit(store)
+    if execution_arn is not None:
+        store.record_execution("v-1", run=1, execution_arn=execution_arn)
+    _set_status(store, ddb, RunStatus.COMPLETED)
+    express = Ending(ExecutionEnd(arn="arn:x:other", status="SUCCEEDED", started=1.0, stopped=2.0))
+    # When its message comes again, nothing runs: the answer is its execution, or the run's name
+    assert _starter(store, Workflow(), express).start_once(RunMessage("v-1", 1, "key-1")) == answer
+    assert express.runs == []
+    # And the duplicate is one line, with the entity's status
+    hit = _decision(capsys, "DedupHit")
+    assert (hit["token"], hit["step"], hit["status"], hit["entity_id"], hit["run"]) == (
+        "dev.v-1.r1",
+        "worker",
+        "COMPLETED",
+        "v-1",
+        1,
+    )
 
 
 def test_an_express_run_that_fails_is_retried_by_the_queue(store: DynamoRunStore[Visit]) -> None:
