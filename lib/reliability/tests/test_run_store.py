@@ -14,9 +14,9 @@ from botocore.exceptions import ClientError
 from botocore.stub import Stubber
 
 from reliability.declaration import Entity
-from reliability.errors import TransientError
-from reliability.run_store import DynamoRunStore, record_key
-from reliability_helpers import REGION
+from reliability.errors import RerunRefused, TransientError
+from reliability.run_store import DynamoRunStore, RunRecord, record_key, run_records
+from reliability_helpers import REGION, lose_answer
 
 VISIT = Entity(name="visit", id_prefix="v-", table="visits")
 TABLE = "retrysafe-test-visits"
@@ -157,3 +157,122 @@ def test_a_throttled_call_is_a_transient_error_naming_the_call(call: str) -> Non
         with pytest.raises(TransientError) as throttled:
             act(_store(client))
     assert str(throttled.value) == f"{call}: ProvisionedThroughputExceededException"
+
+
+# --- the runs' transitions --------------------------------------------------------------------
+
+
+def _failed(store: DynamoRunStore[Record], visit_id: str = "v-1", **values: Any) -> None:
+    """A visit whose run ended FAILED, its execution and end recorded (`values` set over that)."""
+    store.create(
+        {**_visit(visit_id), "status": "FAILED", "execution_arn": "arn:r1", "finished_at": "t1", **values}
+    )
+
+
+def test_the_next_run_is_accepted_without_the_last_runs_execution_and_end(
+    store: DynamoRunStore[Record], ddb: Any
+) -> None:
+    _failed(store)
+    answered = store.start_next_run("v-1", run=1)
+    stored = store.get("v-1")
+    assert stored is not None
+    assert (stored["run"], stored["status"]) == (2, "ACCEPTED")
+    assert "execution_arn" not in stored
+    assert "finished_at" not in stored
+    assert {name: answered[name] for name in ("run", "status", "accepted_at")} == {
+        name: stored[name] for name in ("run", "status", "accepted_at")
+    }
+
+
+def test_a_next_run_whose_answer_was_lost_answers_the_entity_it_wrote(
+    store: DynamoRunStore[Record], ddb: Any
+) -> None:
+    # Given the transition's first attempt lands but its answer is lost, so the SDK sends it again
+    _failed(store)
+    attempts = lose_answer(ddb, "UpdateItem")
+    # Then the resend, refused by the landed write, is recognised as this call's own
+    answered = store.start_next_run("v-1", run=1)
+    assert len(attempts) == 2
+    assert (answered["run"], answered["status"]) == (2, "ACCEPTED")
+
+
+@pytest.mark.parametrize(
+    ("values", "refusal"),
+    [
+        (
+            {"status": "RUNNING", "run": 3},
+            "visit v-1 is RUNNING on run 3; run 4 may start only after run 3 ended FAILED",
+        ),
+        (
+            {"status": "COMPLETED"},
+            "visit v-1 is COMPLETED on run 1; run 2 may start only after run 1 ended FAILED",
+        ),
+    ],
+)
+def test_a_next_run_after_a_run_that_did_not_fail_is_refused(
+    store: DynamoRunStore[Record], ddb: Any, values: dict[str, Any], refusal: str
+) -> None:
+    _failed(store, **values)
+    run = values.get("run", 1)
+    with pytest.raises(RerunRefused) as refused:
+        store.start_next_run("v-1", run=run)
+    assert str(refused.value) == refusal
+
+
+def test_a_next_run_of_an_entity_stored_before_runs_were_counted_reads_it_as_run_1(
+    store: DynamoRunStore[Record], ddb: Any
+) -> None:
+    # Given a visit stored without a run attribute (before the run model counted runs)
+    store.create({key: value for key, value in _visit("v-1").items() if key != "run"} | {"status": "RUNNING"})
+    with pytest.raises(RerunRefused) as refused:
+        store.start_next_run("v-1", run=1)
+    assert (
+        str(refused.value) == "visit v-1 is RUNNING on run 1; run 2 may start only after run 1 ended FAILED"
+    )
+    # And the run view reads it as run 1
+    assert run_records(client=ddb, table_name=TABLE, entity=VISIT).get("v-1") == RunRecord(
+        entity_id="v-1",
+        idempotency_key="key-v-1",
+        created_at="2026-01-01T00:00:00+00:00",
+        run=1,
+        status="RUNNING",
+    )
+
+
+def test_a_next_run_of_no_entity_is_refused_naming_it(store: DynamoRunStore[Record]) -> None:
+    with pytest.raises(RerunRefused) as refused:
+        store.start_next_run("v-9", run=1)
+    assert str(refused.value) == "no visit 'v-9'"
+    assert store.get("v-9") is None
+
+
+def test_an_execution_of_a_run_no_longer_current_is_not_recorded(
+    store: DynamoRunStore[Record], ddb: Any
+) -> None:
+    # Given a visit on run 2, the late ARN of run 1's execution changes nothing
+    _failed(store, run=2, status="RUNNING", execution_arn="arn:r2")
+    store.record_execution("v-1", run=1, execution_arn="arn:r1-late")
+    stored = store.get("v-1")
+    assert stored is not None
+    assert stored["execution_arn"] == "arn:r2"
+    # while the current run's is
+    store.record_execution("v-1", run=2, execution_arn="arn:r2-restart")
+    assert (store.get("v-1") or {})["execution_arn"] == "arn:r2-restart"
+
+
+def test_recording_an_execution_on_a_missing_table_propagates_the_refusal(ddb: Any) -> None:
+    with pytest.raises(ClientError) as refused:
+        _store(ddb).record_execution("v-1", run=1, execution_arn="arn:1")
+    assert refused.value.response["Error"]["Code"] == "ResourceNotFoundException"
+
+
+def test_the_run_view_reads_the_runs_execution(store: DynamoRunStore[Record], ddb: Any) -> None:
+    _failed(store, run=2)
+    assert run_records(client=ddb, table_name=TABLE, entity=VISIT).get("v-1") == RunRecord(
+        entity_id="v-1",
+        idempotency_key="key-v-1",
+        created_at="2026-01-01T00:00:00+00:00",
+        run=2,
+        status="FAILED",
+        execution_arn="arn:r1",
+    )
