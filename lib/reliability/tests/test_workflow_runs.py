@@ -183,6 +183,17 @@ def test_a_run_message_of_another_shape_names_its_field(field: str, body: dict[s
     assert refused.value.field == field
 
 
+@pytest.mark.parametrize(("length", "accepted"), [(64, True), (65, False)])
+def test_a_run_messages_entity_id_is_at_most_64_characters(length: int, accepted: bool) -> None:
+    body = {"visit_id": "v" * length, "run": 1, "idempotency_key": "k"}
+    if accepted:
+        assert RunMessages(VISIT).model_validate(body).entity_id == "v" * length
+        return
+    with pytest.raises(ShapeError) as refused:
+        RunMessages(VISIT).model_validate(body)
+    assert refused.value.field == "visit_id"
+
+
 # --- the run store ----------------------------------------------------------------------------
 
 
@@ -240,6 +251,78 @@ def test_a_message_that_can_never_start_is_poison(
     with pytest.raises(PoisonMessage, match=reason):
         _starter(store, workflow).start_once(message)
     assert workflow.started == {}
+
+
+def test_the_worker_starts_a_run_with_the_input_for_its_run_and_token(store: DynamoRunStore[Visit]) -> None:
+    visit = _visit(store)
+    workflow = Workflow()
+    _starter(store, workflow).start_once(RunMessage("v-1", 1, "key-1"))
+    assert workflow.started == {"v-1-r1": _input(visit, 1, "dev.v-1.r1")}
+
+
+def test_a_duplicate_message_of_a_started_run_is_one_dedup_line_and_no_start(
+    store: DynamoRunStore[Visit], capsys: pytest.CaptureFixture[str]
+) -> None:
+    # Given run 1 started (RUNNING, its ARN recorded)
+    _visit(store)
+    store.mark_running("v-1", run=1, execution_arn="arn:first")
+    capsys.readouterr()
+    workflow = Workflow()
+    # When its message comes again, nothing starts: the answer is the recorded ARN
+    assert _starter(store, workflow).start_once(RunMessage("v-1", 1, "key-1")) == "arn:first"
+    assert workflow.started == {}
+    hit = _decision(capsys, "DedupHit")
+    assert (hit["token"], hit["step"], hit["status"], hit["entity_id"], hit["run"]) == (
+        "dev.v-1.r1",
+        "worker",
+        "RUNNING",
+        "v-1",
+        1,
+    )
+
+
+def test_the_current_run_of_an_entity_finished_by_hand_records_its_arn_and_starts_nothing(
+    store: DynamoRunStore[Visit], ddb: Any
+) -> None:
+    # Given run 1 COMPLETED without an execution recorded (its steps were run by hand)
+    _visit(store)
+    _set_status(store, ddb, RunStatus.COMPLETED)
+    workflow = Workflow()
+    # When its message comes, the run's ARN is answered and recorded, and nothing starts
+    assert _starter(store, workflow).start_once(RunMessage("v-1", 1, "key-1")) == "arn:v-1-r1"
+    assert workflow.started == {}
+    stored = store.get("v-1")
+    assert stored is not None
+    assert (stored.status, stored.execution_arn) == (RunStatus.COMPLETED, "arn:v-1-r1")
+
+
+@pytest.mark.parametrize(("express", "answer"), [(None, "arn:v-1-r1"), (Express("SUCCEEDED"), "v-1-r1")])
+def test_a_late_message_of_an_earlier_run_is_a_duplicate_answered_with_its_execution(
+    store: DynamoRunStore[Visit],
+    ddb: Any,
+    capsys: pytest.CaptureFixture[str],
+    express: Express | None,
+    answer: str,
+) -> None:
+    # Given a visit on run 2 (run 1 FAILED, run 2 accepted)
+    _visit(store)
+    _set_status(store, ddb, RunStatus.FAILED)
+    store.start_next_run("v-1", run=1)
+    capsys.readouterr()
+    workflow = Workflow()
+    # When run 1's message comes late, nothing starts or runs: the answer is run 1's execution
+    assert _starter(store, workflow, express).start_once(RunMessage("v-1", 1, "key-1")) == answer
+    assert workflow.started == {}
+    assert express is None or express.runs == []
+    # And the duplicate is one line naming the run it was for and the entity's current run
+    hit = _decision(capsys, "DedupHit")
+    assert {name: hit.get(name) for name in ("token", "step", "status", "run", "current_run")} == {
+        "token": "dev.v-1.r1",
+        "step": "worker",
+        "status": "ACCEPTED",
+        "run": 1,
+        "current_run": 2,
+    }
 
 
 def test_a_later_run_is_not_current_when_started_directly(store: DynamoRunStore[Visit]) -> None:
@@ -369,6 +452,20 @@ def test_a_next_run_follows_only_a_failed_run_and_sends_its_message(
     assert queue.sent == [{"visit_id": "v-1", "run": 2, "idempotency_key": "key-1"}] * 2
     with pytest.raises(EntityNotFound, match="no visit 'v-9'"):
         reruns.start_next_run("v-9")
+
+
+def test_the_message_of_a_run_already_consumed_is_never_resent(
+    store: DynamoRunStore[Visit], ddb: Any
+) -> None:
+    _visit(store)
+    _set_status(store, ddb, RunStatus.RUNNING)
+    found = store.get("v-1")
+    assert found is not None
+    queue = Queue()
+    with pytest.raises(RerunRefused) as refused:
+        Reruns(entity=VISIT, store=store, queue=queue).resend(found)
+    assert str(refused.value) == "visit v-1 is RUNNING: its message was consumed"
+    assert queue.sent == []
 
 
 def test_the_sweep_resends_only_entities_accepted_before_the_bound(
