@@ -23,6 +23,7 @@ from reliability.fields import ShapeError
 from reliability.run_store import DynamoRunStore, RunRecord, run_records
 from reliability.workflow_runs import (
     ExecutionEnd,
+    ExpressWorkflow,
     Reruns,
     RunMessage,
     RunMessages,
@@ -30,7 +31,7 @@ from reliability.workflow_runs import (
     WorkflowStarter,
     execution_name,
 )
-from reliability_helpers import make_telemetry
+from reliability_helpers import make_telemetry, read_emitted
 
 VISIT = Entity(name="visit", id_prefix="v-", table="visits")
 TABLE = "retrysafe-test-visits"
@@ -135,7 +136,7 @@ def _visit(
 
 
 def _starter(
-    store: DynamoRunStore[Visit], workflow: Workflow, express: Express | None = None
+    store: DynamoRunStore[Visit], workflow: Workflow, express: ExpressWorkflow | None = None
 ) -> WorkflowStarter[Visit]:
     return WorkflowStarter(
         stage="dev",
@@ -180,6 +181,17 @@ def test_a_run_message_of_another_shape_names_its_field(field: str, body: dict[s
     with pytest.raises(ShapeError) as refused:
         RunMessages(VISIT).model_validate(body)
     assert refused.value.field == field
+
+
+@pytest.mark.parametrize(("length", "accepted"), [(64, True), (65, False)])
+def test_a_run_messages_entity_id_is_at_most_64_characters(length: int, accepted: bool) -> None:
+    body = {"visit_id": "v" * length, "run": 1, "idempotency_key": "k"}
+    if accepted:
+        assert RunMessages(VISIT).model_validate(body).entity_id == "v" * length
+        return
+    with pytest.raises(ShapeError) as refused:
+        RunMessages(VISIT).model_validate(body)
+    assert refused.value.field == "visit_id"
 
 
 # --- the run store ----------------------------------------------------------------------------
@@ -241,10 +253,171 @@ def test_a_message_that_can_never_start_is_poison(
     assert workflow.started == {}
 
 
+def test_the_worker_starts_a_run_with_the_input_for_its_run_and_token(store: DynamoRunStore[Visit]) -> None:
+    visit = _visit(store)
+    workflow = Workflow()
+    _starter(store, workflow).start_once(RunMessage("v-1", 1, "key-1"))
+    assert workflow.started == {"v-1-r1": _input(visit, 1, "dev.v-1.r1")}
+
+
+def test_a_duplicate_message_of_a_started_run_is_one_dedup_line_and_no_start(
+    store: DynamoRunStore[Visit], capsys: pytest.CaptureFixture[str]
+) -> None:
+    # Given run 1 started (RUNNING, its ARN recorded)
+    _visit(store)
+    store.mark_running("v-1", run=1, execution_arn="arn:first")
+    capsys.readouterr()
+    workflow = Workflow()
+    # When its message comes again, nothing starts: the answer is the recorded ARN
+    assert _starter(store, workflow).start_once(RunMessage("v-1", 1, "key-1")) == "arn:first"
+    assert workflow.started == {}
+    hit = _decision(capsys, "DedupHit")
+    assert (hit["token"], hit["step"], hit["status"], hit["entity_id"], hit["run"]) == (
+        "dev.v-1.r1",
+        "worker",
+        "RUNNING",
+        "v-1",
+        1,
+    )
+
+
+def test_the_current_run_of_an_entity_finished_by_hand_records_its_arn_and_starts_nothing(
+    store: DynamoRunStore[Visit], ddb: Any
+) -> None:
+    # Given run 1 COMPLETED without an execution recorded (its steps were run by hand)
+    _visit(store)
+    _set_status(store, ddb, RunStatus.COMPLETED)
+    workflow = Workflow()
+    # When its message comes, the run's ARN is answered and recorded, and nothing starts
+    assert _starter(store, workflow).start_once(RunMessage("v-1", 1, "key-1")) == "arn:v-1-r1"
+    assert workflow.started == {}
+    stored = store.get("v-1")
+    assert stored is not None
+    assert (stored.status, stored.execution_arn) == (RunStatus.COMPLETED, "arn:v-1-r1")
+
+
+@pytest.mark.parametrize(("express", "answer"), [(None, "arn:v-1-r1"), (Express("SUCCEEDED"), "v-1-r1")])
+def test_a_late_message_of_an_earlier_run_is_a_duplicate_answered_with_its_execution(
+    store: DynamoRunStore[Visit],
+    ddb: Any,
+    capsys: pytest.CaptureFixture[str],
+    express: Express | None,
+    answer: str,
+) -> None:
+    # Given a visit on run 2 (run 1 FAILED, run 2 accepted)
+    _visit(store)
+    _set_status(store, ddb, RunStatus.FAILED)
+    store.start_next_run("v-1", run=1)
+    capsys.readouterr()
+    workflow = Workflow()
+    # When run 1's message comes late, nothing starts or runs: the answer is run 1's execution
+    assert _starter(store, workflow, express).start_once(RunMessage("v-1", 1, "key-1")) == answer
+    assert workflow.started == {}
+    assert express is None or express.runs == []
+    # And the duplicate is one line naming the run it was for and the entity's current run
+    hit = _decision(capsys, "DedupHit")
+    assert {name: hit.get(name) for name in ("token", "step", "status", "run", "current_run")} == {
+        "token": "dev.v-1.r1",
+        "step": "worker",
+        "status": "ACCEPTED",
+        "run": 1,
+        "current_run": 2,
+    }
+
+
 def test_a_later_run_is_not_current_when_started_directly(store: DynamoRunStore[Visit]) -> None:
     _visit(store)
     with pytest.raises(RunNotCurrent):
         _starter(store, Workflow()).start(RunMessage("v-1", 2, "key-1"))
+
+
+class Ending:
+    """An Express state machine whose executions end as `end` says; it records each run's input."""
+
+    def __init__(self, end: ExecutionEnd) -> None:
+        self.end = end
+        self.runs: list[tuple[str, Mapping[str, Any]]] = []
+
+    def run(self, *, name: str, payload: Mapping[str, Any]) -> ExecutionEnd:
+        self.runs.append((name, payload))
+        return self.end
+
+
+def _decision(capsys: pytest.CaptureFixture[str], name: str) -> dict[str, Any]:
+    """The one line the decision `name` wrote."""
+    [line] = [line for line in read_emitted(capsys.readouterr().out).decisions() if line["decision"] == name]
+    return line
+
+
+def test_an_express_run_runs_with_the_services_input_and_logs_how_it_ended(
+    store: DynamoRunStore[Visit], capsys: pytest.CaptureFixture[str]
+) -> None:
+    # Given an Express execution that fails with a long cause
+    visit = _visit(store)
+    cause = "x" * 600
+    express = Ending(
+        ExecutionEnd(
+            arn="arn:x:v-1-r1", status="FAILED", started=10.5, stopped=12.25, error="Boom", cause=cause
+        )
+    )
+    # When the worker runs the visit's current run
+    with pytest.raises(ExecutionFailed):
+        _starter(store, Workflow(), express).start_once(RunMessage("v-1", 1, "key-1"))
+    # Then it ran once, under the run's name, with the service's input for the run's token
+    assert express.runs == [("v-1-r1", _input(visit, 1, "dev.v-1.r1"))]
+    # And how it ended is one line: the execution, its times, its error and the head of its cause
+    ended = _decision(capsys, "ExecutionEnded")
+    expected = {
+        "entity_id": "v-1",
+        "run": 1,
+        "token": "dev.v-1.r1",
+        "step": "worker",
+        "execution": "arn:x:v-1-r1",
+        "status": "FAILED",
+        "started": 10.5,
+        "stopped": 12.25,
+        "error": "Boom",
+        "cause": "x" * 512,
+    }
+    assert {name: ended.get(name) for name in expected} == expected
+
+
+def test_an_express_run_that_succeeds_logs_no_error_and_no_cause(
+    store: DynamoRunStore[Visit], capsys: pytest.CaptureFixture[str]
+) -> None:
+    _visit(store)
+    express = Ending(ExecutionEnd(arn="arn:x:v-1-r1", status="SUCCEEDED", started=1.0, stopped=2.0))
+    assert _starter(store, Workflow(), express).start_once(RunMessage("v-1", 1, "key-1")) == "arn:x:v-1-r1"
+    ended = _decision(capsys, "ExecutionEnded")
+    assert (ended["status"], ended.get("error"), ended.get("cause")) == ("SUCCEEDED", None, None)
+
+
+@pytest.mark.parametrize(("execution_arn", "answer"), [("arn:x:v-1-r1", "arn:x:v-1-r1"), (None, "v-1-r1")])
+def test_a_finished_entity_on_express_is_a_duplicate_answered_with_its_execution(
+    store: DynamoRunStore[Visit],
+    ddb: Any,
+    capsys: pytest.CaptureFixture[str],
+    execution_arn: str | None,
+    answer: str,
+) -> None:
+    # Given a visit whose run 1 COMPLETED (its ARN recorded, or not: its steps were run by hand)
+    _visit(store)
+    if execution_arn is not None:
+        store.record_execution("v-1", run=1, execution_arn=execution_arn)
+    _set_status(store, ddb, RunStatus.COMPLETED)
+    express = Ending(ExecutionEnd(arn="arn:x:other", status="SUCCEEDED", started=1.0, stopped=2.0))
+    # When its message comes again, nothing runs: the answer is its execution, or the run's name
+    assert _starter(store, Workflow(), express).start_once(RunMessage("v-1", 1, "key-1")) == answer
+    assert express.runs == []
+    # And the duplicate is one line, with the entity's status
+    hit = _decision(capsys, "DedupHit")
+    assert (hit["token"], hit["step"], hit["status"], hit["entity_id"], hit["run"]) == (
+        "dev.v-1.r1",
+        "worker",
+        "COMPLETED",
+        "v-1",
+        1,
+    )
 
 
 def test_an_express_run_that_fails_is_retried_by_the_queue(store: DynamoRunStore[Visit]) -> None:
@@ -279,6 +452,20 @@ def test_a_next_run_follows_only_a_failed_run_and_sends_its_message(
     assert queue.sent == [{"visit_id": "v-1", "run": 2, "idempotency_key": "key-1"}] * 2
     with pytest.raises(EntityNotFound, match="no visit 'v-9'"):
         reruns.start_next_run("v-9")
+
+
+def test_the_message_of_a_run_already_consumed_is_never_resent(
+    store: DynamoRunStore[Visit], ddb: Any
+) -> None:
+    _visit(store)
+    _set_status(store, ddb, RunStatus.RUNNING)
+    found = store.get("v-1")
+    assert found is not None
+    queue = Queue()
+    with pytest.raises(RerunRefused) as refused:
+        Reruns(entity=VISIT, store=store, queue=queue).resend(found)
+    assert str(refused.value) == "visit v-1 is RUNNING: its message was consumed"
+    assert queue.sent == []
 
 
 def test_the_sweep_resends_only_entities_accepted_before_the_bound(
