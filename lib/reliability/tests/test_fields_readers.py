@@ -101,3 +101,10 @@ def test_integer_refuses_with_the_fields_path_and_problem(
 
     assert (field, problem) == expected
     assert message == f"{field} ({problem})"
+
+
+def test_by_default_a_field_is_named_from_the_bodys_top() -> None:
+    assert refusal(record, [1]) == ("body", "not a JSON object", "body (not a JSON object)")
+    assert refusal(record, {"z": 1}, allowed=frozenset({"a"}))[0] == "z"
+    assert refusal(text, {}, "name", pattern=SLUG)[0] == "name"
+    assert refusal(integer, {}, "qty", minimum=1)[0] == "qty"
