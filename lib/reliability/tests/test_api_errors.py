@@ -9,18 +9,21 @@ from __future__ import annotations
 import io
 import json
 from collections.abc import Iterator
+from dataclasses import dataclass
 from datetime import date
 from typing import Any
 
 import pytest
 from aws_lambda_powertools.event_handler import Response
+from aws_lambda_powertools.utilities.idempotency import DynamoDBPersistenceLayer
 from pydantic import BaseModel
 
 from reliability.api import RestApi
 from reliability.declaration import Entity, Route, Service
 from reliability.errors import FenceBusy, RequestError, StoreError, TransientError
+from reliability.http import HttpIdempotency, HttpResponse
 from reliability.observability import logger
-from reliability_helpers import read_emitted
+from reliability_helpers import IDEMPOTENCY, make_telemetry, read_emitted
 
 _HERE = __name__
 
@@ -28,6 +31,10 @@ _HERE = __name__
 class Thing(BaseModel):
     thing_id: str
     made: date  # a date: only the JSON mode of `model_dump` makes it a string
+
+
+class NewThing(BaseModel):
+    name: str
 
 
 class Taken(RequestError):
@@ -41,6 +48,18 @@ def put_thing(thing_id: str) -> Thing:
 
 def get_thing(thing_id: str) -> Response[str]:
     return Response(status_code=200, content_type="text/plain", body=f"thing {thing_id}")
+
+
+SERVING: list[RestApi] = []  # the API a test built: the one whose request helpers a POST view uses
+
+
+def make_thing() -> Response[str]:
+    def execute(request: NewThing, stored_key: str, caller: str) -> HttpResponse:
+        return HttpResponse(status=201, body={"thing_id": "t-1", "name": request.name})
+
+    return SERVING[-1].idempotent(
+        "POST /things", parse=lambda body: NewThing.model_validate_json(body or ""), execute=execute
+    )
 
 
 def fail(kind: str) -> Thing:
@@ -77,6 +96,7 @@ SERVICE = Service(
         _route("PUT", "/things/{thing_id}", "put_thing", status=201),
         _route("GET", "/things/{thing_id}", "get_thing"),
         _route("GET", "/failures/{kind}", "fail"),
+        _route("POST", "/things", "make_thing", status=201),
     ),
 )
 
@@ -107,14 +127,21 @@ def _api() -> RestApi:
     return RestApi(SERVICE, runtime=lambda: pytest.fail("no view here needs the runtime"))
 
 
-def _call(method: str, path: str, api: RestApi | None = None) -> tuple[int, dict[str, str], str]:
+def _call(
+    method: str,
+    path: str,
+    api: RestApi | None = None,
+    body: str | None = None,
+    headers: dict[str, str] | None = None,
+) -> tuple[int, dict[str, str], str]:
     """(status, headers, body) the API's Lambda handler answers an API Gateway REST event with."""
+    sent = {"Accept": "application/json", **(headers or {})}
     event = {
         "resource": path,
         "path": path,
         "httpMethod": method,
-        "headers": {"Accept": "application/json"},
-        "multiValueHeaders": {"Accept": ["application/json"]},
+        "headers": sent,
+        "multiValueHeaders": {name: [value] for name, value in sent.items()},
         "queryStringParameters": None,
         "pathParameters": None,
         "requestContext": {
@@ -123,12 +150,12 @@ def _call(method: str, path: str, api: RestApi | None = None) -> tuple[int, dict
             "requestId": "r-1",
             "identity": {},
         },
-        "body": None,
+        "body": body,
         "isBase64Encoded": False,
     }
     answer = (api or _api()).handler()(event, Context())  # type: ignore[arg-type]
-    headers = {name: values[0] for name, values in (answer.get("multiValueHeaders") or {}).items()}
-    return answer["statusCode"], {**(answer.get("headers") or {}), **headers}, answer["body"]
+    multi = {name: values[0] for name, values in (answer.get("multiValueHeaders") or {}).items()}
+    return answer["statusCode"], {**(answer.get("headers") or {}), **multi}, answer["body"]
 
 
 def test_a_views_model_is_the_routes_status_in_its_json_form() -> None:
@@ -213,4 +240,40 @@ def test_an_unknown_path_is_a_404_without_an_allow_header() -> None:
     status, headers, body = _call("GET", "/nowhere")
     assert (status, json.loads(body)) == (404, {"error": "NotFound", "message": "no such resource"})
     assert "Allow" not in headers
-    assert _call("GET", "/things")[0] == 404  # the collection has no route: only its items do
+    assert _call("GET", "/things/t-1/parts")[0] == 404  # below a known path is not that path
+
+
+@dataclass
+class Runtime:
+    """The composition root an API built in a test is given: one HttpIdempotency per request."""
+
+    ddb: Any
+    built: int = 0
+
+    def http_idempotency(self) -> HttpIdempotency:
+        self.built += 1
+        return HttpIdempotency(
+            persistence=DynamoDBPersistenceLayer(table_name=IDEMPOTENCY, boto3_client=self.ddb),
+            stage="dev",
+            ttl_seconds=3600,
+            telemetry=make_telemetry(),
+        )
+
+
+def test_an_idempotent_post_runs_under_the_runtime_the_api_was_given(ddb: Any) -> None:
+    runtime = Runtime(ddb)
+    api = RestApi(SERVICE, runtime=lambda: runtime)
+    SERVING.append(api)
+    try:
+        sent = {"Content-Type": "application/json", "Idempotency-Key": "k-1"}
+        first = _call("POST", "/things", api, '{"name": "lamp"}', sent)
+        again = _call("POST", "/things", api, '{"name": "lamp"}', sent)
+    finally:
+        SERVING.remove(api)
+    assert (first[0], json.loads(first[2])) == (201, {"thing_id": "t-1", "name": "lamp"})
+    assert (again[0], json.loads(again[2]), again[1]["Idempotent-Replayed"]) == (
+        201,
+        json.loads(first[2]),
+        "true",
+    )
+    assert runtime.built == 2
