@@ -7,8 +7,10 @@ from __future__ import annotations
 
 import base64
 import json
+import time
 from collections.abc import Iterator
 from dataclasses import dataclass
+from datetime import timedelta
 from typing import Any
 
 import pytest
@@ -18,8 +20,8 @@ from pydantic import BaseModel
 
 from reliability.api import RestApi, json_response
 from reliability.declaration import Entity, Route, Service
-from reliability.http import HttpIdempotency, HttpResponse
-from reliability_helpers import IDEMPOTENCY, make_telemetry
+from reliability.http import HttpIdempotency, HttpResponse, scoped_key
+from reliability_helpers import IDEMPOTENCY, make_telemetry, read_emitted
 
 _HERE = __name__
 SERVING: list[RestApi] = []  # the API the running test built, whose helpers the views use
@@ -27,11 +29,14 @@ SERVING: list[RestApi] = []  # the API the running test built, whose helpers the
 
 class NewThing(BaseModel):
     name: str
+    # a duration: JSON only in the model's JSON form ("PT15M"), which the key is bound to
+    hold_for: timedelta | None = None
 
 
 def _make(route: str, what: str | None) -> Response[str]:
     def execute(request: NewThing, stored_key: str, caller: str) -> HttpResponse:
-        return HttpResponse(status=201, body={"name": request.name, "route": route, "caller": caller})
+        body = {"name": request.name, "route": route, "caller": caller, "key": stored_key}
+        return HttpResponse(status=201, body=body)
 
     def parse(body: str | bytes | None) -> NewThing:
         return NewThing.model_validate_json(body or "")
@@ -173,11 +178,17 @@ def _as(subject: str) -> dict[str, Any]:
     return {"authorizer": {"claims": {"sub": subject}}}
 
 
+def _made(name: str, route: str, caller: str, raw_key: str = "k-1") -> tuple[int, dict[str, Any]]:
+    """The 201 of `_make`: the view got `caller` and the key's stored form for `route`."""
+    key = scoped_key(stage="dev", route=route, raw_key=raw_key, caller=caller).value
+    return 201, {"name": name, "route": route, "caller": caller, "key": key}
+
+
 def test_the_caller_is_the_authorizers_subject_and_scopes_the_key(api: RestApi) -> None:
     ann = _post(api, "k-1", '{"name": "lamp"}', context=_as("ann"))
     bob = _post(api, "k-1", '{"name": "desk"}', context=_as("bob"))
-    assert ann == (201, {"name": "lamp", "route": "POST /things", "caller": "sub:ann"})
-    assert bob == (201, {"name": "desk", "route": "POST /things", "caller": "sub:bob"})
+    assert ann == _made("lamp", "POST /things", "sub:ann")
+    assert bob == _made("desk", "POST /things", "sub:bob")
 
 
 def test_a_view_reads_the_caller_from_the_request_context(reader: RestApi) -> None:
@@ -187,8 +198,37 @@ def test_a_view_reads_the_caller_from_the_request_context(reader: RestApi) -> No
 def test_one_key_on_two_routes_is_two_keys(api: RestApi) -> None:
     thing = _post(api, "k-1", '{"name": "lamp"}')
     part = _post(api, "k-1", '{"name": "lamp"}', path="/things/t-1/parts")
-    assert thing == (201, {"name": "lamp", "route": "POST /things", "caller": "anonymous"})
-    assert part == (201, {"name": "lamp", "route": "POST /things/{thing_id}/parts", "caller": "anonymous"})
+    assert thing == _made("lamp", "POST /things", "anonymous")
+    assert part == _made("lamp", "POST /things/{thing_id}/parts", "anonymous")
+
+
+def test_the_decision_line_names_the_route(api: RestApi, capsys: pytest.CaptureFixture[str]) -> None:
+    capsys.readouterr()
+    _post(api, "k-1", '{"name": "lamp"}')
+    _post(api, "k-1", '{"name": "lamp"}')
+    lines = read_emitted(capsys.readouterr().out).decisions()
+    assert [(line["decision"], line["step"]) for line in lines] == [
+        ("Executed", "POST /things"),
+        ("Replayed", "POST /things"),
+    ]
+
+
+def test_a_request_with_a_duration_binds_the_key_to_its_json_form(api: RestApi) -> None:
+    held = '{"name": "lamp", "hold_for": "PT15M"}'
+    assert _post(api, "k-1", held) == _made("lamp", "POST /things", "anonymous")
+    assert _post(api, "k-1", held) == _made("lamp", "POST /things", "anonymous")
+    status, body = _post(api, "k-1", '{"name": "lamp", "hold_for": "PT20M"}')
+    assert (status, body["error"]) == (422, "IdempotencyKeyReused")
+
+
+def test_the_in_progress_lock_lasts_the_invocations_remaining_time(api: RestApi, ddb: Any) -> None:
+    """A retry after this invocation timed out is not refused as in progress for the whole TTL:
+    the record's in-progress expiry is the invocation's end (Context: 20 s left)."""
+    before = time.time() * 1000
+    assert _post(api, "k-1", '{"name": "lamp"}')[0] == 201
+    after = time.time() * 1000
+    [record] = ddb.scan(TableName=IDEMPOTENCY)["Items"]
+    assert before + 20_000 - 1 <= int(record["in_progress_expiration"]["N"]) <= after + 20_000
 
 
 def test_a_repeated_idempotency_key_header_is_seen_and_refused(api: RestApi) -> None:
