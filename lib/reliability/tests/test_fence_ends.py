@@ -10,10 +10,10 @@ from typing import Any
 
 import pytest
 
-from reliability import AtomicEffect, FenceState, FenceStore, StepId
+from reliability import AtomicEffect, FenceState, FenceStore, StepId, Write
 from reliability.errors import FenceBusy, StaleFence
 from reliability_demo import DemoOutOfStock, DemoPaymentDeclined
-from reliability_helpers import FENCES, FakeClock, make_telemetry, read_emitted
+from reliability_helpers import FENCES, FakeClock, make_telemetry, put_stock, read_emitted, stock_decrement
 
 STEP = StepId(token="dev.order-7.r1", step="pay")
 LEASE = 30.0
@@ -301,3 +301,22 @@ def test_a_read_of_a_record_is_consistent(ddb: Any, clock: FakeClock) -> None:
     record = store.read(STEP)
     assert record is not None
     assert [read.get("ConsistentRead") for read in client.reads] == [True]
+
+
+def test_a_completion_whose_write_refuses_says_which_attempt_failed(
+    ddb: Any, clock: FakeClock, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # the effect's condition fails inside the completing transaction: the BusinessError it maps to
+    # fails the fence on the way out, in the name of the attempt that completed
+    store = logging(ddb, clock)
+    put_stock(ddb, "item", 0)
+    capsys.readouterr()
+
+    def reserve(key: str) -> AtomicEffect:
+        return AtomicEffect({"reserved": 1}, [Write(stock_decrement("item", 1), DemoOutOfStock("item"))])
+
+    with pytest.raises(DemoOutOfStock):
+        store.run_leased(STEP, attempt_id="R", lease_seconds=LEASE, effect=reserve)
+    assert [(line["attempt"], line["error_type"]) for line in lines(capsys, "FenceFailed")] == [
+        ("R", "DemoOutOfStock")
+    ]
