@@ -8,9 +8,11 @@ from hypothesis import strategies as st
 
 from reliability.keys import (
     Fact,
+    KeyParts,
     canonical_json,
     derive_key,
     execution_token,
+    key_parts,
 )
 
 
@@ -164,3 +166,24 @@ def test_a_key_exactly_at_the_bound_stays_readable_and_one_byte_over_is_hashed()
     assert over.value.startswith("http#dev#r1#h:")
     label_at_bound = derive_key("http", stage="dev", identity="b" * 96).label
     assert label_at_bound == "b" * 96
+
+
+@pytest.mark.parametrize(
+    ("value", "parts"),
+    [
+        (derive_key("ns", stage="dev", identity="o-1", run=2).value, KeyParts(run=2, business_id="o-1")),
+        (derive_key("ns", stage="dev", identity={"a": 1}).value, KeyParts(run=1, business_id=None)),
+        (derive_key("ns", stage="dev", identity='["o-1"]').value, KeyParts(run=1, business_id=None)),
+        (derive_key("ns", stage="dev", identity="x" * 300, run=4).value, KeyParts(run=4, business_id=None)),
+        (execution_token(stage="dev", business_id="o-7", run=3), KeyParts(run=3, business_id="o-7")),
+        (execution_token(stage="dev", business_id="x" * 90, run=5), KeyParts(run=5, business_id=None)),
+        (execution_token(stage="dev", business_id="H-1", run=1), KeyParts(run=1, business_id="H-1")),
+        ("not a key", None),
+    ],
+)
+def test_a_key_or_token_says_its_run_and_its_business_id_only_when_readable(
+    value: str, parts: KeyParts | None
+) -> None:
+    # a JSON identity (object or array) or a hashed one names no business id: telemetry would
+    # otherwise print a fragment of a request body or a digest as the entity
+    assert key_parts(value) == parts
