@@ -217,3 +217,9 @@ def test_an_entity_created_by_a_key_has_one_id_the_key_alone_gives() -> None:
     assert first != entity.id_for("dev#POST /bookings#anonymous#key-2")
     assert first.startswith("b-")
     assert re.fullmatch(r"b-[0-9a-f]{32}", first)
+
+
+def test_a_step_or_consumer_is_found_by_its_own_name() -> None:
+    assert [SERVICE.step(name).name for name in ("PayForSeat", "HoldSeat")] == ["PayForSeat", "HoldSeat"]
+    with pytest.raises(KeyError, match="no step 'Nope' in service 'bookings'"):
+        SERVICE.step("Nope")

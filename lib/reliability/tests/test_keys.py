@@ -187,3 +187,9 @@ def test_a_key_or_token_says_its_run_and_its_business_id_only_when_readable(
     # a JSON identity (object or array) or a hashed one names no business id: telemetry would
     # otherwise print a fragment of a request body or a digest as the entity
     assert key_parts(value) == parts
+
+
+def test_canonical_json_writes_non_ascii_text_as_itself() -> None:
+    # a key derived from an identity must not change with an encoder setting: the stored text
+    # of a non-ASCII identity is the character itself, never a \u escape
+    assert canonical_json({"name": "café", "a": [1]}) == '{"a":[1],"name":"café"}'
