@@ -5,6 +5,7 @@ stranded entities."""
 
 from __future__ import annotations
 
+import dataclasses
 import io
 import json
 from collections.abc import Mapping
@@ -20,11 +21,12 @@ from botocore.exceptions import ClientError
 
 from reliability.batch import DeadLetters
 from reliability.declaration import Entity
+from reliability.effects import AtomicEffect
 from reliability.errors import ExecutionFailed, PoisonMessage, TransientError
 from reliability.handlers import step_handler, sweep_handler
 from reliability.observability import logger
 from reliability.queue_handlers import StartExecutionThrottled, backoff_seconds, start_run, worker_handler
-from reliability.saga import Saga
+from reliability.saga import Saga, StepRequest
 from reliability.telemetry import Telemetry
 from reliability.workflow_runs import ExecutionEnd, Reruns, RunMessage, RunMessages, RunStatus
 from reliability_helpers import FakeClock, aws_client, fence_store, make_telemetry, read_emitted
@@ -219,7 +221,6 @@ class StepRuntime:
     saga: two_step_service.Desk = field(default_factory=two_step_service.Desk)
 
     def fences(self, namespace: str) -> Any:
-        logger.info("fences taken")  # a line of the step's own, outside any decision
         return self.fence_store
 
 
@@ -248,5 +249,41 @@ def test_a_step_names_its_entity_once_on_each_line_by_the_telemetry_key(ddb: Any
         ("FenceCompleted", "Hold", "v-1")
     ]
     assert not [line for line in lines if "visit_id" in line]  # not again under the entity's field
-    own = [line for line in read_emitted(stream.getvalue()).logs if line.get("message") == "fences taken"]
-    assert [(line["step"], line["entity_id"]) for line in own] == [("Hold", "v-1")]
+
+
+def logged_hold(
+    ctx: two_step_service.Desk, terms: two_step_service.Terms, request: StepRequest
+) -> AtomicEffect:
+    """The service's hold, saying what it holds on the service's logger, as an effect may."""
+    logger.info("holding seats", extra={"seats": terms.seats})
+    return two_step_service.hold(ctx, terms, request)
+
+
+LOGGING_SERVICE = dataclasses.replace(
+    two_step_service.SERVICE,
+    steps=tuple(
+        dataclasses.replace(step, effect=f"{__name__}:logged_hold") if step.name == "Hold" else step
+        for step in two_step_service.SERVICE.steps
+    ),
+)
+
+
+def test_the_effects_own_line_names_the_step_and_the_entity(ddb: Any) -> None:
+    stream = io.StringIO()
+    handler: Any = logger.registered_handler  # swapped by hand, as above
+    previous, handler.stream = handler.stream, stream
+    try:
+        telemetry = Telemetry(logger=logger, metrics=Metrics(namespace="visits", service="visits"))
+        runtime = StepRuntime(
+            StepSettings("Hold"), fence_store(ddb, telemetry, FakeClock(), ttl_seconds=3600)
+        )
+        saga: Saga[two_step_service.Desk, two_step_service.Terms] = Saga(
+            LOGGING_SERVICE, two_step_service.run_of, tables=lambda desk: desk.tables
+        )
+        step = step_handler(runtime=lambda: runtime, saga=saga)
+        step({"visit_id": "v-7", "token": "dev.v-7.r1", "seats": 2, "results": {}}, Context())  # type: ignore[arg-type]
+    finally:
+        handler.stream = previous
+        logger.remove_keys(["step", "entity_id"])
+    [line] = [line for line in read_emitted(stream.getvalue()).logs if line["message"] == "holding seats"]
+    assert (line["step"], line["entity_id"], line["seats"]) == ("Hold", "v-7", 2)
