@@ -48,7 +48,9 @@ def run_one(name: str) -> tuple[str, str, float]:
     status = STATUS.get(done.returncode, "error")
     lines = (done.stdout + done.stderr).splitlines()
     failed = [line.split(" - ")[0] for line in lines if line.startswith(("FAILED ", "ERROR "))]
-    detail = failed[0].removeprefix("FAILED ") if failed else (lines[-1] if lines else "")
+    # pytest's summary is its stdout's last line; a test's own stderr output must not stand in for it
+    summary = done.stdout.splitlines() or lines
+    detail = failed[0].removeprefix("FAILED ") if failed else (summary[-1] if summary else "")
     return status, detail, seconds
 
 
