@@ -215,3 +215,40 @@ def lose_answer(client: Any, operation: str, attempt: int = 1) -> list[str]:
     service = client.meta.service_model.service_id.hyphenize()  # dynamodb, sfn, ...
     client.meta.events.register_first(f"before-send.{service}.{operation}", before_send)
     return attempts
+
+
+def rest_event(
+    method: str,
+    path: str,
+    *,
+    headers: dict[str, list[str]],
+    body: str | None = None,
+    encoded: bool = False,
+    context: dict[str, Any] | None = None,
+) -> dict[str, Any]:
+    """An API Gateway REST proxy event; `headers` as its multiValueHeaders (the single-value
+    `headers` keep each name's last value, as API Gateway's do)."""
+    return {
+        "resource": path,
+        "path": path,
+        "httpMethod": method,
+        "headers": {name: values[-1] for name, values in headers.items()},
+        "multiValueHeaders": headers,
+        "queryStringParameters": None,
+        "pathParameters": None,
+        "requestContext": {
+            "domainName": "api.example.com",
+            "stage": "dev",
+            "requestId": "r-1",
+            "identity": {},
+            **(context or {}),
+        },
+        "body": body,
+        "isBase64Encoded": encoded,
+    }
+
+
+def answer_headers(answer: dict[str, Any]) -> dict[str, str]:
+    """A proxy answer's headers, single- and multi-value, one value each."""
+    multi = {name: values[0] for name, values in (answer.get("multiValueHeaders") or {}).items()}
+    return {**(answer.get("headers") or {}), **multi}

@@ -12,7 +12,7 @@ import visit_api
 from aws_lambda_powertools.utilities.idempotency import DynamoDBPersistenceLayer
 
 from reliability.http import HttpIdempotency
-from reliability_helpers import IDEMPOTENCY, make_telemetry
+from reliability_helpers import IDEMPOTENCY, answer_headers, make_telemetry, rest_event
 
 
 class Context:
@@ -40,27 +40,9 @@ def runtime(ddb: Any) -> visit_api.Runtime:
 def _call(
     method: str, path: str, body: str | None = None, headers: dict[str, str] | None = None
 ) -> tuple[int, dict[str, Any], dict[str, str]]:
-    headers = {"Content-Type": "application/json", **(headers or {})}
-    event = {
-        "resource": path,
-        "path": path,
-        "httpMethod": method,
-        "headers": headers,
-        "multiValueHeaders": {name: [value] for name, value in headers.items()},
-        "queryStringParameters": None,
-        "pathParameters": None,
-        "requestContext": {
-            "domainName": "api.example.com",
-            "stage": "dev",
-            "requestId": "r-1",
-            "identity": {},
-        },
-        "body": body,
-        "isBase64Encoded": False,
-    }
-    answer = visit_api.handler(event, Context())  # type: ignore[arg-type]
-    multi = {name: values[0] for name, values in (answer.get("multiValueHeaders") or {}).items()}
-    return answer["statusCode"], json.loads(answer["body"]), {**(answer.get("headers") or {}), **multi}
+    sent = {name: [value] for name, value in {"Content-Type": "application/json", **(headers or {})}.items()}
+    answer = visit_api.handler(rest_event(method, path, headers=sent, body=body), Context())  # type: ignore[arg-type]
+    return answer["statusCode"], json.loads(answer["body"]), answer_headers(answer)
 
 
 def test_a_post_runs_once_per_key_and_a_get_reads_what_it_made(runtime: visit_api.Runtime) -> None:

@@ -23,7 +23,7 @@ from reliability.declaration import Entity, Route, Service
 from reliability.errors import FenceBusy, RequestError, StoreError, TransientError
 from reliability.http import HttpIdempotency, HttpResponse
 from reliability.observability import logger
-from reliability_helpers import IDEMPOTENCY, make_telemetry, read_emitted
+from reliability_helpers import IDEMPOTENCY, answer_headers, make_telemetry, read_emitted, rest_event
 
 _HERE = __name__
 
@@ -135,27 +135,9 @@ def _call(
     headers: dict[str, str] | None = None,
 ) -> tuple[int, dict[str, str], str]:
     """(status, headers, body) the API's Lambda handler answers an API Gateway REST event with."""
-    sent = {"Accept": "application/json", **(headers or {})}
-    event = {
-        "resource": path,
-        "path": path,
-        "httpMethod": method,
-        "headers": sent,
-        "multiValueHeaders": {name: [value] for name, value in sent.items()},
-        "queryStringParameters": None,
-        "pathParameters": None,
-        "requestContext": {
-            "domainName": "api.example.com",
-            "stage": "dev",
-            "requestId": "r-1",
-            "identity": {},
-        },
-        "body": body,
-        "isBase64Encoded": False,
-    }
-    answer = (api or _api()).handler()(event, Context())  # type: ignore[arg-type]
-    multi = {name: values[0] for name, values in (answer.get("multiValueHeaders") or {}).items()}
-    return answer["statusCode"], {**(answer.get("headers") or {}), **multi}, answer["body"]
+    sent = {name: [value] for name, value in {"Accept": "application/json", **(headers or {})}.items()}
+    answer = (api or _api()).handler()(rest_event(method, path, headers=sent, body=body), Context())  # type: ignore[arg-type]
+    return answer["statusCode"], answer_headers(answer), answer["body"]
 
 
 def test_a_views_model_is_the_routes_status_in_its_json_form() -> None:

@@ -21,7 +21,7 @@ from pydantic import BaseModel
 from reliability.api import RestApi, json_response
 from reliability.declaration import Entity, Route, Service
 from reliability.http import HttpIdempotency, HttpResponse, scoped_key
-from reliability_helpers import IDEMPOTENCY, make_telemetry, read_emitted
+from reliability_helpers import IDEMPOTENCY, make_telemetry, read_emitted, rest_event
 
 _HERE = __name__
 SERVING: list[RestApi] = []  # the API the running test built, whose helpers the views use
@@ -143,25 +143,7 @@ def _call(
 ) -> tuple[int, dict[str, Any]]:
     """(status, JSON body) the API answers; `headers` as API Gateway's multiValueHeaders (its
     single-value `headers` keep each name's last value, as API Gateway's do)."""
-    multi = headers or {}
-    event = {
-        "resource": path,
-        "path": path,
-        "httpMethod": method,
-        "headers": {name: values[-1] for name, values in multi.items()},
-        "multiValueHeaders": multi,
-        "queryStringParameters": None,
-        "pathParameters": None,
-        "requestContext": {
-            "domainName": "api.example.com",
-            "stage": "dev",
-            "requestId": "r-1",
-            "identity": {},
-            **(context or {}),
-        },
-        "body": body,
-        "isBase64Encoded": encoded,
-    }
+    event = rest_event(method, path, headers=headers or {}, body=body, encoded=encoded, context=context)
     answer = api.handler()(event, Context())  # type: ignore[arg-type]
     return answer["statusCode"], json.loads(answer["body"])
 
